@@ -13,55 +13,6 @@ import (
 
 var errNotImplemented = errors.New("pgm: not implemented")
 
-// Domain is a list of attributes with finite sizes.
-type Domain struct {
-	names []string
-	sizes []int
-}
-
-// NewDomain returns a domain; names must be distinct and sizes ≥ 1.
-func NewDomain(names []string, sizes []int) (*Domain, error) { return nil, errNotImplemented }
-
-// Len is the number of attributes.
-func (d *Domain) Len() int { return len(d.sizes) }
-
-// Name of attribute i.
-func (d *Domain) Name(i int) string { return d.names[i] }
-
-// Size (number of values) of attribute i.
-func (d *Domain) Size(i int) int { return d.sizes[i] }
-
-// Index returns the attribute with the given name.
-func (d *Domain) Index(name string) (int, bool) { panic(errNotImplemented) }
-
-// Cells is the product of the sizes of attrs (1 for the empty set).
-func (d *Domain) Cells(attrs []int) int { panic(errNotImplemented) }
-
-// Dataset is an encoded, column-major table: column i holds codes in [0, Size(i)).
-type Dataset struct{}
-
-// NewDataset wraps column-major codes; every column must have the same length
-// and every code must be inside its attribute's domain.
-func NewDataset(dom *Domain, cols [][]uint16) (*Dataset, error) { return nil, errNotImplemented }
-
-// Rows is the number of records.
-func (d *Dataset) Rows() int { panic(errNotImplemented) }
-
-// Domain of the dataset.
-func (d *Dataset) Domain() *Domain { panic(errNotImplemented) }
-
-// Column returns column i's codes (do not modify).
-func (d *Dataset) Column(i int) []uint16 { panic(errNotImplemented) }
-
-// MarginalTo writes the count marginal over attrs into dst (resized if too
-// small) and returns it.
-func (d *Dataset) MarginalTo(dst []float64, attrs []int) []float64 { panic(errNotImplemented) }
-
-// Marginals computes many count marginals, using all cores.
-func (d *Dataset) Marginals(ctx context.Context, sets [][]int) ([][]float64, error) {
-	return nil, errNotImplemented
-}
-
 // Measurement is one noisy linear measurement of a marginal:
 // Y = Q·M_Attrs(D) + noise, with per-entry noise standard deviation Sigma.
 type Measurement struct {

@@ -1,0 +1,188 @@
+package pgm
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"runtime"
+	"slices"
+	"sync"
+	"sync/atomic"
+)
+
+// Dataset is an encoded, column-major table: column i holds codes in [0, Size(i)).
+// A Dataset is immutable once created and safe for concurrent use.
+type Dataset struct {
+	dom  *Domain
+	cols [][]uint16
+	rows int
+}
+
+// NewDataset wraps column-major codes; every column must have the same length
+// and every code must be inside its attribute's domain. The columns are not
+// copied: the caller must not modify them afterwards.
+func NewDataset(dom *Domain, cols [][]uint16) (*Dataset, error) {
+	if dom == nil {
+		return nil, fmt.Errorf("pgm: nil domain")
+	}
+	if len(cols) != dom.Len() {
+		return nil, fmt.Errorf("pgm: %d columns for a domain of %d attributes", len(cols), dom.Len())
+	}
+	rows := 0
+	if len(cols) > 0 {
+		rows = len(cols[0])
+	}
+	for i, c := range cols {
+		if len(c) != rows {
+			return nil, fmt.Errorf("pgm: column %q has %d rows, want %d", dom.Name(i), len(c), rows)
+		}
+		size := dom.Size(i)
+		for r, v := range c {
+			if int(v) >= size {
+				return nil, fmt.Errorf("pgm: column %q row %d: code %d outside domain of size %d", dom.Name(i), r, v, size)
+			}
+		}
+	}
+	return &Dataset{dom: dom, cols: cols, rows: rows}, nil
+}
+
+// Rows is the number of records.
+func (d *Dataset) Rows() int { return d.rows }
+
+// Domain of the dataset.
+func (d *Dataset) Domain() *Domain { return d.dom }
+
+// Column returns column i's codes (do not modify).
+func (d *Dataset) Column(i int) []uint16 { return d.cols[i] }
+
+// MarginalTo writes the count marginal over attrs into dst (resized if too
+// small) and returns it. attrs must be distinct attributes; the marginal's
+// layout follows their order (the last varies fastest). MarginalTo does not
+// allocate when dst is large enough.
+//
+// The reference loop is
+//
+//	for r := range rows { dst[Σ_k col[attrs[k]][r]·stride[k]]++ }
+func (d *Dataset) MarginalTo(dst []float64, attrs []int) []float64 {
+	if err := d.checkDistinct(attrs); err != nil {
+		panic(err.Error())
+	}
+	n := d.dom.Cells(attrs)
+	if n > math.MaxUint32 {
+		panic("pgm: marginal too large")
+	}
+	if cap(dst) < n {
+		dst = make([]float64, n)
+	}
+	dst = dst[:n]
+	clear(dst)
+	d.countInto(dst, attrs, 0, d.rows)
+	return dst
+}
+
+// countBlock is the number of rows whose cell indices are accumulated at once.
+const countBlock = 512
+
+// countInto adds the counts of rows [lo, hi) over attrs into dst, which has
+// exactly Cells(attrs) entries.
+func (d *Dataset) countInto(dst []float64, attrs []int, lo, hi int) {
+	switch len(attrs) {
+	case 0:
+		dst[0] += float64(hi - lo)
+		return
+	case 1:
+		count1(dst, d.cols[attrs[0]][lo:hi])
+		return
+	}
+	var (
+		idx    [countBlock]uint32
+		stride int
+	)
+	for r := lo; r < hi; r += countBlock {
+		m := min(countBlock, hi-r)
+		blk := idx[:m]
+		stride = 1
+		last := len(attrs) - 1
+		// The last attribute initialises the block, the others add.
+		c := d.cols[attrs[last]][r : r+m]
+		for j := range blk {
+			blk[j] = uint32(c[j])
+		}
+		for k := last - 1; k >= 0; k-- {
+			stride *= d.dom.sizes[attrs[k+1]]
+			addScaled(blk, d.cols[attrs[k]][r:r+m], uint32(stride))
+		}
+		for _, v := range blk {
+			dst[v]++
+		}
+	}
+}
+
+// count1 is `for _, v := range c { dst[v]++ }`.
+func count1(dst []float64, c []uint16) {
+	for _, v := range c {
+		dst[v]++
+	}
+}
+
+// addScaled is `for j := range dst { dst[j] += uint32(c[j]) * s }`.
+func addScaled(dst []uint32, c []uint16, s uint32) {
+	if len(c) != len(dst) {
+		panic("pgm: length mismatch")
+	}
+	for j := range dst {
+		dst[j] += uint32(c[j]) * s
+	}
+}
+
+// Marginals computes many count marginals, using all cores. Each set follows
+// the rules of MarginalTo.
+func (d *Dataset) Marginals(ctx context.Context, sets [][]int) ([][]float64, error) {
+	out := make([][]float64, len(sets))
+	for i, s := range sets {
+		if err := d.checkDistinct(s); err != nil {
+			return nil, err
+		}
+		n := d.dom.Cells(s)
+		if n > math.MaxUint32 {
+			return nil, fmt.Errorf("pgm: marginal over %v has too many cells", s)
+		}
+		out[i] = make([]float64, n)
+	}
+	var next atomic.Int64
+	workers := min(runtime.GOMAXPROCS(0), len(sets))
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= len(sets) || ctx.Err() != nil {
+					return
+				}
+				d.countInto(out[i], sets[i], 0, d.rows)
+			}
+		}()
+	}
+	wg.Wait()
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("pgm: computing marginals: %w", err)
+	}
+	return out, nil
+}
+
+// checkDistinct reports whether attrs are distinct attributes of the domain.
+func (d *Dataset) checkDistinct(attrs []int) error {
+	for i, a := range attrs {
+		if a < 0 || a >= d.dom.Len() {
+			return fmt.Errorf("pgm: attribute %d outside domain of %d attributes", a, d.dom.Len())
+		}
+		for _, b := range attrs[:i] {
+			if a == b {
+				return fmt.Errorf("pgm: attribute %d repeated in %v", a, slices.Clone(attrs))
+			}
+		}
+	}
+	return nil
+}
