@@ -1,0 +1,406 @@
+package dpparse
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+
+	"github.com/dolthub/vitess/go/vt/sqlparser"
+)
+
+// Statement is a parsed dpsql statement. String prints canonical SQL that
+// Parse turns back into an equal Statement.
+type Statement interface {
+	fmt.Stringer
+	dpsqlStatement()
+}
+
+var (
+	_ Statement = (*ShowStatus)(nil)
+	_ Statement = (*CreateSynthetic)(nil)
+	_ Statement = (*SetBudget)(nil)
+	_ Statement = (*ShowBudget)(nil)
+	_ Statement = (*ShowLedger)(nil)
+	_ Statement = (*SetDomainBetween)(nil)
+	_ Statement = (*SetDomainIn)(nil)
+	_ Statement = (*ShowDomain)(nil)
+	_ Statement = (*GrantSynthesize)(nil)
+	_ Statement = (*RevokeSynthesize)(nil)
+	_ Statement = (*ShowSyntheticTables)(nil)
+	_ Statement = (*ShowMechanisms)(nil)
+	_ Statement = (*ShowErrorBounds)(nil)
+)
+
+// TableName is an optionally database-qualified table name. The zero value
+// means "no table"; Parse never produces an empty Name.
+type TableName struct {
+	DB   string // "" means the session's current database
+	Name string
+}
+
+// IsZero reports whether t names no table.
+func (t TableName) IsZero() bool { return t.Name == "" }
+
+func (t TableName) String() string {
+	if t.DB != "" {
+		return QuoteIdent(t.DB) + "." + QuoteIdent(t.Name)
+	}
+	return QuoteIdent(t.Name)
+}
+
+// QuoteIdent backquotes an identifier, doubling embedded backquotes.
+func QuoteIdent(s string) string {
+	return "`" + strings.ReplaceAll(s, "`", "``") + "`"
+}
+
+// QuoteString renders s as a single-quoted MySQL string literal.
+func QuoteString(s string) string {
+	var b strings.Builder
+	b.Grow(len(s) + 2)
+	b.WriteByte('\'')
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; c {
+		case '\'':
+			b.WriteString(`\'`)
+		case '\\':
+			b.WriteString(`\\`)
+		case 0:
+			b.WriteString(`\0`)
+		case '\n':
+			b.WriteString(`\n`)
+		case '\r':
+			b.WriteString(`\r`)
+		case 26:
+			b.WriteString(`\Z`)
+		default:
+			b.WriteByte(c)
+		}
+	}
+	b.WriteByte('\'')
+	return b.String()
+}
+
+// simpleIdent reports whether s can be printed without backquotes in a
+// position where any word is an identifier (option name, mechanism name).
+func simpleIdent(s string) bool {
+	if s == "" || isDigit(s[0]) {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c == '_' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || isDigit(c)) {
+			return false
+		}
+	}
+	return true
+}
+
+func identOrQuote(s string) string {
+	if simpleIdent(s) {
+		return s
+	}
+	return QuoteIdent(s)
+}
+
+// ValueKind is the kind of a literal Value.
+type ValueKind uint8
+
+const (
+	ValueNumber ValueKind = iota + 1 // decimal or scientific number, possibly signed
+	ValueString                      // quoted string
+	ValueIdent                       // bare or backquoted word (e.g. an option value like auto)
+	ValueNull                        // NULL
+)
+
+// Value is a literal as written. Numbers keep their text so that exact
+// decimal values (budgets) can be parsed without binary rounding.
+type Value struct {
+	Kind ValueKind
+	Text string // number text (sign included), string contents or identifier; "" for NULL
+}
+
+// Number returns a number Value for x, printed in the shortest form that
+// parses back to x.
+func Number(x float64) Value {
+	return Value{Kind: ValueNumber, Text: strconv.FormatFloat(x, 'g', -1, 64)}
+}
+
+// Float64 returns the value of a number.
+func (v Value) Float64() (float64, error) {
+	if v.Kind != ValueNumber {
+		return 0, fmt.Errorf("dpparse: %s is not a number", v)
+	}
+	x, err := strconv.ParseFloat(v.Text, 64)
+	if err != nil {
+		return 0, fmt.Errorf("dpparse: parsing number %s: %w", v.Text, err)
+	}
+	return x, nil
+}
+
+// Int64 returns the value of an integral number.
+func (v Value) Int64() (int64, error) {
+	x, err := v.Float64()
+	if err != nil {
+		return 0, err
+	}
+	if x != math.Trunc(x) || math.Abs(x) > 1<<53 {
+		return 0, fmt.Errorf("dpparse: %s is not an integer", v.Text)
+	}
+	return int64(x), nil
+}
+
+func (v Value) String() string {
+	switch v.Kind {
+	case ValueNumber:
+		return v.Text
+	case ValueString:
+		return QuoteString(v.Text)
+	case ValueIdent:
+		if simpleIdent(v.Text) && !strings.EqualFold(v.Text, "NULL") {
+			return v.Text
+		}
+		return QuoteIdent(v.Text)
+	case ValueNull:
+		return "NULL"
+	}
+	return "<invalid>"
+}
+
+// Option is one generic name = value pair of CREATE SYNTHETIC TABLE … WITH.
+// Names are compared case-insensitively; the mechanism validates them.
+type Option struct {
+	Name  string
+	Value Value
+}
+
+// Account is a MySQL account name; Host is "%" when not given.
+type Account struct {
+	User string
+	Host string
+}
+
+func (a Account) String() string { return QuoteString(a.User) + "@" + QuoteString(a.Host) }
+
+// ShowStatus is SHOW DPSQL STATUS.
+type ShowStatus struct{}
+
+func (*ShowStatus) String() string { return "SHOW DPSQL STATUS" }
+
+// CreateSynthetic is
+//
+//	CREATE SYNTHETIC TABLE [IF NOT EXISTS] t FROM src USING mech [WITH opt = v, …] [workload]
+type CreateSynthetic struct {
+	IfNotExists bool
+	Table       TableName
+	Source      TableName
+	Mechanism   string
+	Options     []Option
+	Workload    Workload
+}
+
+// Workload is the WORKLOAD clause. At most one of AllKWay and Queries is
+// set; the zero Workload means the clause was omitted (the engine uses its
+// default).
+type Workload struct {
+	AllKWay int // k of WORKLOAD ALL k-WAY
+	Queries []WorkloadQuery
+}
+
+// IsZero reports whether the WORKLOAD clause was omitted.
+func (w Workload) IsZero() bool { return w.AllKWay == 0 && len(w.Queries) == 0 }
+
+// WorkloadQuery is one query of WORKLOAD ( … ). Text is the query as
+// written (without its WEIGHT clause); Select is Text parsed by vitess.
+type WorkloadQuery struct {
+	Text   string
+	Select *sqlparser.Select
+	Weight float64 // > 0 and finite; 1 when WEIGHT is omitted
+}
+
+func (w Workload) String() string {
+	if w.AllKWay > 0 {
+		return fmt.Sprintf("WORKLOAD ALL %d-WAY", w.AllKWay)
+	}
+	var b strings.Builder
+	b.WriteString("WORKLOAD (")
+	for i, q := range w.Queries {
+		if i > 0 {
+			b.WriteString("; ")
+		}
+		b.WriteString(q.Text)
+		if q.Weight != 1 {
+			b.WriteString(" WEIGHT ")
+			b.WriteString(strconv.FormatFloat(q.Weight, 'g', -1, 64))
+		}
+	}
+	b.WriteString(")")
+	return b.String()
+}
+
+func (s *CreateSynthetic) String() string {
+	var b strings.Builder
+	b.WriteString("CREATE SYNTHETIC TABLE ")
+	if s.IfNotExists {
+		b.WriteString("IF NOT EXISTS ")
+	}
+	fmt.Fprintf(&b, "%s FROM %s USING %s", s.Table, s.Source, identOrQuote(s.Mechanism))
+	for i, o := range s.Options {
+		if i == 0 {
+			b.WriteString(" WITH ")
+		} else {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "%s = %s", identOrQuote(o.Name), o.Value)
+	}
+	if !s.Workload.IsZero() {
+		b.WriteString(" ")
+		b.WriteString(s.Workload.String())
+	}
+	return b.String()
+}
+
+// Option returns the value of the named option (case-insensitive).
+func (s *CreateSynthetic) Option(name string) (Value, bool) {
+	for _, o := range s.Options {
+		if strings.EqualFold(o.Name, name) {
+			return o.Value, true
+		}
+	}
+	return Value{}, false
+}
+
+// SetBudget is SET PRIVACY BUDGET FOR t WITH EPSILON = e, DELTA = d.
+type SetBudget struct {
+	Table   TableName
+	Epsilon Value // a number
+	Delta   Value // a number
+}
+
+func (s *SetBudget) String() string {
+	return fmt.Sprintf("SET PRIVACY BUDGET FOR %s WITH EPSILON = %s, DELTA = %s", s.Table, s.Epsilon, s.Delta)
+}
+
+// ShowBudget is SHOW PRIVACY BUDGET [FOR t].
+type ShowBudget struct {
+	Table TableName // zero: all tables
+}
+
+func (s *ShowBudget) String() string {
+	if s.Table.IsZero() {
+		return "SHOW PRIVACY BUDGET"
+	}
+	return "SHOW PRIVACY BUDGET FOR " + s.Table.String()
+}
+
+// ShowLedger is SHOW PRIVACY LEDGER FOR t.
+type ShowLedger struct {
+	Table TableName
+}
+
+func (s *ShowLedger) String() string { return "SHOW PRIVACY LEDGER FOR " + s.Table.String() }
+
+// SetDomainBetween is ALTER TABLE t SET DOMAIN c BETWEEN lo AND hi BINS n.
+type SetDomainBetween struct {
+	Table  TableName
+	Column string
+	Lo, Hi Value // numbers
+	Bins   int   // >= 1
+}
+
+func (s *SetDomainBetween) String() string {
+	return fmt.Sprintf("ALTER TABLE %s SET DOMAIN %s BETWEEN %s AND %s BINS %d",
+		s.Table, QuoteIdent(s.Column), s.Lo, s.Hi, s.Bins)
+}
+
+// SetDomainIn is ALTER TABLE t SET DOMAIN c IN (v1, v2, …); values are
+// numbers, strings or NULL.
+type SetDomainIn struct {
+	Table  TableName
+	Column string
+	Values []Value
+}
+
+func (s *SetDomainIn) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "ALTER TABLE %s SET DOMAIN %s IN (", s.Table, QuoteIdent(s.Column))
+	for i, v := range s.Values {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(v.String())
+	}
+	b.WriteString(")")
+	return b.String()
+}
+
+// ShowDomain is SHOW DOMAIN FOR t.
+type ShowDomain struct {
+	Table TableName
+}
+
+func (s *ShowDomain) String() string { return "SHOW DOMAIN FOR " + s.Table.String() }
+
+// GrantSynthesize is GRANT SYNTHESIZE ON t TO user[@host].
+type GrantSynthesize struct {
+	Table   TableName
+	Account Account
+}
+
+func (s *GrantSynthesize) String() string {
+	return fmt.Sprintf("GRANT SYNTHESIZE ON %s TO %s", s.Table, s.Account)
+}
+
+// RevokeSynthesize is REVOKE SYNTHESIZE ON t FROM user[@host].
+type RevokeSynthesize struct {
+	Table   TableName
+	Account Account
+}
+
+func (s *RevokeSynthesize) String() string {
+	return fmt.Sprintf("REVOKE SYNTHESIZE ON %s FROM %s", s.Table, s.Account)
+}
+
+// ShowSyntheticTables is SHOW SYNTHETIC TABLES [FROM db].
+type ShowSyntheticTables struct {
+	DB string // "" means the current database
+}
+
+func (s *ShowSyntheticTables) String() string {
+	if s.DB == "" {
+		return "SHOW SYNTHETIC TABLES"
+	}
+	return "SHOW SYNTHETIC TABLES FROM " + QuoteIdent(s.DB)
+}
+
+// ShowMechanisms is SHOW MECHANISMS.
+type ShowMechanisms struct{}
+
+func (*ShowMechanisms) String() string { return "SHOW MECHANISMS" }
+
+// ShowErrorBounds is SHOW ERROR BOUNDS FOR syn [CONFIDENCE c], 0 < c < 1.
+type ShowErrorBounds struct {
+	Table      TableName
+	Confidence Value // zero Value: the engine's default
+}
+
+func (s *ShowErrorBounds) String() string {
+	if s.Confidence.Kind == 0 {
+		return "SHOW ERROR BOUNDS FOR " + s.Table.String()
+	}
+	return fmt.Sprintf("SHOW ERROR BOUNDS FOR %s CONFIDENCE %s", s.Table, s.Confidence)
+}
+
+func (*ShowStatus) dpsqlStatement()          {}
+func (*CreateSynthetic) dpsqlStatement()     {}
+func (*SetBudget) dpsqlStatement()           {}
+func (*ShowBudget) dpsqlStatement()          {}
+func (*ShowLedger) dpsqlStatement()          {}
+func (*SetDomainBetween) dpsqlStatement()    {}
+func (*SetDomainIn) dpsqlStatement()         {}
+func (*ShowDomain) dpsqlStatement()          {}
+func (*GrantSynthesize) dpsqlStatement()     {}
+func (*RevokeSynthesize) dpsqlStatement()    {}
+func (*ShowSyntheticTables) dpsqlStatement() {}
+func (*ShowMechanisms) dpsqlStatement()      {}
+func (*ShowErrorBounds) dpsqlStatement()     {}
