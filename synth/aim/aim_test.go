@@ -1,0 +1,49 @@
+package aim
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/dpsql/dpsql/synth"
+)
+
+func TestNewOptions(t *testing.T) {
+	tests := []struct {
+		name string
+		opts []synth.Option
+		want Options
+		err  error
+	}{
+		{name: "defaults", want: Options{}},
+		{name: "all", opts: []synth.Option{
+			{Name: "max_model_size", Value: 20.5}, {Name: "ROUNDS", Value: int64(100)},
+			{Name: "pgm_iters", Value: "30"}, {Name: "Final_Iters", Value: 500},
+		}, want: Options{MaxModelSize: 20.5, Rounds: 100, PGMIters: 30, FinalIters: 500}},
+		{name: "unknown", opts: []synth.Option{{Name: "EPSILON", Value: 1}}, err: synth.ErrUnknownOption},
+		{name: "fractional int", opts: []synth.Option{{Name: "ROUNDS", Value: 2.5}}, err: synth.ErrInvalidOption},
+		{name: "negative size", opts: []synth.Option{{Name: "MAX_MODEL_SIZE", Value: -1}}, err: synth.ErrInvalidOption},
+		{name: "zero iters", opts: []synth.Option{{Name: "PGM_ITERS", Value: 0}}, err: synth.ErrInvalidOption},
+		{name: "not a number", opts: []synth.Option{{Name: "PGM_ITERS", Value: "many"}}, err: synth.ErrInvalidOption},
+		{name: "duplicate", opts: []synth.Option{{Name: "ROUNDS", Value: 10}, {Name: "rounds", Value: 10}}, err: synth.ErrInvalidOption},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r, err := Mechanism{}.New(tt.opts)
+			if !errors.Is(err, tt.err) {
+				t.Fatalf("err = %v, want %v", err, tt.err)
+			}
+			if err != nil {
+				return
+			}
+			if got := *r.(*Options); got != tt.want {
+				t.Errorf("options %+v, want %+v", got, tt.want)
+			}
+		})
+	}
+	// The unknown-option error names the valid options.
+	_, err := Mechanism{}.New([]synth.Option{{Name: "X", Value: 1}})
+	var oe *synth.OptionError
+	if !errors.As(err, &oe) || len(oe.Valid) != len(schema) {
+		t.Errorf("unknown option error %v does not list the %d valid options", err, len(schema))
+	}
+}

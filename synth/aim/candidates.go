@@ -1,0 +1,94 @@
+package aim
+
+import (
+	"slices"
+
+	"github.com/dpsql/dpsql/synth"
+	"github.com/dpsql/dpsql/synth/internal/marginal"
+)
+
+// candidate is one member of the workload's downward closure.
+type candidate struct {
+	attrs  []int
+	key    string  // synth.Key(attrs)
+	weight float64 // w_r = Σ_i c_i·|r ∩ r_i|
+	// parents are the workload sets that contain attrs (indexes into the
+	// workload), used to compute model marginals by projection.
+	parents []int
+}
+
+// closure returns the downward closure of the workload (every non-empty
+// subset of some workload set), smallest sets first, each with its weight
+// w_r = Σ_i c_i·|r ∩ r_i| over the whole workload.
+func closure(w []synth.Marginal) []candidate {
+	var out []candidate
+	seen := make(map[string]int)
+	for wi, m := range w {
+		n := len(m.Attrs)
+		for mask := 1; mask < 1<<n; mask++ {
+			sub := make([]int, 0, n)
+			for i, a := range m.Attrs {
+				if mask&(1<<i) != 0 {
+					sub = append(sub, a)
+				}
+			}
+			k := synth.Key(sub)
+			if j, ok := seen[k]; ok {
+				if !slices.Contains(out[j].parents, wi) {
+					out[j].parents = append(out[j].parents, wi)
+				}
+				continue
+			}
+			seen[k] = len(out)
+			out = append(out, candidate{attrs: sub, key: k, parents: []int{wi}})
+		}
+	}
+	for i := range out {
+		for _, m := range w {
+			out[i].weight += m.Weight * float64(marginal.Intersect(out[i].attrs, m.Attrs))
+		}
+	}
+	slices.SortStableFunc(out, func(a, b candidate) int { return len(a.attrs) - len(b.attrs) })
+	return out
+}
+
+// filter appends to dst the indexes of the candidates that fit the model
+// capacity (step 5c): the junction tree of cliques ∪ {r} is at most limit
+// MB, or r is contained in one of the model's current cliques (free). size
+// is the junction-tree size of a clique list; cliques is not modified.
+func filter(dst []int, cands []candidate, cliques, free [][]int, limit float64, size func([][]int) float64) []int {
+	buf := make([][]int, len(cliques)+1)
+	copy(buf, cliques)
+	for i, c := range cands {
+		buf[len(cliques)] = c.attrs
+		if containedIn(c.attrs, free) || size(buf) <= limit {
+			dst = append(dst, i)
+		}
+	}
+	return dst
+}
+
+// containedIn reports whether attrs is a subset of some set in sets.
+func containedIn(attrs []int, sets [][]int) bool {
+	for _, s := range sets {
+		if marginal.Subset(attrs, s) {
+			return true
+		}
+	}
+	return false
+}
+
+// addMaximal adds attrs to the list of maximal sets, dropping the sets it
+// contains; it returns sets unchanged if attrs is contained in one of them.
+func addMaximal(sets [][]int, attrs []int) [][]int {
+	if containedIn(attrs, sets) {
+		return sets
+	}
+	out := sets[:0]
+	for _, s := range sets {
+		if !marginal.Subset(s, attrs) {
+			out = append(out, s)
+		}
+	}
+	return append(out, slices.Clone(attrs))
+}

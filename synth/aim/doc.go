@@ -1,0 +1,22 @@
+// Package aim implements AIM, the adaptive and iterative mechanism for
+// differentially private synthetic data (McKenna, Mullins, Sheldon, Miklau,
+// VLDB 2022), on dpsql's Private-PGM engine.
+//
+// AIM measures every 1-way marginal of the workload's downward closure, then
+// repeatedly picks the candidate marginal whose model estimate is worst
+// (relative to the noise it would be measured with) by the exponential
+// mechanism, measures it with discrete Gaussian noise and refits the model,
+// annealing the per-round budget when a measurement stops changing the model.
+// Only candidates that keep the model under a growing size limit are eligible.
+// The full algorithm with every formula is in the project's spec/aim.md.
+//
+// # Options
+//
+//	MAX_MODEL_SIZE  float, MB, default 80: the junction-tree size limit S_max.
+//	ROUNDS          int, default 16·d: T, which sets the initial per-round
+//	                budget (the actual number of rounds adapts).
+//	PGM_ITERS       int, default DefaultPGMIters: estimation iterations per
+//	                round (warm-started from the previous model).
+//	FINAL_ITERS     int, default DefaultFinalIters: iterations of the final
+//	                estimation before sampling.
+package aim

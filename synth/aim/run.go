@@ -1,0 +1,269 @@
+package aim
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"slices"
+
+	"github.com/dpsql/dpsql/synth"
+	"github.com/dpsql/dpsql/synth/internal/marginal"
+	"github.com/dpsql/dpsql/synth/pgm"
+)
+
+// sqrt2pi is sqrt(2/π): E|Z| for Z ~ N(0, 1).
+var sqrt2pi = math.Sqrt(2 / math.Pi)
+
+// Run runs AIM on in. It satisfies synth.Runner.
+func (o *Options) Run(ctx context.Context, in *synth.Input) (*synth.Result, error) {
+	w, err := in.Check(true)
+	if err != nil {
+		return nil, fmt.Errorf("aim: %w", err)
+	}
+	data := in.Data
+	dom := data.Domain()
+	opt := o.withDefaults(dom.Len())
+	cands := closure(w)
+
+	oneWay := 0
+	for _, c := range cands {
+		if len(c.attrs) == 1 {
+			oneWay++
+		}
+	}
+	sched, sigma0, err := newSchedule(in.Rho, opt.Rounds, oneWay)
+	if err != nil {
+		return nil, err
+	}
+
+	// True answers of every candidate, computed once: the workload sets by
+	// counting, their subsets by projection.
+	tops := make([][]int, len(w))
+	for i, m := range w {
+		tops[i] = m.Attrs
+	}
+	topAns, err := data.Marginals(ctx, tops)
+	if err != nil {
+		return nil, fmt.Errorf("aim: true marginals: %w", err)
+	}
+	answers := make([][]float64, len(cands))
+	for i, c := range cands {
+		p := c.parents[0]
+		answers[i] = marginal.ProjectTo(nil, dom, w[p].Attrs, topAns[p], c.attrs)
+	}
+	topAns = nil
+
+	wkeys := make([]string, len(w))
+	for i, m := range w {
+		wkeys[i] = synth.Key(m.Attrs)
+	}
+	r := &run{opt: opt, in: in, dom: dom, w: w, wkeys: wkeys, cands: cands, answers: answers, sched: sched}
+	return r.loop(ctx, sigma0)
+}
+
+// run is the state of one AIM run.
+type run struct {
+	opt     Options
+	in      *synth.Input
+	dom     *pgm.Domain
+	w       []synth.Marginal // canonical workload
+	wkeys   []string         // synth.Key of each workload set
+	cands   []candidate
+	answers [][]float64 // true candidate marginals M_r(D)
+	sched   *schedule
+
+	meas     []pgm.Measurement
+	res      synth.Result
+	measured [][]int // maximal measured sets: the model's cliques
+	model    *pgm.Model
+
+	lastRound []int              // per candidate, last round it was a candidate
+	snapRefs  map[int]int        // round → number of candidates whose last round it is
+	snaps     map[int]*pgm.Model // round → p̂_{round−1}
+}
+
+func (r *run) measure(attrs []int, x []float64, sigma, eps float64, round int) []float64 {
+	y := slices.Clone(x)
+	r.in.Noise.AddDiscreteGaussian(y, sigma)
+	m := pgm.Measurement{Attrs: attrs, Y: y, Sigma: sigma}
+	r.meas = append(r.meas, m)
+	r.res.Measurements = append(r.res.Measurements, synth.Measurement{Measurement: m, Round: round, Epsilon: eps})
+	r.measured = addMaximal(r.measured, attrs)
+	return y
+}
+
+func (r *run) estimate(ctx context.Context, iters int) error {
+	m, err := pgm.Estimate(ctx, r.dom, r.meas, &pgm.EstimateOptions{Iters: iters, WarmStart: r.model})
+	if err != nil {
+		return err
+	}
+	r.model = m
+	return nil
+}
+
+// loop runs initialisation, the rounds and the final estimation and
+// sampling; on error it returns the partial result.
+func (r *run) loop(ctx context.Context, sigma0 float64) (*synth.Result, error) {
+	res := &r.res
+	fail := func(err error) (*synth.Result, error) {
+		res.Model = nil
+		res.Rows = nil
+		res.RhoUsed = r.sched.used
+		return res, fmt.Errorf("aim: %w", err)
+	}
+	if err := ctx.Err(); err != nil {
+		// Nothing measured yet: nothing spent.
+		return &synth.Result{}, fmt.Errorf("aim: %w", err)
+	}
+
+	// Initialisation: every 1-way candidate with σ_0.
+	for i, c := range r.cands {
+		if len(c.attrs) == 1 {
+			r.measure(c.attrs, r.answers[i], sigma0, 0, 0)
+		}
+	}
+	if err := r.estimate(ctx, r.opt.PGMIters); err != nil {
+		return fail(fmt.Errorf("initial estimation: %w", err))
+	}
+	r.in.Report(synth.Status{Phase: "init", RhoUsed: r.sched.used, ModelSize: r.model.Size()})
+
+	r.lastRound = make([]int, len(r.cands))
+	r.snapRefs = make(map[int]int)
+	r.snaps = make(map[int]*pgm.Model)
+	sizeOf := func(cliques [][]int) float64 { return pgm.ModelSize(r.dom, cliques) }
+	var (
+		eligible []int
+		scores   []float64
+		est      = make(map[string][]float64)
+	)
+	for t := 1; ; t++ {
+		if err := ctx.Err(); err != nil {
+			return fail(err)
+		}
+		sigma, eps, last := r.sched.next()
+		limit := r.opt.MaxModelSize * r.sched.used / r.sched.rho
+
+		eligible = filter(eligible[:0], r.cands, r.measured, r.model.Cliques(), limit, sizeOf)
+		if len(eligible) == 0 {
+			// Cannot happen: 1-way candidates are always in a clique.
+			panic("aim: no eligible candidate")
+		}
+		clear(est)
+		scores = scores[:0]
+		delta := 0.0
+		for _, i := range eligible {
+			delta = max(delta, r.cands[i].weight)
+		}
+		// Score larger sets first so their subsets are projections.
+		for k := len(eligible) - 1; k >= 0; k-- {
+			i := eligible[k]
+			c := &r.cands[i]
+			xhat := r.modelMarginal(est, c)
+			n := float64(len(xhat))
+			q := c.weight * (marginal.L1(r.answers[i], xhat) - sqrt2pi*sigma*n)
+			scores = append(scores, q)
+		}
+		slices.Reverse(scores)
+		pick := eligible[r.in.Noise.Exponential(scores, eps, delta)]
+		sel := r.cands[pick]
+		r.track(t, eligible)
+
+		before := est[sel.key]
+		r.measure(sel.attrs, r.answers[pick], sigma, eps, t)
+		if err := r.estimate(ctx, r.opt.PGMIters); err != nil {
+			return fail(fmt.Errorf("round %d estimation: %w", t, err))
+		}
+		res.Rounds = append(res.Rounds, synth.Round{
+			Round: t, Epsilon: eps, Sigma: sigma, Sensitivity: delta,
+			Candidates: len(eligible), Selected: sel.attrs,
+			RhoUsed: r.sched.used, ModelSize: r.model.Size(),
+		})
+		r.in.Report(synth.Status{Phase: "round", Round: t, RhoUsed: r.sched.used, ModelSize: r.model.Size()})
+		if last {
+			break
+		}
+		after := r.model.Marginal(sel.attrs)
+		if marginal.L1(after, before) <= sqrt2pi*sigma*float64(len(after)) {
+			r.sched.anneal()
+		}
+	}
+
+	// Final estimation and sampling: post-processing only.
+	if err := r.estimate(ctx, r.opt.FinalIters); err != nil {
+		return fail(fmt.Errorf("final estimation: %w", err))
+	}
+	r.in.Report(synth.Status{Phase: "final", Round: len(res.Rounds), RhoUsed: r.sched.used, ModelSize: r.model.Size()})
+	res.Model = r.model
+	r.finishSnapshots()
+
+	rows := r.in.Rows
+	if rows == 0 {
+		rows = int(math.Round(r.model.Total()))
+	}
+	out, err := r.model.Synthesize(r.in.Noise.Rand(), rows)
+	if err != nil {
+		return fail(fmt.Errorf("synthesize: %w", err))
+	}
+	res.Rows = out
+	res.RhoUsed = r.sched.used
+	r.in.Report(synth.Status{Phase: "sample", Round: len(res.Rounds), RhoUsed: r.sched.used, ModelSize: r.model.Size()})
+	return res, nil
+}
+
+// modelMarginal returns M_c(p̂) for the current model, memoised in est for
+// this round; it projects from an already computed workload superset when
+// there is one, which is much cheaper than inference.
+func (r *run) modelMarginal(est map[string][]float64, c *candidate) []float64 {
+	if x, ok := est[c.key]; ok {
+		return x
+	}
+	best := -1
+	for _, p := range c.parents {
+		if _, ok := est[r.wkeys[p]]; ok && (best < 0 || r.dom.Cells(r.w[p].Attrs) < r.dom.Cells(r.w[best].Attrs)) {
+			best = p
+		}
+	}
+	var x []float64
+	if best >= 0 {
+		x = marginal.ProjectTo(nil, r.dom, r.w[best].Attrs, est[r.wkeys[best]], c.attrs)
+	} else {
+		x = r.model.Marginal(c.attrs)
+	}
+	est[c.key] = x
+	return x
+}
+
+// track records that every eligible candidate was a candidate in round t
+// and keeps p̂_{t−1} (the current model) while some candidate's last
+// candidate round is t.
+func (r *run) track(t int, eligible []int) {
+	for _, i := range eligible {
+		if old := r.lastRound[i]; old != 0 {
+			r.snapRefs[old]--
+			if r.snapRefs[old] == 0 {
+				delete(r.snapRefs, old)
+				delete(r.snaps, old)
+			}
+		}
+		r.lastRound[i] = t
+		r.snapRefs[t]++
+	}
+	r.snaps[t] = r.model
+}
+
+// finishSnapshots fills LastCandidate and Snapshots.
+func (r *run) finishSnapshots() {
+	res := &r.res
+	res.LastCandidate = make([]synth.CandidateRound, len(r.cands))
+	for i, c := range r.cands {
+		res.LastCandidate[i] = synth.CandidateRound{Attrs: c.attrs, Round: r.lastRound[i]}
+	}
+	rounds := make([]int, 0, len(r.snaps))
+	for t := range r.snaps {
+		rounds = append(rounds, t)
+	}
+	slices.Sort(rounds)
+	for _, t := range rounds {
+		res.Snapshots = append(res.Snapshots, synth.Snapshot{Round: t, Model: r.snaps[t]})
+	}
+}

@@ -1,0 +1,85 @@
+package synth
+
+import (
+	"fmt"
+	"math"
+	"slices"
+)
+
+// Check validates in and returns its workload in canonical form: attribute
+// sets sorted ascending, duplicates merged by summing their weights, in the
+// order of first appearance. If needWorkload is false the workload is not
+// checked and nil is returned.
+func (in *Input) Check(needWorkload bool) ([]Marginal, error) {
+	if in.Data == nil {
+		return nil, fmt.Errorf("%w: no data", ErrInvalidInput)
+	}
+	if in.Noise == nil {
+		return nil, fmt.Errorf("%w: no noise source", ErrInvalidInput)
+	}
+	if !(in.Rho > 0) || math.IsInf(in.Rho, 0) {
+		return nil, fmt.Errorf("%w: ρ = %v, want a finite positive budget", ErrInvalidInput, in.Rho)
+	}
+	if in.Rows < 0 {
+		return nil, fmt.Errorf("%w: rows = %d, want ≥ 0", ErrInvalidInput, in.Rows)
+	}
+	if in.Data.Domain().Len() == 0 {
+		return nil, fmt.Errorf("%w: empty domain", ErrInvalidInput)
+	}
+	if !needWorkload {
+		return nil, nil
+	}
+	return CanonicalWorkload(in.Data.Domain().Len(), in.Workload)
+}
+
+// CanonicalWorkload validates a workload over d attributes and returns it
+// with every attribute set sorted and duplicates merged (weights summed).
+// Every set must be non-empty with distinct attributes in [0, d), every
+// weight finite and non-negative, and some weight positive.
+func CanonicalWorkload(d int, w []Marginal) ([]Marginal, error) {
+	if len(w) == 0 {
+		return nil, fmt.Errorf("%w: empty workload", ErrInvalidInput)
+	}
+	out := make([]Marginal, 0, len(w))
+	index := make(map[string]int, len(w))
+	positive := false
+	for i, m := range w {
+		if len(m.Attrs) == 0 {
+			return nil, fmt.Errorf("%w: workload marginal %d has no attributes", ErrInvalidInput, i)
+		}
+		if math.IsNaN(m.Weight) || math.IsInf(m.Weight, 0) || m.Weight < 0 {
+			return nil, fmt.Errorf("%w: workload marginal %d has weight %v", ErrInvalidInput, i, m.Weight)
+		}
+		attrs := slices.Clone(m.Attrs)
+		slices.Sort(attrs)
+		for j, a := range attrs {
+			if a < 0 || a >= d {
+				return nil, fmt.Errorf("%w: workload marginal %d: attribute %d outside [0, %d)", ErrInvalidInput, i, a, d)
+			}
+			if j > 0 && attrs[j-1] == a {
+				return nil, fmt.Errorf("%w: workload marginal %d repeats attribute %d", ErrInvalidInput, i, a)
+			}
+		}
+		positive = positive || m.Weight > 0
+		k := Key(attrs)
+		if j, ok := index[k]; ok {
+			out[j].Weight += m.Weight
+			continue
+		}
+		index[k] = len(out)
+		out = append(out, Marginal{Attrs: attrs, Weight: m.Weight})
+	}
+	if !positive {
+		return nil, fmt.Errorf("%w: every workload weight is zero", ErrInvalidInput)
+	}
+	return out, nil
+}
+
+// Key is a map key for a sorted attribute set.
+func Key(attrs []int) string {
+	b := make([]byte, 0, 2*len(attrs))
+	for _, a := range attrs {
+		b = append(b, byte(a>>8), byte(a))
+	}
+	return string(b)
+}

@@ -1,0 +1,158 @@
+package synth
+
+import (
+	"context"
+
+	"github.com/dpsql/dpsql/synth/noise"
+	"github.com/dpsql/dpsql/synth/pgm"
+)
+
+// Mechanism is a differentially private synthesizer. Implementations are
+// stateless values; the registry lists them.
+type Mechanism interface {
+	// Name is the mechanism's SQL name, lower case ("aim").
+	Name() string
+	// Summary is a one-line description for SHOW MECHANISMS.
+	Summary() string
+	// Output says what Run produces.
+	Output() Output
+	// Schema declares the options New accepts.
+	Schema() Schema
+	// New validates opts against Schema and returns a configured runner.
+	// Errors wrap ErrUnknownOption or ErrInvalidOption.
+	New(opts []Option) (Runner, error)
+}
+
+// Runner is a mechanism with its options fixed.
+type Runner interface {
+	// Run spends at most in.Rho on in.Data. See the package documentation for
+	// the privacy and cancellation contract.
+	Run(ctx context.Context, in *Input) (*Result, error)
+}
+
+// Output is the kind of release a mechanism makes.
+type Output int
+
+const (
+	// SyntheticData means Run returns a model and synthetic rows.
+	SyntheticData Output = iota
+	// AnswersOnly means Run returns only noisy workload answers
+	// (Result.Measurements), no model and no rows.
+	AnswersOnly
+)
+
+// String returns "synthetic data" or "answers only".
+func (o Output) String() string {
+	switch o {
+	case SyntheticData:
+		return "synthetic data"
+	case AnswersOnly:
+		return "answers only"
+	}
+	return "unknown output"
+}
+
+// Marginal is one workload entry: a marginal query over Attrs (attribute
+// indexes into the data's domain) with a non-negative weight.
+type Marginal struct {
+	Attrs  []int
+	Weight float64
+}
+
+// Input is everything a Runner needs. The caller owns it; runners do not
+// modify it.
+type Input struct {
+	// Data is the encoded sensitive table.
+	Data *pgm.Dataset
+	// Workload is the analyst's marginal workload. Mechanisms that are
+	// workload-agnostic (MST, Independent) ignore it.
+	Workload []Marginal
+	// Rho is the zCDP budget reserved by the caller; it must be positive.
+	Rho float64
+	// Noise is the source of all privacy noise and private selections.
+	Noise *noise.Source
+	// Rows is the number of synthetic rows to draw; 0 means the model's
+	// estimated total.
+	Rows int
+	// Progress, if non-nil, is called after every round (and after the
+	// initial and final phases). It must be cheap and must not block.
+	Progress func(Status)
+}
+
+// Status is a progress report.
+type Status struct {
+	Phase     string  // "init", "round", "final", "sample"
+	Round     int     // current round (0 during init)
+	RhoUsed   float64 // ρ consumed so far
+	ModelSize float64 // current model size in MB (0 if no model yet)
+}
+
+// Measurement is one released noisy measurement: Y = Q·M_Attrs(D) + noise
+// with per-entry standard deviation Sigma.
+type Measurement struct {
+	pgm.Measurement
+	// Round is the round that took it; 0 is the initialisation.
+	Round int
+	// Epsilon is the ε of the exponential-mechanism selection that chose
+	// Attrs in this round, 0 if Attrs was not privately selected.
+	Epsilon float64
+}
+
+// Round records one adaptive round: what the exponential mechanism selected
+// and with which parameters. It is what uncertainty quantification needs.
+type Round struct {
+	Round       int
+	Epsilon     float64 // ε_t of the selection
+	Sigma       float64 // σ_t of the measurement
+	Sensitivity float64 // Δ, the score sensitivity (max candidate weight)
+	Candidates  int     // |C_t|, the number of candidates after filtering
+	Selected    []int   // the selected attribute set r_t
+	RhoUsed     float64 // cumulative ρ after this round
+	ModelSize   float64 // size in MB of the model fitted after this round
+}
+
+// CandidateRound is the last round in which Attrs was a selection
+// candidate; Round is 0 if it never was.
+type CandidateRound struct {
+	Attrs []int
+	Round int
+}
+
+// Snapshot is the model p̂_{Round−1} that round Round scored its candidates
+// against (its pre-measurement model).
+type Snapshot struct {
+	Round int
+	Model *pgm.Model
+}
+
+// Result is what a Runner releases. All of it is differentially private.
+type Result struct {
+	// Model is the final fitted model (nil for AnswersOnly mechanisms).
+	Model *pgm.Model
+	// Measurements are all released measurements in the order taken. For
+	// AnswersOnly mechanisms they are the answers, one per workload
+	// marginal.
+	Measurements []Measurement
+	// Rounds are the adaptive rounds in order (nil for non-adaptive
+	// mechanisms).
+	Rounds []Round
+	// LastCandidate gives, for every selection candidate (which includes
+	// every workload marginal of an adaptive mechanism), the last round in
+	// which it was a candidate.
+	LastCandidate []CandidateRound
+	// Snapshots holds p̂_{t−1} for exactly the rounds t that are some
+	// candidate's last candidate round, in increasing round order.
+	Snapshots []Snapshot
+	// Rows are the synthetic records, column-major codes over the data's
+	// domain (nil for AnswersOnly mechanisms).
+	Rows [][]uint16
+	// RhoUsed is the zCDP budget actually consumed.
+	RhoUsed float64
+}
+
+// Report sends s to in.Progress if it is set.
+func (in *Input) Report(s Status) {
+	if in.Progress != nil {
+		in.Progress(s)
+	}
+}
