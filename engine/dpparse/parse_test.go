@@ -78,7 +78,7 @@ func TestParse(t *testing.T) {
 			&CreateSynthetic{Table: tn("syn"), Source: tn("adult"), Mechanism: "mst"}},
 		{"create synthetic table if not exists pub.syn from raw.`adult-2` using `aim` with epsilon=1e-9, delta = 1E-6, rounds = 'auto', init = independent, max_size = -3 workload all 3-way",
 			&CreateSynthetic{IfNotExists: true, Table: tn("pub.syn"), Source: tn("raw.adult-2"), Mechanism: "aim",
-				Options: []Option{{"epsilon", num("1e-9")}, {"delta", num("1E-6")}, {"rounds", str("auto")}, {"init", word("independent")}, {"max_size", num("-3")}},
+				Options:  []Option{{"epsilon", num("1e-9")}, {"delta", num("1E-6")}, {"rounds", str("auto")}, {"init", word("independent")}, {"max_size", num("-3")}},
 				Workload: Workload{AllKWay: 3}}},
 		{"CREATE SYNTHETIC TABLE s FROM t USING aim WITH EPSILON = 1 WORKLOAD (SELECT sex, race, COUNT(*) FROM t GROUP BY sex, race)",
 			&CreateSynthetic{Table: tn("s"), Source: tn("t"), Mechanism: "aim", Options: []Option{{"EPSILON", num("1")}},
@@ -195,7 +195,7 @@ func TestParseErrors(t *testing.T) {
 		{"SHOW DPSQL", KindUnexpected, ""},
 		{"SHOW DPSQL STATUSES", KindUnexpected, "STATUSES"},
 		{"SHOW DPSQL STATUS extra", KindUnexpected, "extra"},
-		
+
 		{"SHOW PRIVACY", KindUnexpected, ""},
 		{"SHOW PRIVACY LEDGER", KindUnexpected, ""},
 		{"SHOW PRIVACY LEDGER FOR", KindUnexpected, ""},
