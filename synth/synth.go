@@ -2,6 +2,8 @@ package synth
 
 import (
 	"context"
+	"fmt"
+	"math"
 
 	"github.com/dpsql/dpsql/synth/noise"
 	"github.com/dpsql/dpsql/synth/pgm"
@@ -96,6 +98,11 @@ type Measurement struct {
 	// Epsilon is the ε of the exponential-mechanism selection that chose
 	// Attrs in this round, 0 if Attrs was not privately selected.
 	Epsilon float64
+	// Coarse, if non-nil, says the measurement is over a coarsened domain:
+	// Coarse[j][v] is the coarse code of value v of attribute Attrs[j], and
+	// Y = Q·M where M is the marginal over the coarse codes (MST's domain
+	// compression). Nil means the data's own domain.
+	Coarse [][]int
 }
 
 // Round records one adaptive round: what the exponential mechanism selected
@@ -155,4 +162,19 @@ func (in *Input) Report(s Status) {
 	if in.Progress != nil {
 		in.Progress(s)
 	}
+}
+
+// Sample draws the synthetic rows of a fitted model: in.Rows records, or the
+// model's rounded total when in.Rows is 0. It is post-processing and uses
+// in.Noise.Rand.
+func Sample(m *pgm.Model, in *Input) ([][]uint16, error) {
+	rows := in.Rows
+	if rows == 0 {
+		rows = int(math.Round(m.Total()))
+	}
+	out, err := m.Synthesize(in.Noise.Rand(), rows)
+	if err != nil {
+		return nil, fmt.Errorf("synthesize %d rows: %w", rows, err)
+	}
+	return out, nil
 }

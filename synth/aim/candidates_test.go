@@ -1,8 +1,6 @@
 package aim
 
 import (
-	"math/rand/v2"
-	"slices"
 	"testing"
 
 	"github.com/dpsql/dpsql/synth"
@@ -59,72 +57,5 @@ func TestClosure(t *testing.T) {
 		if len(cands[i].attrs) < len(cands[i-1].attrs) {
 			t.Fatal("candidates not ordered by size")
 		}
-	}
-}
-
-// TestFilterRespectsCapacity checks step 5c with an independent size
-// function: every admitted candidate either keeps the model within the
-// limit or lies inside a current clique, and every rejected one does
-// neither.
-func TestFilterRespectsCapacity(t *testing.T) {
-	rng := rand.New(rand.NewPCG(3, 4))
-	sizes := []int{2, 3, 5, 7, 11, 13, 4, 6}
-	// A stand-in size: the sum over (deduplicated) cliques of their cells,
-	// in "MB". It is monotone in the clique set like the real one.
-	size := func(cliques [][]int) float64 {
-		seen := map[string]bool{}
-		s := 0.0
-		for _, c := range cliques {
-			if seen[synth.Key(c)] {
-				continue
-			}
-			seen[synth.Key(c)] = true
-			n := 1
-			for _, a := range c {
-				n *= sizes[a]
-			}
-			s += float64(n)
-		}
-		return s
-	}
-	var w []synth.Marginal
-	for i := 0; i < 10; i++ {
-		perm := rng.Perm(len(sizes))[:3]
-		slices.Sort(perm)
-		w = append(w, synth.Marginal{Attrs: perm, Weight: 1})
-	}
-	cands := closure(w)
-	for trial := 0; trial < 200; trial++ {
-		var cliques [][]int
-		for i := 0; i < rng.IntN(4); i++ {
-			cliques = addMaximal(cliques, cands[rng.IntN(len(cands))].attrs)
-		}
-		free := cliques
-		limit := rng.Float64() * 1500
-		admitted := filter(nil, cands, cliques, free, limit, size)
-		isAdmitted := map[int]bool{}
-		for _, i := range admitted {
-			isAdmitted[i] = true
-		}
-		for i, c := range cands {
-			fits := size(append(slices.Clone(cliques), c.attrs)) <= limit
-			inside := containedIn(c.attrs, free)
-			if isAdmitted[i] != (fits || inside) {
-				t.Fatalf("trial %d: candidate %v admitted=%v but fits=%v inside=%v (limit %v)",
-					trial, c.attrs, isAdmitted[i], fits, inside, limit)
-			}
-		}
-	}
-}
-
-func TestAddMaximal(t *testing.T) {
-	var s [][]int
-	s = addMaximal(s, []int{1})
-	s = addMaximal(s, []int{1, 2})
-	s = addMaximal(s, []int{2})
-	s = addMaximal(s, []int{3})
-	s = addMaximal(s, []int{1, 2, 3})
-	if len(s) != 1 || !slices.Equal(s[0], []int{1, 2, 3}) {
-		t.Errorf("maximal sets %v, want [[1 2 3]]", s)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"github.com/dpsql/dpsql/synth"
+	"github.com/dpsql/dpsql/synth/internal/adaptive"
 	"github.com/dpsql/dpsql/synth/internal/marginal"
 	"github.com/dpsql/dpsql/synth/pgm"
 )
@@ -57,7 +58,11 @@ func (o *Options) Run(ctx context.Context, in *synth.Input) (*synth.Result, erro
 	for i, m := range w {
 		wkeys[i] = synth.Key(m.Attrs)
 	}
-	r := &run{opt: opt, in: in, dom: dom, w: w, wkeys: wkeys, cands: cands, answers: answers, sched: sched}
+	sets := make([][]int, len(cands))
+	for i, c := range cands {
+		sets[i] = c.attrs
+	}
+	r := &run{opt: opt, in: in, dom: dom, w: w, wkeys: wkeys, cands: cands, sets: sets, answers: answers, sched: sched}
 	return r.loop(ctx, sigma0)
 }
 
@@ -69,6 +74,7 @@ type run struct {
 	w       []synth.Marginal // canonical workload
 	wkeys   []string         // synth.Key of each workload set
 	cands   []candidate
+	sets    [][]int     // cands[i].attrs
 	answers [][]float64 // true candidate marginals M_r(D)
 	sched   *schedule
 
@@ -76,10 +82,7 @@ type run struct {
 	res      synth.Result
 	measured [][]int // maximal measured sets: the model's cliques
 	model    *pgm.Model
-
-	lastRound []int              // per candidate, last round it was a candidate
-	snapRefs  map[int]int        // round → number of candidates whose last round it is
-	snaps     map[int]*pgm.Model // round → p̂_{round−1}
+	tracker  *adaptive.Tracker
 }
 
 func (r *run) measure(attrs []int, x []float64, sigma, eps float64, round int) []float64 {
@@ -88,7 +91,7 @@ func (r *run) measure(attrs []int, x []float64, sigma, eps float64, round int) [
 	m := pgm.Measurement{Attrs: attrs, Y: y, Sigma: sigma}
 	r.meas = append(r.meas, m)
 	r.res.Measurements = append(r.res.Measurements, synth.Measurement{Measurement: m, Round: round, Epsilon: eps})
-	r.measured = addMaximal(r.measured, attrs)
+	r.measured = adaptive.AddMaximal(r.measured, attrs)
 	return y
 }
 
@@ -127,9 +130,7 @@ func (r *run) loop(ctx context.Context, sigma0 float64) (*synth.Result, error) {
 	}
 	r.in.Report(synth.Status{Phase: "init", RhoUsed: r.sched.used, ModelSize: r.model.Size()})
 
-	r.lastRound = make([]int, len(r.cands))
-	r.snapRefs = make(map[int]int)
-	r.snaps = make(map[int]*pgm.Model)
+	r.tracker = adaptive.NewTracker(len(r.cands))
 	sizeOf := func(cliques [][]int) float64 { return pgm.ModelSize(r.dom, cliques) }
 	var (
 		eligible []int
@@ -143,7 +144,7 @@ func (r *run) loop(ctx context.Context, sigma0 float64) (*synth.Result, error) {
 		sigma, eps, last := r.sched.next()
 		limit := r.opt.MaxModelSize * r.sched.used / r.sched.rho
 
-		eligible = filter(eligible[:0], r.cands, r.measured, r.model.Cliques(), limit, sizeOf)
+		eligible = adaptive.Filter(eligible[:0], r.sets, r.measured, r.model.Cliques(), limit, sizeOf)
 		if len(eligible) == 0 {
 			// Cannot happen: 1-way candidates are always in a clique.
 			panic("aim: no eligible candidate")
@@ -166,7 +167,7 @@ func (r *run) loop(ctx context.Context, sigma0 float64) (*synth.Result, error) {
 		slices.Reverse(scores)
 		pick := eligible[r.in.Noise.Exponential(scores, eps, delta)]
 		sel := r.cands[pick]
-		r.track(t, eligible)
+		r.tracker.Round(t, eligible, r.model)
 
 		before := est[sel.key]
 		r.measure(sel.attrs, r.answers[pick], sigma, eps, t)
@@ -194,15 +195,11 @@ func (r *run) loop(ctx context.Context, sigma0 float64) (*synth.Result, error) {
 	}
 	r.in.Report(synth.Status{Phase: "final", Round: len(res.Rounds), RhoUsed: r.sched.used, ModelSize: r.model.Size()})
 	res.Model = r.model
-	r.finishSnapshots()
+	r.tracker.Fill(res, r.sets)
 
-	rows := r.in.Rows
-	if rows == 0 {
-		rows = int(math.Round(r.model.Total()))
-	}
-	out, err := r.model.Synthesize(r.in.Noise.Rand(), rows)
+	out, err := synth.Sample(r.model, r.in)
 	if err != nil {
-		return fail(fmt.Errorf("synthesize: %w", err))
+		return fail(err)
 	}
 	res.Rows = out
 	res.RhoUsed = r.sched.used
@@ -231,39 +228,4 @@ func (r *run) modelMarginal(est map[string][]float64, c *candidate) []float64 {
 	}
 	est[c.key] = x
 	return x
-}
-
-// track records that every eligible candidate was a candidate in round t
-// and keeps p̂_{t−1} (the current model) while some candidate's last
-// candidate round is t.
-func (r *run) track(t int, eligible []int) {
-	for _, i := range eligible {
-		if old := r.lastRound[i]; old != 0 {
-			r.snapRefs[old]--
-			if r.snapRefs[old] == 0 {
-				delete(r.snapRefs, old)
-				delete(r.snaps, old)
-			}
-		}
-		r.lastRound[i] = t
-		r.snapRefs[t]++
-	}
-	r.snaps[t] = r.model
-}
-
-// finishSnapshots fills LastCandidate and Snapshots.
-func (r *run) finishSnapshots() {
-	res := &r.res
-	res.LastCandidate = make([]synth.CandidateRound, len(r.cands))
-	for i, c := range r.cands {
-		res.LastCandidate[i] = synth.CandidateRound{Attrs: c.attrs, Round: r.lastRound[i]}
-	}
-	rounds := make([]int, 0, len(r.snaps))
-	for t := range r.snaps {
-		rounds = append(rounds, t)
-	}
-	slices.Sort(rounds)
-	for _, t := range rounds {
-		res.Snapshots = append(res.Snapshots, synth.Snapshot{Round: t, Model: r.snaps[t]})
-	}
 }

@@ -1,0 +1,105 @@
+// Package adaptive holds the bookkeeping that the select–measure–estimate
+// mechanisms (AIM, MWEM+PGM) share: the model-capacity filter, maximal
+// clique sets, and the record of each candidate's last candidate round with
+// the model snapshots that uncertainty quantification needs.
+package adaptive
+
+import (
+	"slices"
+
+	"github.com/dpsql/dpsql/synth"
+	"github.com/dpsql/dpsql/synth/internal/marginal"
+	"github.com/dpsql/dpsql/synth/pgm"
+)
+
+// Filter appends to dst the indexes i of the sets whose addition keeps the
+// model within capacity: the junction tree of cliques ∪ {sets[i]} is at most
+// limit MB, or sets[i] is contained in one of free (the current model's
+// cliques). size is the junction-tree size of a clique list; cliques is not
+// modified.
+func Filter(dst []int, sets [][]int, cliques, free [][]int, limit float64, size func([][]int) float64) []int {
+	buf := make([][]int, len(cliques)+1)
+	copy(buf, cliques)
+	for i, s := range sets {
+		buf[len(cliques)] = s
+		if ContainedIn(s, free) || size(buf) <= limit {
+			dst = append(dst, i)
+		}
+	}
+	return dst
+}
+
+// ContainedIn reports whether attrs is a subset of some set in sets.
+func ContainedIn(attrs []int, sets [][]int) bool {
+	for _, s := range sets {
+		if marginal.Subset(attrs, s) {
+			return true
+		}
+	}
+	return false
+}
+
+// AddMaximal adds a copy of attrs to the list of maximal sets, dropping the
+// sets it contains; it returns sets unchanged if attrs is contained in one of
+// them. It may reuse sets' backing array.
+func AddMaximal(sets [][]int, attrs []int) [][]int {
+	if ContainedIn(attrs, sets) {
+		return sets
+	}
+	out := sets[:0]
+	for _, s := range sets {
+		if !marginal.Subset(s, attrs) {
+			out = append(out, s)
+		}
+	}
+	return append(out, slices.Clone(attrs))
+}
+
+// Tracker records, for each of n candidates, the last round in which it was
+// a candidate, and keeps the pre-measurement model of exactly those rounds.
+type Tracker struct {
+	last  []int
+	refs  map[int]int        // round → candidates whose last round it is
+	snaps map[int]*pgm.Model // round → p̂_{round−1}
+}
+
+// NewTracker tracks n candidates.
+func NewTracker(n int) *Tracker {
+	return &Tracker{last: make([]int, n), refs: map[int]int{}, snaps: map[int]*pgm.Model{}}
+}
+
+// Round records that candidates (indexes) were the candidates of round t,
+// scored against model (p̂_{t−1}). Rounds must increase.
+func (tr *Tracker) Round(t int, candidates []int, model *pgm.Model) {
+	for _, i := range candidates {
+		if old := tr.last[i]; old != 0 {
+			if tr.refs[old]--; tr.refs[old] == 0 {
+				delete(tr.refs, old)
+				delete(tr.snaps, old)
+			}
+		}
+		tr.last[i] = t
+		tr.refs[t]++
+	}
+	if len(candidates) > 0 {
+		tr.snaps[t] = model
+	}
+}
+
+// Fill sets res.LastCandidate (attrs[i] is candidate i's attribute set) and
+// res.Snapshots.
+func (tr *Tracker) Fill(res *synth.Result, attrs [][]int) {
+	res.LastCandidate = make([]synth.CandidateRound, len(attrs))
+	for i, a := range attrs {
+		res.LastCandidate[i] = synth.CandidateRound{Attrs: a, Round: tr.last[i]}
+	}
+	rounds := make([]int, 0, len(tr.snaps))
+	for t := range tr.snaps {
+		rounds = append(rounds, t)
+	}
+	slices.Sort(rounds)
+	res.Snapshots = res.Snapshots[:0]
+	for _, t := range rounds {
+		res.Snapshots = append(res.Snapshots, synth.Snapshot{Round: t, Model: tr.snaps[t]})
+	}
+}
