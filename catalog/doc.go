@@ -1,0 +1,58 @@
+// Package catalog stores dpsql's databases, tables and metadata durably in one bbolt file.
+//
+// A Store owns a single bbolt file (dpsql.db) inside a data directory. It
+// holds, in separate top-level buckets:
+//
+//   - a format header (magic and format version), validated on every Open;
+//   - the server secret that keys differential-privacy noise seeds;
+//   - the grants blob of go-mysql-server's mysql database;
+//   - the SQL catalog: databases, views, tables, their schemas and rows;
+//   - generic metadata buckets, named "meta_<name>", used by the engine to
+//     record synthetic-table models and domains (see Store.Update and Tx).
+//
+// Other packages may add their own buckets to the same file through
+// Store.DB; the prefixes "budget_" and "ledger_" are reserved for them and are
+// never used here.
+//
+// # SQL backend
+//
+// Store.Provider returns a go-mysql-server sql.MutableDatabaseProvider. Its
+// tables support INSERT, UPDATE, DELETE, REPLACE, TRUNCATE, AUTO_INCREMENT,
+// CHECK constraints, ALTER TABLE ADD/DROP/MODIFY COLUMN and primary-key point
+// lookups. Secondary indexes, foreign keys and triggers are not supported.
+//
+// Every table has a stable numeric ID drawn from a bbolt sequence. IDs are
+// never reused: dropping a table and creating another under the same name
+// gives a new ID, so state keyed by ID (such as a privacy ledger) cannot be
+// reset by renaming tricks.
+//
+// Rows are stored with a compact typed binary encoding. Tables with a primary
+// key are keyed by an order-preserving encoding of the key columns (strings
+// with a case-insensitive collation are keyed by their collation weight, so
+// 'a' and 'A' collide as MySQL requires); keyless tables are keyed by a
+// sequence number and may hold duplicate rows.
+//
+// # Transactions
+//
+// The backend does not implement sql.TransactionSession: every statement is
+// its own transaction (autocommit). A statement's edits are buffered in memory
+// by its editor and applied in one bbolt write transaction, fsynced, when the
+// statement completes; a failing statement leaves nothing behind. BEGIN,
+// COMMIT and ROLLBACK are accepted by the engine but do not group statements:
+// each statement is durable as soon as it completes, and ROLLBACK undoes
+// nothing.
+//
+// Reads run in short read transactions of at most a few thousand rows, so a
+// long scan never blocks writers; a scan that races with concurrent writes
+// sees each chunk at its own commit point (read committed), not one snapshot.
+// Schema changes (ALTER TABLE) rewrite the table in one write transaction; a
+// statement that planned against the old schema fails with ErrSchemaChanged
+// instead of reading or writing rows in the wrong layout.
+//
+// # Concurrency and locking
+//
+// A Store is safe for concurrent use. bbolt allows one writer at a time, so
+// statement commits are serialised. The data file is locked exclusively: a
+// second Open of the same directory, from this or any other process, fails
+// after Options.Timeout with ErrLocked.
+package catalog

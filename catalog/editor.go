@@ -1,0 +1,355 @@
+package catalog
+
+import (
+	"bytes"
+	"sort"
+
+	"github.com/dolthub/go-mysql-server/sql"
+	"go.etcd.io/bbolt"
+)
+
+var (
+	_ sql.RowInserter = (*editor)(nil)
+	_ sql.RowUpdater  = (*editor)(nil)
+	_ sql.RowDeleter  = (*editor)(nil)
+	_ sql.RowReplacer = (*editor)(nil)
+)
+
+// Inserter implements sql.InsertableTable.
+func (t *Table) Inserter(*sql.Context) sql.RowInserter { return t.newEditor() }
+
+// Updater implements sql.UpdatableTable.
+func (t *Table) Updater(*sql.Context) sql.RowUpdater { return t.newEditor() }
+
+// Deleter implements sql.DeletableTable.
+func (t *Table) Deleter(*sql.Context) sql.RowDeleter { return t.newEditor() }
+
+// Replacer implements sql.ReplaceableTable.
+func (t *Table) Replacer(*sql.Context) sql.RowReplacer { return t.newEditor() }
+
+// Truncate implements sql.TruncateableTable. It removes every row and resets
+// AUTO_INCREMENT to 1, in one transaction.
+func (t *Table) Truncate(ctx *sql.Context) (int, error) {
+	var n uint64
+	m := t.meta
+	st, err := t.autoInc()
+	if err != nil {
+		return 0, err
+	}
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	err = t.s.db.Update(func(tx *bbolt.Tx) error {
+		tb := tableBucket(tx, m.id)
+		if tb == nil || tb.Bucket(rowsBucketName(m.layout)) == nil {
+			return ErrSchemaChanged
+		}
+		n = getU64(tb.Get(keyCount))
+		if err := tb.DeleteBucket(rowsBucketName(m.layout)); err != nil {
+			return err
+		}
+		if _, err := tb.CreateBucket(rowsBucketName(m.layout)); err != nil {
+			return err
+		}
+		if err := tb.Put(keyCount, u64(0)); err != nil {
+			return err
+		}
+		return tb.Put(keyAutoInc, u64(1))
+	})
+	if err != nil {
+		return 0, wrapf(err, "catalog: truncate %s", m.name)
+	}
+	st.next = 1
+	return int(n), nil
+}
+
+// editor buffers one statement's edits and applies them in a single bbolt
+// write transaction when the statement completes.
+type editor struct {
+	t *Table
+	m *tableMeta
+
+	// Keyed tables: the statement's final state of each touched key.
+	pending map[string]*pendingRow
+	// Keyless tables: rows to append, and a multiset of encoded rows to
+	// remove.
+	inserts [][]byte
+	deletes map[string]int
+}
+
+type pendingRow struct {
+	val       []byte // encoded row; nil means deleted
+	mustBeNew bool   // the key was absent when inserted; recheck at commit
+}
+
+func (t *Table) newEditor() *editor {
+	return &editor{t: t, m: t.meta, pending: make(map[string]*pendingRow), deletes: make(map[string]int)}
+}
+
+// StatementBegin implements sql.EditOpenerCloser.
+func (e *editor) StatementBegin(*sql.Context) {}
+
+// DiscardChanges implements sql.EditOpenerCloser: the statement's edits are
+// dropped and nothing is written.
+func (e *editor) DiscardChanges(*sql.Context, error) error {
+	e.reset()
+	return nil
+}
+
+// StatementComplete implements sql.EditOpenerCloser: the statement's edits
+// are written in one fsynced transaction.
+func (e *editor) StatementComplete(ctx *sql.Context) error {
+	defer e.reset()
+	return e.flush(ctx)
+}
+
+// Close implements sql.Closer. Edits not yet completed or discarded are
+// written, which some DDL paths of the engine rely on.
+func (e *editor) Close(ctx *sql.Context) error {
+	defer e.reset()
+	return e.flush(ctx)
+}
+
+func (e *editor) reset() {
+	clear(e.pending)
+	clear(e.deletes)
+	e.inserts = e.inserts[:0]
+}
+
+func (e *editor) encode(ctx *sql.Context, row sql.Row) (key string, val []byte, err error) {
+	val, err = e.m.rows.encode(ctx, nil, row)
+	if err != nil {
+		return "", nil, err
+	}
+	if e.m.key == nil {
+		return "", val, nil
+	}
+	k, err := e.m.key.encodeRow(ctx, nil, row)
+	if err != nil {
+		return "", nil, err
+	}
+	return string(k), val, nil
+}
+
+// Insert implements sql.RowInserter.
+func (e *editor) Insert(ctx *sql.Context, row sql.Row) error {
+	key, val, err := e.encode(ctx, row)
+	if err != nil {
+		return err
+	}
+	if e.m.key == nil {
+		e.inserts = append(e.inserts, val)
+		return nil
+	}
+	if err := e.checkAbsent(ctx, key, row); err != nil {
+		return err
+	}
+	p, ok := e.pending[key]
+	e.pending[key] = &pendingRow{val: val, mustBeNew: !ok || p.mustBeNew}
+	return nil
+}
+
+// checkAbsent returns a duplicate-key error if key exists, taking the
+// statement's own pending edits into account.
+func (e *editor) checkAbsent(ctx *sql.Context, key string, row sql.Row) error {
+	if p, ok := e.pending[key]; ok {
+		if p.val == nil {
+			return nil
+		}
+		existing, err := e.m.rows.decode(ctx, p.val)
+		if err != nil {
+			return err
+		}
+		return e.dupErr(row, existing)
+	}
+	var existing sql.Row
+	err := e.t.s.db.View(func(tx *bbolt.Tx) error {
+		rows := rowsBucket(tx, e.m)
+		if rows == nil {
+			return ErrSchemaChanged
+		}
+		v := rows.Get([]byte(key))
+		if v == nil {
+			return nil
+		}
+		var err error
+		existing, err = e.m.rows.decode(ctx, v)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	if existing != nil {
+		return e.dupErr(row, existing)
+	}
+	return nil
+}
+
+func (e *editor) dupErr(row, existing sql.Row) error {
+	vals := make(sql.Row, len(e.m.schema.PkOrdinals))
+	for i, o := range e.m.schema.PkOrdinals {
+		vals[i] = row[o]
+	}
+	return sql.NewUniqueKeyErr(sql.FormatRow(vals), true, existing)
+}
+
+// Delete implements sql.RowDeleter.
+func (e *editor) Delete(ctx *sql.Context, row sql.Row) error {
+	key, val, err := e.encode(ctx, row)
+	if err != nil {
+		return err
+	}
+	if e.m.key == nil {
+		e.deletes[string(val)]++
+		return nil
+	}
+	if p, ok := e.pending[key]; ok && p.mustBeNew {
+		delete(e.pending, key) // inserted by this statement: never existed
+		return nil
+	}
+	e.pending[key] = &pendingRow{}
+	return nil
+}
+
+// Update implements sql.RowUpdater.
+func (e *editor) Update(ctx *sql.Context, old, new sql.Row) error {
+	oldKey, oldVal, err := e.encode(ctx, old)
+	if err != nil {
+		return err
+	}
+	newKey, newVal, err := e.encode(ctx, new)
+	if err != nil {
+		return err
+	}
+	if e.m.key == nil {
+		e.deletes[string(oldVal)]++
+		e.inserts = append(e.inserts, newVal)
+		return nil
+	}
+	if oldKey == newKey {
+		p, ok := e.pending[newKey]
+		e.pending[newKey] = &pendingRow{val: newVal, mustBeNew: ok && p.mustBeNew}
+		return nil
+	}
+	if err := e.checkAbsent(ctx, newKey, new); err != nil {
+		return err
+	}
+	if err := e.Delete(ctx, old); err != nil {
+		return err
+	}
+	p, ok := e.pending[newKey]
+	e.pending[newKey] = &pendingRow{val: newVal, mustBeNew: !ok || p.mustBeNew}
+	return nil
+}
+
+func (e *editor) empty() bool {
+	return len(e.pending) == 0 && len(e.inserts) == 0 && len(e.deletes) == 0
+}
+
+// flush applies the buffered edits in one write transaction.
+func (e *editor) flush(ctx *sql.Context) error {
+	if e.empty() {
+		return nil
+	}
+	var st *autoIncState
+	if e.m.autoCol >= 0 {
+		var err error
+		if st, err = e.t.autoInc(); err != nil {
+			return err
+		}
+	}
+	err := e.t.s.db.Update(func(tx *bbolt.Tx) error {
+		return e.applyTx(ctx, tx, st)
+	})
+	return wrapf(err, "catalog: write %s", e.m.name)
+}
+
+func (e *editor) applyTx(ctx *sql.Context, tx *bbolt.Tx, st *autoIncState) error {
+	tb := tableBucket(tx, e.m.id)
+	if tb == nil {
+		return ErrSchemaChanged
+	}
+	rows := tb.Bucket(rowsBucketName(e.m.layout))
+	if rows == nil {
+		return ErrSchemaChanged
+	}
+	count := getU64(tb.Get(keyCount))
+	if e.m.key != nil {
+		keys := make([]string, 0, len(e.pending))
+		for k := range e.pending {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys) // sequential puts are cheaper for the B+tree
+		for _, k := range keys {
+			p := e.pending[k]
+			existing := rows.Get([]byte(k))
+			if p.val == nil {
+				if existing != nil {
+					if err := rows.Delete([]byte(k)); err != nil {
+						return err
+					}
+					count--
+				}
+				continue
+			}
+			if existing != nil && p.mustBeNew {
+				// A concurrent statement inserted the key after our check.
+				ex, err := e.m.rows.decode(ctx, existing)
+				if err != nil {
+					return err
+				}
+				row, err := e.m.rows.decode(ctx, p.val)
+				if err != nil {
+					return err
+				}
+				return e.dupErr(row, ex)
+			}
+			if existing == nil {
+				count++
+			}
+			if err := rows.Put([]byte(k), p.val); err != nil {
+				return err
+			}
+		}
+	} else {
+		if len(e.deletes) > 0 {
+			var doomed [][]byte
+			c := rows.Cursor()
+			for k, v := c.First(); k != nil; k, v = c.Next() {
+				if n := e.deletes[string(v)]; n > 0 {
+					e.deletes[string(v)] = n - 1
+					doomed = append(doomed, bytes.Clone(k))
+				}
+			}
+			for _, k := range doomed {
+				if err := rows.Delete(k); err != nil {
+					return err
+				}
+				count--
+			}
+		}
+		for _, v := range e.inserts {
+			seq, err := rows.NextSequence()
+			if err != nil {
+				return err
+			}
+			if err := rows.Put(u64(seq), v); err != nil {
+				return err
+			}
+			count++
+		}
+	}
+	if err := tb.Put(keyCount, u64(count)); err != nil {
+		return err
+	}
+	if st != nil {
+		st.mu.Lock()
+		next := st.next
+		st.mu.Unlock()
+		if next > getU64(tb.Get(keyAutoInc)) {
+			if err := tb.Put(keyAutoInc, u64(next)); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}

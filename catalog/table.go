@@ -1,0 +1,505 @@
+package catalog
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/dolthub/go-mysql-server/sql"
+	"github.com/dolthub/go-mysql-server/sql/expression"
+	"github.com/dolthub/go-mysql-server/sql/types"
+	"go.etcd.io/bbolt"
+)
+
+var (
+	_ sql.Table                 = (*Table)(nil)
+	_ sql.CommentedTable        = (*Table)(nil)
+	_ sql.PrimaryKeyTable       = (*Table)(nil)
+	_ sql.InsertableTable       = (*Table)(nil)
+	_ sql.UpdatableTable        = (*Table)(nil)
+	_ sql.DeletableTable        = (*Table)(nil)
+	_ sql.ReplaceableTable      = (*Table)(nil)
+	_ sql.TruncateableTable     = (*Table)(nil)
+	_ sql.AutoIncrementTable    = (*Table)(nil)
+	_ sql.IndexAddressableTable = (*Table)(nil)
+	_ sql.IndexedTable          = (*indexedTable)(nil)
+	_ sql.CheckTable            = (*Table)(nil)
+	_ sql.CheckAlterableTable   = (*Table)(nil)
+	_ sql.AlterableTable        = (*Table)(nil)
+	_ sql.StatisticsTable       = (*Table)(nil)
+	_ sql.Index                 = (*pkIndex)(nil)
+)
+
+// scanChunk is the number of rows read per read transaction during a scan.
+const scanChunk = 1024
+
+// Table is a handle on one stored table, fixed to the layout it was resolved
+// with.
+type Table struct {
+	s    *Store
+	db   string
+	meta *tableMeta
+}
+
+// ID returns the table's stable ID.
+func (t *Table) ID() uint64 { return t.meta.id }
+
+// Name implements sql.Nameable.
+func (t *Table) Name() string { return t.meta.name }
+
+// String implements sql.Table.
+func (t *Table) String() string { return t.meta.name }
+
+// Schema implements sql.Table.
+func (t *Table) Schema() sql.Schema { return t.meta.schema.Schema }
+
+// PrimaryKeySchema implements sql.PrimaryKeyTable.
+func (t *Table) PrimaryKeySchema() sql.PrimaryKeySchema { return t.meta.schema }
+
+// Collation implements sql.Table.
+func (t *Table) Collation() sql.CollationID { return t.meta.collation }
+
+// Comment implements sql.CommentedTable.
+func (t *Table) Comment() string { return t.meta.comment }
+
+// partition is the single partition of a full scan, or the partition of an
+// index lookup: either a sorted set of point keys or a filtered scan.
+type partition struct {
+	keys   [][]byte       // point lookup keys; nil means scan
+	filter sql.Expression // rows not matching are skipped; nil means all
+}
+
+func (p *partition) Key() []byte { return []byte("all") }
+
+// Partitions implements sql.Table.
+func (t *Table) Partitions(*sql.Context) (sql.PartitionIter, error) {
+	return sql.PartitionsToPartitionIter(&partition{}), nil
+}
+
+// PartitionRows implements sql.Table.
+func (t *Table) PartitionRows(ctx *sql.Context, p sql.Partition) (sql.RowIter, error) {
+	part, ok := p.(*partition)
+	if !ok {
+		return nil, fmt.Errorf("catalog: unexpected partition %T", p)
+	}
+	return &rowIter{t: t, part: part}, nil
+}
+
+// rowIter streams rows in chunks, each read in its own short read
+// transaction, so a slow consumer never holds a transaction open.
+type rowIter struct {
+	t    *Table
+	part *partition
+	buf  []sql.Row
+	pos  int
+	last []byte // last key read; the next chunk starts after it
+	done bool
+}
+
+func (it *rowIter) Next(ctx *sql.Context) (sql.Row, error) {
+	for {
+		if it.pos < len(it.buf) {
+			r := it.buf[it.pos]
+			it.buf[it.pos] = nil
+			it.pos++
+			if it.part.filter != nil {
+				ok, err := sql.EvaluateCondition(ctx, it.part.filter, r)
+				if err != nil {
+					return nil, err
+				}
+				if !sql.IsTrue(ok) {
+					continue
+				}
+			}
+			return r, nil
+		}
+		if it.done {
+			return nil, io.EOF
+		}
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		if err := it.fill(ctx); err != nil {
+			return nil, err
+		}
+	}
+}
+
+func (it *rowIter) fill(ctx *sql.Context) error {
+	it.buf, it.pos = it.buf[:0], 0
+	m := it.t.meta
+	return it.t.s.db.View(func(tx *bbolt.Tx) error {
+		rows := rowsBucket(tx, m)
+		if rows == nil {
+			return ErrSchemaChanged
+		}
+		if it.part.keys != nil {
+			for _, k := range it.part.keys {
+				if v := rows.Get(k); v != nil {
+					r, err := m.rows.decode(ctx, v)
+					if err != nil {
+						return err
+					}
+					it.buf = append(it.buf, r)
+				}
+			}
+			it.done = true
+			return nil
+		}
+		c := rows.Cursor()
+		var k, v []byte
+		if it.last == nil {
+			k, v = c.First()
+		} else {
+			k, v = c.Seek(it.last)
+			if k != nil && bytes.Equal(k, it.last) {
+				k, v = c.Next()
+			}
+		}
+		for ; k != nil && len(it.buf) < scanChunk; k, v = c.Next() {
+			r, err := m.rows.decode(ctx, v)
+			if err != nil {
+				return err
+			}
+			it.buf = append(it.buf, r)
+			it.last = append(it.last[:0], k...)
+		}
+		if k == nil {
+			it.done = true
+		}
+		return nil
+	})
+}
+
+func (it *rowIter) Close(*sql.Context) error { return nil }
+
+// RowCount implements sql.StatisticsTable. The count is exact.
+func (t *Table) RowCount(ctx *sql.Context) (uint64, bool, error) {
+	var n uint64
+	err := t.s.db.View(func(tx *bbolt.Tx) error {
+		tb := tableBucket(tx, t.meta.id)
+		if tb == nil {
+			return ErrSchemaChanged
+		}
+		n = getU64(tb.Get(keyCount))
+		return nil
+	})
+	return n, true, err
+}
+
+// DataLength implements sql.StatisticsTable. It is an estimate.
+func (t *Table) DataLength(ctx *sql.Context) (uint64, error) {
+	n, _, err := t.RowCount(ctx)
+	return n * uint64(8*len(t.meta.schema.Schema)), err
+}
+
+// GetChecks implements sql.CheckTable.
+func (t *Table) GetChecks(*sql.Context) ([]sql.CheckDefinition, error) {
+	return append([]sql.CheckDefinition(nil), t.meta.checks...), nil
+}
+
+// CreateCheck implements sql.CheckAlterableTable.
+func (t *Table) CreateCheck(ctx *sql.Context, check *sql.CheckDefinition) error {
+	return t.alterMeta(func(m *tableMeta) (*tableMeta, error) {
+		for _, c := range m.checks {
+			if strings.EqualFold(c.Name, check.Name) {
+				return nil, fmt.Errorf("catalog: check constraint %q already exists on %s", check.Name, m.name)
+			}
+		}
+		checks := append(append([]sql.CheckDefinition(nil), m.checks...), *check)
+		return newTableMeta(m.id, m.name, m.schema, m.collation, m.comment, checks, m.layout), nil
+	})
+}
+
+// DropCheck implements sql.CheckAlterableTable.
+func (t *Table) DropCheck(ctx *sql.Context, name string) error {
+	return t.alterMeta(func(m *tableMeta) (*tableMeta, error) {
+		var checks []sql.CheckDefinition
+		for _, c := range m.checks {
+			if !strings.EqualFold(c.Name, name) {
+				checks = append(checks, c)
+			}
+		}
+		if len(checks) == len(m.checks) {
+			return nil, sql.ErrUnknownConstraint.New(name)
+		}
+		return newTableMeta(m.id, m.name, m.schema, m.collation, m.comment, checks, m.layout), nil
+	})
+}
+
+// alterMeta replaces the table's metadata (not its rows) in one transaction.
+func (t *Table) alterMeta(fn func(*tableMeta) (*tableMeta, error)) error {
+	var nm *tableMeta
+	err := t.s.db.Update(func(tx *bbolt.Tx) error {
+		cur, err := t.s.meta(tx, t.meta.id)
+		if err != nil {
+			return err
+		}
+		if cur.layout != t.meta.layout {
+			return ErrSchemaChanged
+		}
+		if nm, err = fn(cur); err != nil {
+			return err
+		}
+		return t.s.putMetaTx(tx, nm)
+	})
+	if err != nil {
+		return err
+	}
+	t.meta = nm
+	return nil
+}
+
+// pkIndex is the primary-key index of a table.
+type pkIndex struct {
+	db    string
+	m     *tableMeta
+	exprs []sql.Expression
+}
+
+func newPKIndex(db string, m *tableMeta) *pkIndex {
+	idx := &pkIndex{db: db, m: m}
+	for _, o := range m.schema.PkOrdinals {
+		c := m.schema.Schema[o]
+		idx.exprs = append(idx.exprs, expression.NewGetFieldWithTable(o, 0, c.Type, db, m.name, c.Name, c.Nullable))
+	}
+	return idx
+}
+
+func (i *pkIndex) ID() string        { return "PRIMARY" }
+func (i *pkIndex) Database() string  { return i.db }
+func (i *pkIndex) Table() string     { return i.m.name }
+func (i *pkIndex) IsUnique() bool    { return true }
+func (i *pkIndex) IsSpatial() bool   { return false }
+func (i *pkIndex) IsFullText() bool  { return false }
+func (i *pkIndex) IsVector() bool    { return false }
+func (i *pkIndex) Comment() string   { return "" }
+func (i *pkIndex) IndexType() string { return "BTREE" }
+func (i *pkIndex) IsGenerated() bool { return false }
+
+func (i *pkIndex) Expressions() []string {
+	out := make([]string, len(i.exprs))
+	for j, e := range i.exprs {
+		out[j] = e.String()
+	}
+	return out
+}
+
+func (i *pkIndex) ColumnExpressionTypes() []sql.ColumnExpressionType {
+	out := make([]sql.ColumnExpressionType, len(i.exprs))
+	for j, e := range i.exprs {
+		out[j] = sql.ColumnExpressionType{Expression: e.String(), Type: e.Type()}
+	}
+	return out
+}
+
+func (i *pkIndex) CanSupport(*sql.Context, ...sql.Range) bool { return true }
+func (i *pkIndex) CanSupportOrderBy(sql.Expression) bool      { return false }
+func (i *pkIndex) PrefixLengths() []uint16                    { return nil }
+
+// GetIndexes implements sql.IndexAddressable. Only keyed tables have an
+// index: their primary key.
+func (t *Table) GetIndexes(*sql.Context) ([]sql.Index, error) {
+	if t.meta.key == nil {
+		return nil, nil
+	}
+	return []sql.Index{newPKIndex(t.db, t.meta)}, nil
+}
+
+// PreciseMatch implements sql.IndexAddressable: lookups return exactly the
+// matching rows.
+func (t *Table) PreciseMatch() bool { return true }
+
+// IndexedAccess implements sql.IndexAddressable.
+func (t *Table) IndexedAccess(ctx *sql.Context, lookup sql.IndexLookup) sql.IndexedTable {
+	return &indexedTable{Table: t}
+}
+
+type indexedTable struct {
+	*Table
+}
+
+// LookupPartitions implements sql.IndexedTable. Ranges that are all exact
+// matches on every key column become point reads; anything else is a scan
+// filtered by the ranges.
+func (it *indexedTable) LookupPartitions(ctx *sql.Context, lookup sql.IndexLookup) (sql.PartitionIter, error) {
+	idx, ok := lookup.Index.(*pkIndex)
+	if !ok {
+		return nil, fmt.Errorf("catalog: unexpected index %T", lookup.Index)
+	}
+	ranges, ok := lookup.Ranges.(sql.MySQLRangeCollection)
+	if !ok {
+		return nil, fmt.Errorf("catalog: unexpected range collection %T", lookup.Ranges)
+	}
+	filter, err := expression.NewRangeFilterExpr(idx.exprs, ranges)
+	if err != nil {
+		return nil, err
+	}
+	part := &partition{filter: filter}
+	if keys, ok := it.pointKeys(ctx, ranges); ok {
+		part.keys = keys
+	}
+	return sql.PartitionsToPartitionIter(part), nil
+}
+
+// pointKeys returns the sorted, distinct keys of ranges if every range is an
+// exact match on every key column.
+func (it *indexedTable) pointKeys(ctx *sql.Context, ranges sql.MySQLRangeCollection) ([][]byte, bool) {
+	kc := it.meta.key
+	if kc == nil {
+		return nil, false
+	}
+	var keys [][]byte
+	for _, r := range ranges {
+		if len(r) != len(kc.ords) {
+			return nil, false
+		}
+		var key []byte
+		for j, ce := range r {
+			lo, ok1 := ce.LowerBound.(sql.Below)
+			hi, ok2 := ce.UpperBound.(sql.Above)
+			if !ok1 || !ok2 || lo.Key == nil || hi.Key == nil {
+				return nil, false
+			}
+			if cmp, err := ce.Typ.Compare(ctx, lo.Key, hi.Key); err != nil || cmp != 0 {
+				return nil, false
+			}
+			v, inRange, err := kc.types[j].Convert(ctx, lo.Key)
+			if err != nil || inRange != sql.InRange || v == nil {
+				return nil, false
+			}
+			// A converted value must compare equal to the original, or the
+			// conversion changed it (e.g. truncated 1.5 to 2).
+			if cmp, err := ce.Typ.Compare(ctx, v, lo.Key); err != nil || cmp != 0 {
+				return nil, false
+			}
+			if key, err = kc.encodeValue(ctx, key, j, v); err != nil {
+				return nil, false
+			}
+		}
+		keys = append(keys, key)
+	}
+	sort.Slice(keys, func(a, b int) bool { return bytes.Compare(keys[a], keys[b]) < 0 })
+	out := keys[:0]
+	for i, k := range keys {
+		if i == 0 || !bytes.Equal(k, keys[i-1]) {
+			out = append(out, k)
+		}
+	}
+	return out, true
+}
+
+// autoIncState is the in-memory AUTO_INCREMENT counter of one table, shared
+// by every handle on it.
+type autoIncState struct {
+	mu     sync.Mutex
+	loaded bool
+	next   uint64
+}
+
+
+
+func (t *Table) autoInc() (*autoIncState, error) {
+	t.s.mu.Lock()
+	st, ok := t.s.mu.autoinc[t.meta.id]
+	if !ok {
+		st = &autoIncState{}
+		t.s.mu.autoinc[t.meta.id] = st
+	}
+	t.s.mu.Unlock()
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if !st.loaded {
+		err := t.s.db.View(func(tx *bbolt.Tx) error {
+			tb := tableBucket(tx, t.meta.id)
+			if tb == nil {
+				return ErrSchemaChanged
+			}
+			st.next = max(getU64(tb.Get(keyAutoInc)), 1)
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+		st.loaded = true
+	}
+	return st, nil
+}
+
+// PeekNextAutoIncrementValue implements sql.AutoIncrementGetter.
+func (t *Table) PeekNextAutoIncrementValue(*sql.Context) (uint64, error) {
+	st, err := t.autoInc()
+	if err != nil {
+		return 0, err
+	}
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	return st.next, nil
+}
+
+// GetNextAutoIncrementValue implements sql.AutoIncrementTable. With a nil
+// insertVal it reserves and returns the next value; with an explicit value it
+// moves the counter past it. Reservation is atomic, so concurrent inserts
+// never receive the same value.
+func (t *Table) GetNextAutoIncrementValue(ctx *sql.Context, insertVal any) (uint64, error) {
+	st, err := t.autoInc()
+	if err != nil {
+		return 0, err
+	}
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if insertVal == nil {
+		v := st.next
+		st.next++
+		return v, nil
+	}
+	cv, _, err := types.Uint64.Convert(ctx, insertVal)
+	if err != nil {
+		return 0, fmt.Errorf("catalog: auto-increment value %v: %w", insertVal, err)
+	}
+	v := cv.(uint64)
+	if v >= st.next {
+		st.next = v + 1
+	}
+	return v, nil
+}
+
+// AutoIncrementSetter implements sql.AutoIncrementTable.
+func (t *Table) AutoIncrementSetter(*sql.Context) sql.AutoIncrementSetter {
+	return autoIncSetter{t}
+}
+
+type autoIncSetter struct{ t *Table }
+
+// SetAutoIncrementValue sets the next AUTO_INCREMENT value and stores it.
+func (a autoIncSetter) SetAutoIncrementValue(ctx *sql.Context, v uint64) error {
+	st, err := a.t.autoInc()
+	if err != nil {
+		return err
+	}
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	err = a.t.s.db.Update(func(tx *bbolt.Tx) error {
+		tb := tableBucket(tx, a.t.meta.id)
+		if tb == nil {
+			return ErrSchemaChanged
+		}
+		return tb.Put(keyAutoInc, u64(v))
+	})
+	if err != nil {
+		return fmt.Errorf("catalog: set auto-increment of %s: %w", a.t.meta.name, err)
+	}
+	st.next = v
+	return nil
+}
+
+// AcquireAutoIncrementLock implements sql.AutoIncrementSetter. Values are
+// reserved atomically, so no statement-wide lock is needed.
+func (a autoIncSetter) AcquireAutoIncrementLock(*sql.Context) (func(), error) {
+	return func() {}, nil
+}
+
+func (a autoIncSetter) Close(*sql.Context) error { return nil }

@@ -1,0 +1,317 @@
+package catalog
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"sort"
+
+	"github.com/dolthub/go-mysql-server/sql"
+	"go.etcd.io/bbolt"
+)
+
+// Layout of the catalog buckets:
+//
+//	dpsql_dbs/<lower db>/            one bucket per database
+//	    name                         database name as created
+//	    tables/<lower table> = id(8) ++ table name as created
+//	    views/<lower view>   = JSON sql.ViewDefinition
+//	dpsql_tables/<id(8)>/            one bucket per table, keyed by stable ID
+//	    meta    = JSON storedTable
+//	    db      = database name
+//	    count   = row count (8)
+//	    autoinc = next AUTO_INCREMENT value (8)
+//	    rows<layout(8)>/<key> = encoded row
+//
+// The rows bucket is named after the layout, so a schema change writes a new
+// bucket and a statement planned against the old layout finds none.
+var (
+	keyName     = []byte("name")
+	keyMeta     = []byte("meta")
+	keyDB       = []byte("db")
+	keyCount    = []byte("count")
+	keyAutoInc  = []byte("autoinc")
+	bucketTbls  = []byte("tables")
+	bucketViews = []byte("views")
+)
+
+func u64(v uint64) []byte { return binary.BigEndian.AppendUint64(nil, v) }
+
+func getU64(b []byte) uint64 {
+	if len(b) != 8 {
+		return 0
+	}
+	return binary.BigEndian.Uint64(b)
+}
+
+func rowsBucketName(layout uint64) []byte {
+	return binary.BigEndian.AppendUint64([]byte("rows"), layout)
+}
+
+func dbBucket(tx *bbolt.Tx, db string) *bbolt.Bucket {
+	dbs := tx.Bucket(bucketDBs)
+	if dbs == nil {
+		return nil
+	}
+	return dbs.Bucket([]byte(lower(db)))
+}
+
+func tableBucket(tx *bbolt.Tx, id uint64) *bbolt.Bucket {
+	tb := tx.Bucket(bucketTables)
+	if tb == nil {
+		return nil
+	}
+	return tb.Bucket(u64(id))
+}
+
+// rowsBucket returns the rows bucket of table m, or nil if the table was
+// dropped or its layout changed since m was read.
+func rowsBucket(tx *bbolt.Tx, m *tableMeta) *bbolt.Bucket {
+	tb := tableBucket(tx, m.id)
+	if tb == nil {
+		return nil
+	}
+	return tb.Bucket(rowsBucketName(m.layout))
+}
+
+func lookupTableID(tx *bbolt.Tx, db, table string) (uint64, bool) {
+	d := dbBucket(tx, db)
+	if d == nil {
+		return 0, false
+	}
+	v := d.Bucket(bucketTbls).Get([]byte(lower(table)))
+	if len(v) < 8 {
+		return 0, false
+	}
+	return binary.BigEndian.Uint64(v), true
+}
+
+func databaseName(tx *bbolt.Tx, db string) (string, bool) {
+	d := dbBucket(tx, db)
+	if d == nil {
+		return "", false
+	}
+	return string(d.Get(keyName)), true
+}
+
+func createDatabaseTx(tx *bbolt.Tx, name string) error {
+	dbs := tx.Bucket(bucketDBs)
+	if dbs.Bucket([]byte(lower(name))) != nil {
+		return sql.ErrDatabaseExists.New(name)
+	}
+	d, err := dbs.CreateBucket([]byte(lower(name)))
+	if err != nil {
+		return fmt.Errorf("catalog: create database %s: %w", name, err)
+	}
+	if err := d.Put(keyName, []byte(name)); err != nil {
+		return err
+	}
+	if _, err := d.CreateBucket(bucketTbls); err != nil {
+		return err
+	}
+	_, err = d.CreateBucket(bucketViews)
+	return err
+}
+
+func (s *Store) dropDatabaseTx(tx *bbolt.Tx, name string) error {
+	d := dbBucket(tx, name)
+	if d == nil {
+		return sql.ErrDatabaseNotFound.New(name)
+	}
+	var ids []uint64
+	_ = d.Bucket(bucketTbls).ForEach(func(_, v []byte) error {
+		ids = append(ids, getU64(v[:8]))
+		return nil
+	})
+	all := tx.Bucket(bucketTables)
+	for _, id := range ids {
+		if err := all.DeleteBucket(u64(id)); err != nil {
+			return fmt.Errorf("catalog: drop database %s: table %d: %w", name, id, err)
+		}
+	}
+	if err := tx.Bucket(bucketDBs).DeleteBucket([]byte(lower(name))); err != nil {
+		return fmt.Errorf("catalog: drop database %s: %w", name, err)
+	}
+	tx.OnCommit(func() { s.invalidate(ids...) })
+	return nil
+}
+
+// createTableTx creates table name in db and returns its new stable ID.
+func (s *Store) createTableTx(tx *bbolt.Tx, db, name string, sch sql.PrimaryKeySchema, coll sql.CollationID, comment string) (uint64, error) {
+	d := dbBucket(tx, db)
+	if d == nil {
+		return 0, sql.ErrDatabaseNotFound.New(db)
+	}
+	tbls := d.Bucket(bucketTbls)
+	if tbls.Get([]byte(lower(name))) != nil {
+		return 0, sql.ErrTableAlreadyExists.New(name)
+	}
+	if d.Bucket(bucketViews).Get([]byte(lower(name))) != nil {
+		return 0, sql.ErrTableAlreadyExists.New(name)
+	}
+	all := tx.Bucket(bucketTables)
+	id, err := all.NextSequence()
+	if err != nil {
+		return 0, fmt.Errorf("catalog: allocate table id: %w", err)
+	}
+	if coll == sql.Collation_Unspecified {
+		coll = sql.Collation_Default
+	}
+	m := newTableMeta(id, name, copySchema(sch, name), coll, comment, nil, 1)
+	enc, err := m.marshal()
+	if err != nil {
+		return 0, err
+	}
+	tb, err := all.CreateBucket(u64(id))
+	if err != nil {
+		return 0, fmt.Errorf("catalog: create table %s: %w", name, err)
+	}
+	for _, kv := range [][2][]byte{
+		{keyMeta, enc}, {keyDB, []byte(db)}, {keyCount, u64(0)}, {keyAutoInc, u64(1)},
+	} {
+		if err := tb.Put(kv[0], kv[1]); err != nil {
+			return 0, fmt.Errorf("catalog: create table %s: %w", name, err)
+		}
+	}
+	if _, err := tb.CreateBucket(rowsBucketName(m.layout)); err != nil {
+		return 0, fmt.Errorf("catalog: create table %s: %w", name, err)
+	}
+	if err := tbls.Put([]byte(lower(name)), append(u64(id), name...)); err != nil {
+		return 0, fmt.Errorf("catalog: create table %s: %w", name, err)
+	}
+	tx.OnCommit(func() { s.invalidate(id) })
+	return id, nil
+}
+
+func (s *Store) dropTableTx(tx *bbolt.Tx, db, name string) error {
+	d := dbBucket(tx, db)
+	if d == nil {
+		return sql.ErrDatabaseNotFound.New(db)
+	}
+	id, ok := lookupTableID(tx, db, name)
+	if !ok {
+		return sql.ErrTableNotFound.New(name)
+	}
+	if err := d.Bucket(bucketTbls).Delete([]byte(lower(name))); err != nil {
+		return fmt.Errorf("catalog: drop table %s: %w", name, err)
+	}
+	if err := tx.Bucket(bucketTables).DeleteBucket(u64(id)); err != nil {
+		return fmt.Errorf("catalog: drop table %s: %w", name, err)
+	}
+	tx.OnCommit(func() { s.invalidate(id) })
+	return nil
+}
+
+func (s *Store) renameTableTx(tx *bbolt.Tx, db, oldName, newName string) error {
+	d := dbBucket(tx, db)
+	if d == nil {
+		return sql.ErrDatabaseNotFound.New(db)
+	}
+	id, ok := lookupTableID(tx, db, oldName)
+	if !ok {
+		return sql.ErrTableNotFound.New(oldName)
+	}
+	tbls := d.Bucket(bucketTbls)
+	if lower(oldName) != lower(newName) && tbls.Get([]byte(lower(newName))) != nil {
+		return sql.ErrTableAlreadyExists.New(newName)
+	}
+	m, err := loadMetaTx(tx, id)
+	if err != nil {
+		return err
+	}
+	nm := newTableMeta(id, newName, copySchema(m.schema, newName), m.collation, m.comment, m.checks, m.layout)
+	if err := s.putMetaTx(tx, nm); err != nil {
+		return err
+	}
+	if err := tbls.Delete([]byte(lower(oldName))); err != nil {
+		return err
+	}
+	return tbls.Put([]byte(lower(newName)), append(u64(id), newName...))
+}
+
+// putMetaTx stores m as the metadata of its table.
+func (s *Store) putMetaTx(tx *bbolt.Tx, m *tableMeta) error {
+	tb := tableBucket(tx, m.id)
+	if tb == nil {
+		return ErrSchemaChanged
+	}
+	enc, err := m.marshal()
+	if err != nil {
+		return err
+	}
+	if err := tb.Put(keyMeta, enc); err != nil {
+		return fmt.Errorf("catalog: store schema of %s: %w", m.name, err)
+	}
+	id := m.id
+	tx.OnCommit(func() { s.invalidate(id) })
+	return nil
+}
+
+func loadMetaTx(tx *bbolt.Tx, id uint64) (*tableMeta, error) {
+	tb := tableBucket(tx, id)
+	if tb == nil {
+		return nil, ErrSchemaChanged
+	}
+	return unmarshalMeta(id, tb.Get(keyMeta))
+}
+
+func tableNamesTx(tx *bbolt.Tx, db string) ([]string, error) {
+	d := dbBucket(tx, db)
+	if d == nil {
+		return nil, sql.ErrDatabaseNotFound.New(db)
+	}
+	var names []string
+	err := d.Bucket(bucketTbls).ForEach(func(_, v []byte) error {
+		names = append(names, string(v[8:]))
+		return nil
+	})
+	sort.Strings(names)
+	return names, err
+}
+
+// invalidate drops cached metadata of the given tables.
+func (s *Store) invalidate(ids ...uint64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, id := range ids {
+		delete(s.mu.metas, id)
+	}
+}
+
+// meta returns the metadata of table id as seen by tx. Decoded schemas are
+// cached, keyed by the exact stored bytes, so a cache entry can never be
+// stale with respect to tx.
+func (s *Store) meta(tx *bbolt.Tx, id uint64) (*tableMeta, error) {
+	tb := tableBucket(tx, id)
+	if tb == nil {
+		return nil, ErrSchemaChanged
+	}
+	raw := tb.Get(keyMeta)
+	s.mu.Lock()
+	c, ok := s.mu.metas[id]
+	s.mu.Unlock()
+	if ok && bytes.Equal(c.raw, raw) {
+		return c.meta, nil
+	}
+	m, err := unmarshalMeta(id, raw)
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	s.mu.metas[id] = cachedMeta{raw: bytes.Clone(raw), meta: m}
+	s.mu.Unlock()
+	return m, nil
+}
+
+// resolve finds table name in database db.
+func (s *Store) resolve(tx *bbolt.Tx, db, name string) (*tableMeta, bool, error) {
+	id, ok := lookupTableID(tx, db, name)
+	if !ok {
+		return nil, false, nil
+	}
+	m, err := s.meta(tx, id)
+	if err != nil {
+		return nil, false, err
+	}
+	return m, true, nil
+}
