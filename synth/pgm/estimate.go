@@ -1,0 +1,383 @@
+package pgm
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+
+	"github.com/dpsql/dpsql/synth/pgm/internal/kernel"
+	"gonum.org/v1/gonum/mat"
+)
+
+// Measurement is one noisy linear measurement of a marginal:
+// Y = Q·M_Attrs(D) + noise, with per-entry noise standard deviation Sigma.
+// Attrs is ascending; M_Attrs(D) is the count marginal.
+type Measurement struct {
+	Attrs []int
+	// Query is the Q matrix (rows × Cells(Attrs)); nil means the identity,
+	// i.e. Y is the noisy marginal itself.
+	Query *mat.Dense
+	Y     []float64
+	Sigma float64
+}
+
+// Method selects the estimation algorithm.
+type Method int
+
+const (
+	// MirrorDescent is entropic mirror descent with Armijo line search.
+	MirrorDescent Method = iota
+	// Accelerated is the accelerated proximal (dual averaging) variant.
+	Accelerated
+)
+
+// Loss selects the estimation loss.
+type Loss int
+
+const (
+	// L2 is ½‖(Qμ−y)/σ‖².
+	L2 Loss = iota
+	// L1 is ‖(Qμ−y)/σ‖₁ (needs a fixed StepSize with MirrorDescent).
+	L1
+)
+
+// EstimateOptions configures Estimate; the zero value means defaults.
+type EstimateOptions struct {
+	Iters    int     // iterations; default 1000
+	Tol      float64 // stop when the relative loss decrease is below Tol; 0 = run all Iters
+	Method   Method
+	Loss     Loss
+	StepSize float64 // initial/constant step; 0 = default
+	// Total is the number of records; ≤ 0 means estimate it from the
+	// measurements by inverse-variance weighting.
+	Total float64
+	// WarmStart, if non-nil, initialises the potentials from a previous model
+	// (its cliques must be covered by the new junction tree).
+	WarmStart *Model
+	// ExtraCliques are added to the model structure even if not measured.
+	ExtraCliques [][]int
+}
+
+// DefaultStepSize is the initial step of each mirror-descent line search
+// when EstimateOptions.StepSize is 0. Steps act on the potentials through the
+// gradient with respect to the unnormalised (count) marginals, as in the
+// reference implementation.
+const DefaultStepSize = 2.0
+
+// maxHalvings bounds the Armijo backtracking of one iteration.
+const maxHalvings = 25
+
+// ErrBadMeasurement is wrapped by the errors Estimate returns for malformed
+// measurements.
+var ErrBadMeasurement = errors.New("pgm: bad measurement")
+
+// Estimate fits a graphical model to the measurements. It honours ctx
+// cancellation between iterations.
+//
+// MirrorDescent takes, at iteration t, theta ← omega − alpha·∇L(mu) where
+// mu = Total·marginals(omega) and ∇L is taken with respect to mu; alpha starts
+// at StepSize and is halved (at most 25 times) until the Armijo condition
+// L(mu) − L(mu') ≥ ½·alpha·⟨∇L, mu − mu'⟩ holds. L1 needs a StepSize and
+// then uses it as a constant step without line search.
+func Estimate(ctx context.Context, dom *Domain, meas []Measurement, opts *EstimateOptions) (*Model, error) {
+	var o EstimateOptions
+	if opts != nil {
+		o = *opts
+	}
+	if o.Iters <= 0 {
+		o.Iters = 1000
+	}
+	if err := checkMeasurements(dom, meas); err != nil {
+		return nil, err
+	}
+	if o.Loss != L2 && o.Loss != L1 {
+		return nil, fmt.Errorf("pgm: unknown loss %d", o.Loss)
+	}
+	if o.Loss == L1 && (o.Method != MirrorDescent || o.StepSize <= 0) {
+		return nil, errors.New("pgm: the L1 loss is not smooth: use MirrorDescent with a fixed StepSize")
+	}
+	total := o.Total
+	if total <= 0 {
+		total = EstimateTotal(dom, meas)
+	}
+	sets := make([][]int, 0, len(meas)+len(o.ExtraCliques))
+	for _, m := range meas {
+		sets = append(sets, m.Attrs)
+	}
+	for _, c := range o.ExtraCliques {
+		if err := dom.checkAttrs(c); err != nil {
+			return nil, fmt.Errorf("pgm: extra clique: %w", err)
+		}
+		sets = append(sets, c)
+	}
+	jt, err := newJunctionTree(dom, sets, nil)
+	if err != nil {
+		return nil, err
+	}
+	theta := make([]float64, jt.total)
+	if ws := o.WarmStart; ws != nil {
+		if err := warmStart(theta, jt, ws); err != nil {
+			return nil, err
+		}
+	}
+	obj := newObjective(jt, meas, o.Loss, total)
+	switch o.Method {
+	case MirrorDescent:
+		err = mirrorDescent(ctx, jt, obj, theta, &o)
+	case Accelerated:
+		err = accelerated(ctx, jt, obj, theta, &o)
+	default:
+		return nil, fmt.Errorf("pgm: unknown method %d", o.Method)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return newModel(jt, theta, total), nil
+}
+
+// checkMeasurements validates shapes and values.
+func checkMeasurements(dom *Domain, meas []Measurement) error {
+	for i, m := range meas {
+		if err := dom.checkAttrs(m.Attrs); err != nil {
+			return fmt.Errorf("%w %d: %w", ErrBadMeasurement, i, err)
+		}
+		n := dom.Cells(m.Attrs)
+		rows := n
+		if m.Query != nil {
+			r, c := m.Query.Dims()
+			if c != n {
+				return fmt.Errorf("%w %d: query has %d columns, marginal has %d cells", ErrBadMeasurement, i, c, n)
+			}
+			rows = r
+		}
+		if len(m.Y) != rows {
+			return fmt.Errorf("%w %d: %d answers, want %d", ErrBadMeasurement, i, len(m.Y), rows)
+		}
+		if !(m.Sigma > 0) || math.IsInf(m.Sigma, 0) {
+			return fmt.Errorf("%w %d: sigma %v", ErrBadMeasurement, i, m.Sigma)
+		}
+		for _, y := range m.Y {
+			if math.IsNaN(y) || math.IsInf(y, 0) {
+				return fmt.Errorf("%w %d: non-finite answer", ErrBadMeasurement, i)
+			}
+		}
+	}
+	return nil
+}
+
+// warmStart adds the potentials of ws into theta: each old clique's
+// potential goes to the first new clique that contains it, so the
+// distribution is unchanged.
+func warmStart(theta []float64, jt *junctionTree, ws *Model) error {
+	if !ws.dom.Equal(jt.dom) {
+		return errors.New("pgm: warm start model has another domain")
+	}
+	for k, c := range ws.jt.cliques {
+		to := jt.containing(c)
+		if to < 0 {
+			return fmt.Errorf("pgm: warm start clique %v is not covered by the new junction tree", c)
+		}
+		kernel.Expand(jt.block(theta, to), ws.jt.block(ws.theta, k), jt.projMap(to, c))
+	}
+	return nil
+}
+
+// mirrorDescent runs Algorithm 1 with Armijo backtracking, updating theta.
+func mirrorDescent(ctx context.Context, jt *junctionTree, obj *objective, theta []float64, o *EstimateOptions) error {
+	bp := newBPWork(jt)
+	n := jt.total
+	buf := make([]float64, 4*n)
+	p, pNew, omega, dL := buf[:n:n], buf[n:2*n:2*n], buf[2*n:3*n:3*n], buf[3*n:]
+	bp.run(p, theta)
+	loss := obj.value(p)
+	step, lineSearch := o.StepSize, o.StepSize <= 0
+	if lineSearch {
+		step = DefaultStepSize
+	}
+	for range o.Iters {
+		if err := ctx.Err(); err != nil {
+			return fmt.Errorf("pgm: estimation cancelled: %w", err)
+		}
+		if loss == 0 {
+			return nil
+		}
+		obj.grad(dL)
+		copy(omega, theta)
+		alpha := step
+		var newLoss float64
+		for range maxHalvings {
+			kernel.AxpyTo(theta, omega, -alpha, dL)
+			bp.run(pNew, theta)
+			newLoss = obj.value(pNew)
+			if !lineSearch || loss-newLoss >= 0.5*alpha*obj.total*kernel.DotDiff(dL, p, pNew) {
+				break
+			}
+			alpha *= 0.5
+		}
+		p, pNew = pNew, p
+		prev := loss
+		loss = newLoss
+		if o.Tol > 0 && prev-loss < o.Tol*math.Abs(prev) {
+			return nil
+		}
+	}
+	return nil
+}
+
+// accelerated runs Algorithm 2 (accelerated dual averaging) and finishes with
+// the junction-tree maximum-likelihood map from the averaged marginals to
+// potentials, written into theta.
+func accelerated(ctx context.Context, jt *junctionTree, obj *objective, theta []float64, o *EstimateOptions) error {
+	K := lipschitz(jt, obj)
+	if K == 0 {
+		return nil
+	}
+	bp := newBPWork(jt)
+	n := jt.total
+	buf := make([]float64, 4*n)
+	w, v, u, g := buf[:n:n], buf[n:2*n:2*n], buf[2*n:3*n:3*n], buf[3*n:]
+	gbar := make([]float64, n)
+	bp.run(v, theta)
+	copy(w, v)
+	for t := 1; t <= o.Iters; t++ {
+		if err := ctx.Err(); err != nil {
+			return fmt.Errorf("pgm: estimation cancelled: %w", err)
+		}
+		c := 2 / float64(t+1)
+		for i := range u {
+			u[i] = (1-c)*w[i] + c*v[i]
+		}
+		obj.value(u)
+		obj.grad(g)
+		for i := range gbar {
+			gbar[i] = (1-c)*gbar[i] + c*g[i]
+		}
+		s := -float64(t) * float64(t+1) / (4 * K * obj.total)
+		for i := range theta {
+			theta[i] = s * gbar[i]
+		}
+		bp.run(v, theta)
+		for i := range w {
+			w[i] = (1-c)*w[i] + c*v[i]
+		}
+	}
+	mle(theta, jt, w)
+	return nil
+}
+
+// mle writes potentials whose model has the given (consistent) clique
+// marginals p: log p at the root, log p_v − log p_sep(v) elsewhere, with
+// 0/0 taken as 0 probability.
+func mle(theta []float64, jt *junctionTree, p []float64) {
+	for v := range jt.cliques {
+		pv, tv := jt.block(p, v), jt.block(theta, v)
+		if jt.parent[v] < 0 {
+			for i, x := range pv {
+				tv[i] = math.Log(x)
+			}
+			continue
+		}
+		ps := make([]float64, jt.dom.Cells(jt.sep[v]))
+		kernel.Project(ps, pv, jt.upMap[v])
+		idx := jt.upMap[v]
+		for i, x := range pv {
+			if x <= 0 {
+				tv[i] = math.Inf(-1)
+			} else {
+				tv[i] = math.Log(x / ps[idx[i]])
+			}
+		}
+	}
+}
+
+// lipschitz bounds the Lipschitz constant of the L2 gradient per clique:
+// Σ over its measurements of λmax(QᵀQ)·(cells(clique)/cells(attrs))/σ²,
+// maximised over cliques.
+func lipschitz(jt *junctionTree, obj *objective) float64 {
+	per := make([]float64, len(jt.cliques))
+	for i := range obj.meas {
+		m := &obj.meas[i]
+		eig := 1.0
+		if m.q != nil {
+			eig = lambdaMax(m.q)
+		}
+		per[m.clique] += eig * float64(jt.cells[m.clique]) / float64(len(m.x)) * m.c * m.c
+	}
+	return slices.Max(append(per, 0))
+}
+
+// lambdaMax returns the largest eigenvalue of QᵀQ by power iteration,
+// inflated by 1e-6 relative so that it stays an upper bound.
+func lambdaMax(q *mat.Dense) float64 {
+	_, c := q.Dims()
+	x := mat.NewVecDense(c, nil)
+	for i := range c {
+		x.SetVec(i, 1+float64(i%7)*1e-3)
+	}
+	r, _ := q.Dims()
+	y := mat.NewVecDense(r, nil)
+	var lambda float64
+	for range 1000 {
+		nrm := mat.Norm(x, 2)
+		if nrm == 0 {
+			return 0
+		}
+		x.ScaleVec(1/nrm, x)
+		y.MulVec(q, x)
+		x.MulVec(q.T(), y)
+		next := mat.Norm(x, 2) // ‖QᵀQ x̂‖ → λmax
+		if math.Abs(next-lambda) <= 1e-12*next {
+			lambda = next
+			break
+		}
+		lambda = next
+	}
+	return lambda * (1 + 1e-6)
+}
+
+// EstimateTotal estimates the record count from the measurements by
+// inverse-variance weighting (at least 1). A measurement qualifies when the
+// all-ones vector lies in the row space of its query: Qᵀv = 1 is solved by
+// least squares and kept when the residual vanishes; its estimate is v·y with
+// variance σ²‖v‖². For the identity, v = 1.
+func EstimateTotal(dom *Domain, meas []Measurement) float64 {
+	var num, den float64
+	for _, m := range meas {
+		var est, variance float64
+		if m.Query == nil {
+			for _, y := range m.Y {
+				est += y
+			}
+			variance = m.Sigma * m.Sigma * float64(len(m.Y))
+		} else {
+			r, c := m.Query.Dims()
+			ones := mat.NewVecDense(c, nil)
+			for i := range c {
+				ones.SetVec(i, 1)
+			}
+			var v mat.VecDense
+			if err := v.SolveVec(m.Query.T(), ones); err != nil {
+				continue
+			}
+			var chk mat.VecDense
+			chk.MulVec(m.Query.T(), &v)
+			chk.SubVec(&chk, ones)
+			if mat.Norm(&chk, math.Inf(1)) > 1e-8 {
+				continue
+			}
+			est = mat.Dot(&v, mat.NewVecDense(r, m.Y))
+			variance = m.Sigma * m.Sigma * mat.Dot(&v, &v)
+		}
+		if variance <= 0 {
+			continue
+		}
+		num += est / variance
+		den += 1 / variance
+	}
+	if den == 0 {
+		return 1
+	}
+	return math.Max(1, num/den)
+}

@@ -1,0 +1,227 @@
+// Package kernel holds the allocation-free inner loops of the pgm engine:
+// scatter and gather over precomputed index maps between a factor and one of
+// its sub-factors, and max-shifted exponentials.
+//
+// An index map idx for a table over attributes C and a sub-table over S ⊆ C
+// has one entry per cell of C: idx[i] is the cell of S that cell i of C
+// projects to. Every kernel documents its reference loop; lengths are checked
+// once on entry and mismatches panic.
+package kernel
+
+import "math"
+
+const errLength = "kernel: length mismatch"
+
+// Expand adds the sub-table src into dst by broadcasting:
+//
+//	for i := range dst { dst[i] += src[idx[i]] }
+func Expand(dst, src []float64, idx []int32) {
+	if len(idx) != len(dst) {
+		panic(errLength)
+	}
+	for i := range dst {
+		dst[i] += src[idx[i]]
+	}
+}
+
+// Project sums src into the sub-table dst (the adjoint of Expand):
+//
+//	for i := range src { dst[idx[i]] += src[i] }
+func Project(dst, src []float64, idx []int32) {
+	if len(idx) != len(src) {
+		panic(errLength)
+	}
+	for i, v := range src {
+		dst[idx[i]] += v
+	}
+}
+
+// MaxTo writes the per-cell maximum of src over the cells that project to
+// each cell of dst; dst is overwritten:
+//
+//	dst[:] = -Inf; for i := range src { dst[idx[i]] = max(dst[idx[i]], src[i]) }
+func MaxTo(dst, src []float64, idx []int32) {
+	if len(idx) != len(src) {
+		panic(errLength)
+	}
+	for i := range dst {
+		dst[i] = math.Inf(-1)
+	}
+	for i, v := range src {
+		j := idx[i]
+		if v > dst[j] {
+			dst[j] = v
+		}
+	}
+}
+
+// ExpShiftSum replaces x by its exponential shifted by the per-cell shift of
+// its projection, and accumulates the projected sums into acc (which is
+// overwritten). Cells whose shift is -Inf become 0:
+//
+//	acc[:] = 0; for i := range x { x[i] = exp(x[i] - shift[idx[i]]); acc[idx[i]] += x[i] }
+func ExpShiftSum(x, acc, shift []float64, idx []int32) {
+	if len(idx) != len(x) || len(acc) != len(shift) {
+		panic(errLength)
+	}
+	clear(acc)
+	for i, v := range x {
+		j := idx[i]
+		s := shift[j]
+		if math.IsInf(s, -1) {
+			x[i] = 0
+			continue
+		}
+		e := math.Exp(v - s)
+		x[i] = e
+		acc[j] += e
+	}
+}
+
+// Scale multiplies x by the per-cell factor of its projection:
+//
+//	for i := range x { x[i] *= f[idx[i]] }
+func Scale(x, f []float64, idx []int32) {
+	if len(idx) != len(x) {
+		panic(errLength)
+	}
+	for i := range x {
+		x[i] *= f[idx[i]]
+	}
+}
+
+// LogSumExp returns log Σ exp(x[i]), subtracting the maximum first. It is
+// -Inf for an empty x or when every entry is -Inf.
+func LogSumExp(x []float64) float64 {
+	m := math.Inf(-1)
+	for _, v := range x {
+		if v > m {
+			m = v
+		}
+	}
+	if math.IsInf(m, 0) {
+		return m
+	}
+	var s float64
+	for _, v := range x {
+		s += math.Exp(v - m)
+	}
+	return m + math.Log(s)
+}
+
+// ExpShift replaces x by exp(x - s), in place:
+//
+//	for i := range x { x[i] = exp(x[i] - s) }
+//
+// With s = -Inf every entry becomes 0.
+func ExpShift(x []float64, s float64) {
+	if math.IsInf(s, -1) {
+		clear(x)
+		return
+	}
+	for i, v := range x {
+		x[i] = math.Exp(v - s)
+	}
+}
+
+// Axpy is `for i := range y { y[i] += a * x[i] }`.
+func Axpy(y []float64, a float64, x []float64) {
+	if len(x) != len(y) {
+		panic(errLength)
+	}
+	for i := range y {
+		y[i] += a * x[i]
+	}
+}
+
+// AxpyTo is `for i := range dst { dst[i] = y[i] + a*x[i] }`.
+func AxpyTo(dst []float64, y []float64, a float64, x []float64) {
+	if len(x) != len(dst) || len(y) != len(dst) {
+		panic(errLength)
+	}
+	for i := range dst {
+		dst[i] = y[i] + a*x[i]
+	}
+}
+
+// Dot is Σ x[i]·y[i].
+func Dot(x, y []float64) float64 {
+	if len(x) != len(y) {
+		panic(errLength)
+	}
+	var s float64
+	for i := range x {
+		s += x[i] * y[i]
+	}
+	return s
+}
+
+// DotDiff is Σ g[i]·(x[i] − y[i]).
+func DotDiff(g, x, y []float64) float64 {
+	if len(x) != len(g) || len(y) != len(g) {
+		panic(errLength)
+	}
+	var s float64
+	for i := range g {
+		s += g[i] * (x[i] - y[i])
+	}
+	return s
+}
+
+// Map returns the index map from the table over the attributes with the given
+// sizes to the sub-table over the dimensions dims (ascending positions into
+// sizes); the sub-table is row-major in that order. It allocates; call it
+// when planning, not in loops.
+func Map(sizes []int, dims []int) []int32 {
+	n := 1
+	for _, s := range sizes {
+		n *= s
+	}
+	idx := make([]int32, n)
+	MapTo(idx, sizes, dims)
+	return idx
+}
+
+// MapTo is Map writing into idx, which must have the table's cell count.
+func MapTo(idx []int32, sizes []int, dims []int) {
+	k := len(sizes)
+	// stride[d] is the step of the sub-table index when dimension d advances.
+	var strideBuf, digitBuf [16]int
+	stride, digit := strideBuf[:0], digitBuf[:0]
+	if k > len(strideBuf) {
+		stride, digit = make([]int, 0, k), make([]int, 0, k)
+	}
+	stride, digit = stride[:k], digit[:k]
+	clear(stride)
+	clear(digit)
+	s := 1
+	for j := len(dims) - 1; j >= 0; j-- {
+		stride[dims[j]] = s
+		s *= sizes[dims[j]]
+	}
+	if k == 0 {
+		if len(idx) != 1 {
+			panic(errLength)
+		}
+		idx[0] = 0
+		return
+	}
+	last := k - 1
+	n, inner, innerStride := len(idx), sizes[last], stride[last]
+	cur := 0
+	for i := 0; i < n; i += inner {
+		for x := range inner {
+			idx[i+x] = int32(cur + x*innerStride)
+		}
+		// Advance the odometer over dimensions 0..last-1.
+		for d := last - 1; d >= 0; d-- {
+			digit[d]++
+			cur += stride[d]
+			if digit[d] < sizes[d] {
+				break
+			}
+			cur -= digit[d] * stride[d]
+			digit[d] = 0
+		}
+	}
+}

@@ -1,0 +1,223 @@
+package pgm
+
+import (
+	"fmt"
+	"math"
+	"slices"
+
+	"github.com/dpsql/dpsql/synth/pgm/internal/kernel"
+)
+
+// Model is a fitted graphical model over a junction tree: log-space
+// potentials on the maximal cliques, the clique marginals they induce, and
+// the number of records the model stands for. A Model is immutable once
+// returned and safe for concurrent use.
+type Model struct {
+	dom   *Domain
+	jt    *junctionTree
+	theta []float64 // log potentials, arena layout
+	p     []float64 // clique marginals as probabilities, arena layout
+	logZ  float64
+	total float64
+}
+
+// newModel runs belief propagation on theta (which the model keeps).
+func newModel(jt *junctionTree, theta []float64, total float64) *Model {
+	m := &Model{dom: jt.dom, jt: jt, theta: theta, p: make([]float64, jt.total), total: total}
+	m.logZ = newBPWork(jt).run(m.p, theta)
+	return m
+}
+
+// Domain of the model.
+func (m *Model) Domain() *Domain { return m.dom }
+
+// Cliques are the maximal cliques of the junction tree, each ascending, in
+// lexicographic order. The result is a copy.
+func (m *Model) Cliques() [][]int {
+	out := make([][]int, len(m.jt.cliques))
+	for i, c := range m.jt.cliques {
+		out[i] = slices.Clone(c)
+	}
+	return out
+}
+
+// Total is the number of records the model stands for.
+func (m *Model) Total() float64 { return m.total }
+
+// Size is the model's size in MB (Σ clique cells × 8 bytes / 2^20).
+func (m *Model) Size() float64 { return float64(m.jt.total) * 8 / (1 << 20) }
+
+// LogZ is the log partition function of the potentials.
+func (m *Model) LogZ() float64 { return m.logZ }
+
+// Potential returns a copy of the log potential of clique k (in the order of
+// Cliques).
+func (m *Model) Potential(k int) []float64 {
+	return slices.Clone(m.theta[m.jt.off[k] : m.jt.off[k]+m.jt.cells[k]])
+}
+
+// clique returns clique k's block of an arena.
+func (jt *junctionTree) block(arena []float64, k int) []float64 {
+	return arena[jt.off[k] : jt.off[k]+jt.cells[k] : jt.off[k]+jt.cells[k]]
+}
+
+// Marginal returns the expected count marginal over attrs (sums to Total),
+// by clique projection when attrs lies in one clique, by variable
+// elimination otherwise. attrs must be distinct attributes; the layout
+// follows their order (the last varies fastest).
+func (m *Model) Marginal(attrs []int) []float64 {
+	return m.MarginalWhere(attrs, nil)
+}
+
+// MarginalWhere is Marginal with evidence: weight[a][v] multiplies the
+// probability of attribute a taking value v (e.g. a 0/1 indicator of a set
+// of allowed values) before attributes outside attrs are summed out.
+// The count where a ∈ S and b = v is MarginalWhere(nil, {a: 1_S, b: e_v})[0].
+func (m *Model) MarginalWhere(attrs []int, weight map[int][]float64) []float64 {
+	n := m.dom.Len()
+	for i, a := range attrs {
+		if a < 0 || a >= n || slices.Contains(attrs[:i], a) {
+			panic(fmt.Sprintf("pgm: invalid marginal attributes %v", attrs))
+		}
+	}
+	for a, w := range weight {
+		if a < 0 || a >= n || len(w) != m.dom.sizes[a] {
+			panic(fmt.Sprintf("pgm: weight for attribute %d has %d entries", a, len(w)))
+		}
+	}
+	sorted := slices.Clone(attrs)
+	slices.Sort(sorted)
+	var f factor
+	if k := m.jt.containing(sorted); k >= 0 && len(weight) == 0 {
+		f = factor{attrs: sorted, vals: make([]float64, m.dom.Cells(sorted))}
+		kernel.Project(f.vals, m.jt.block(m.p, k), m.jt.projMap(k, sorted))
+	} else {
+		f = m.eliminate(sorted, weight)
+	}
+	for i := range f.vals {
+		f.vals[i] *= m.total
+	}
+	if slices.Equal(sorted, attrs) {
+		return f.vals
+	}
+	// Transpose from ascending order to the caller's order: dims[i] is the
+	// position in sorted of attrs[i].
+	dims := make([]int, len(attrs))
+	for i, a := range attrs {
+		dims[i], _ = slices.BinarySearch(sorted, a)
+	}
+	// idx maps a cell of the sorted table to the caller's layout: the
+	// caller's table is row-major over attrs, i.e. over sorted dims in the
+	// order dims.
+	idx := kernel.Map(m.dom.sizesOf(sorted), dims)
+	out := make([]float64, len(f.vals))
+	for i, v := range f.vals {
+		out[idx[i]] = v
+	}
+	return out
+}
+
+// sizesOf returns the sizes of attrs.
+func (d *Domain) sizesOf(attrs []int) []int {
+	s := make([]int, len(attrs))
+	for i, a := range attrs {
+		s[i] = d.sizes[a]
+	}
+	return s
+}
+
+// eliminate computes the probability marginal over the ascending attrs,
+// weighted by the evidence, by variable elimination in log space over the
+// smallest subtree of the junction tree that holds attrs and the evidence.
+// The joint over a connected subtree T with top clique r is
+// p_r · Π_{v ∈ T, v ≠ r} p_v / p_sep(v).
+func (m *Model) eliminate(attrs []int, weight map[int][]float64) factor {
+	jt := m.jt
+	need := bitsetOf(m.dom.Len(), attrs)
+	for a := range weight {
+		need.set(a)
+	}
+	k := len(jt.cliques)
+	kept := make([]bool, k)
+	nkept := make([]int, k) // kept children
+	for _, v := range jt.post {
+		keep := nkept[v] > 0
+		for _, a := range jt.cliques[v] {
+			if need.has(a) && !slices.Contains(jt.sep[v], a) {
+				keep = true
+			}
+		}
+		kept[v] = keep
+		if keep && jt.parent[v] >= 0 {
+			nkept[jt.parent[v]]++
+		}
+	}
+	top := jt.root
+	for {
+		// Move the top down while it has a single kept child and adds
+		// nothing needed beyond that child's separator.
+		if nkept[top] != 1 {
+			break
+		}
+		var child int
+		for _, c := range jt.children[top] {
+			if kept[c] {
+				child = c
+			}
+		}
+		extra := false
+		for _, a := range jt.cliques[top] {
+			if need.has(a) && !slices.Contains(jt.sep[child], a) {
+				extra = true
+			}
+		}
+		if extra {
+			break
+		}
+		kept[top] = false
+		top = child
+	}
+	var fs []factor
+	if kept[top] {
+		var walk func(v int)
+		walk = func(v int) {
+			pv := jt.block(m.p, v)
+			f := factor{attrs: jt.cliques[v], vals: make([]float64, len(pv))}
+			if v == top {
+				for i, x := range pv {
+					f.vals[i] = math.Log(x)
+				}
+			} else {
+				ps := make([]float64, m.dom.Cells(jt.sep[v]))
+				kernel.Project(ps, pv, jt.upMap[v])
+				idx := jt.upMap[v]
+				for i, x := range pv {
+					if x == 0 {
+						f.vals[i] = math.Inf(-1)
+					} else {
+						f.vals[i] = math.Log(x / ps[idx[i]])
+					}
+				}
+			}
+			fs = append(fs, f)
+			for _, c := range jt.children[v] {
+				if kept[c] {
+					walk(c)
+				}
+			}
+		}
+		walk(top)
+	}
+	for a, w := range weight {
+		f := factor{attrs: []int{a}, vals: make([]float64, len(w))}
+		for i, x := range w {
+			f.vals[i] = math.Log(x)
+		}
+		fs = append(fs, f)
+	}
+	out := variableElimination(m.dom, fs, attrs)
+	for i, v := range out.vals {
+		out.vals[i] = math.Exp(v)
+	}
+	return out
+}
