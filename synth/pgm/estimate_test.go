@@ -1,0 +1,223 @@
+package pgm
+
+import (
+	"context"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"sort"
+	"testing"
+
+	"gonum.org/v1/gonum/mat"
+
+)
+
+// jointCounts returns the count joint (row-major over all attributes) of a
+// dataset.
+func jointCounts(ds *Dataset) []float64 {
+	all := make([]int, ds.Domain().Len())
+	for i := range all {
+		all[i] = i
+	}
+	return ds.MarginalTo(nil, all)
+}
+
+// measure returns identity measurements of ds on sets, with Gaussian noise
+// of standard deviation sigma (0 = exact) from rng.
+func measure(ds *Dataset, sets [][]int, sigma float64, rng *rand.Rand) []Measurement {
+	var out []Measurement
+	for _, s := range sets {
+		y := ds.MarginalTo(nil, s)
+		for i := range y {
+			y[i] += sigma * rng.NormFloat64()
+		}
+		out = append(out, Measurement{Attrs: s, Y: y, Sigma: math.Max(sigma, 1)})
+	}
+	return out
+}
+
+// dedupe drops repeated sets.
+func dedupe(sets [][]int) [][]int {
+	sort.Slice(sets, func(i, j int) bool { return slices.Compare(sets[i], sets[j]) < 0 })
+	return slices.CompactFunc(sets, slices.Equal)
+}
+
+func TestEstimateExactRecovers(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 10))
+	for trial := range 12 {
+		d := 2 + rng.IntN(4)
+		dom := randomDomain(t, rng, d, 4)
+		sizes := make([]int, d)
+		for i := range sizes {
+			sizes[i] = dom.Size(i)
+		}
+		ds := randomDataset(t, uint64(trial), sizes, 500)
+		sets := dedupe(randomSets(rng, d, 1+rng.IntN(4), 3))
+		meas := measure(ds, sets, 0, rng)
+		for _, method := range []Method{MirrorDescent, Accelerated} {
+			m, err := Estimate(context.Background(), ds.Domain(), meas, &EstimateOptions{Iters: 3000, Method: method})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if m.Total() != 500 {
+				t.Fatalf("estimated total %v from exact measurements, want 500", m.Total())
+			}
+			for _, mm := range meas {
+				got := m.Marginal(mm.Attrs)
+				for i := range got {
+					// The issue asks for recovery to 1e-6 of the normalised marginal.
+					if math.Abs(got[i]-mm.Y[i])/500 > 1e-6 {
+						t.Fatalf("trial %d method %d: marginal %v cell %d = %v, want %v (cliques %v)",
+							trial, method, mm.Attrs, i, got[i], mm.Y[i], m.Cliques())
+					}
+				}
+			}
+		}
+	}
+}
+
+// projectSimplex projects x onto {z ≥ 0, Σz = total} in place (sort-based).
+func projectSimplex(x []float64, total float64) {
+	u := slices.Clone(x)
+	slices.Sort(u)
+	slices.Reverse(u)
+	var css, tau float64
+	for i, v := range u {
+		css += v
+		if t := (css - total) / float64(i+1); v-t > 0 {
+			tau = t
+		}
+	}
+	for i := range x {
+		x[i] = math.Max(x[i]-tau, 0)
+	}
+}
+
+// bruteEstimate minimises the L2 loss of meas over the full count table on
+// the scaled simplex by FISTA (accelerated projected gradient), a slow
+// reference optimiser that knows nothing of graphical models.
+func bruteEstimate(dom *Domain, meas []Measurement, total float64, iters int) []float64 {
+	all := make([]int, dom.Len())
+	for i := range all {
+		all[i] = i
+	}
+	n := dom.Cells(all)
+	// Row-major index of every cell restricted to each measurement.
+	maps := make([][]int, len(meas))
+	var lip float64
+	for k, m := range meas {
+		maps[k] = make([]int, 0, n)
+		forEachCell(dom, func(x []int) { maps[k] = append(maps[k], cellIndex(dom, m.Attrs, x)) })
+		eig := 1.0
+		if m.Query != nil {
+			eig = lambdaMax(m.Query)
+		}
+		// λmax(MᵀQᵀQM) ≤ λmax(QᵀQ)·n/n_m since M Mᵀ = (n/n_m)·I.
+		lip += eig * float64(n) / float64(dom.Cells(m.Attrs)) / (m.Sigma * m.Sigma)
+	}
+	x := make([]float64, n)
+	for i := range x {
+		x[i] = total / float64(n)
+	}
+	y := slices.Clone(x)
+	prev := slices.Clone(x)
+	grad := make([]float64, n)
+	tk := 1.0
+	for range iters {
+		clear(grad)
+		for k, m := range meas {
+			marg := make([]float64, dom.Cells(m.Attrs))
+			for i, j := range maps[k] {
+				marg[j] += y[i]
+			}
+			r := marg
+			if m.Query != nil {
+				var v mat.VecDense
+				v.MulVec(m.Query, mat.NewVecDense(len(marg), marg))
+				r = v.RawVector().Data
+			}
+			for i := range r {
+				r[i] = (r[i] - m.Y[i]) / (m.Sigma * m.Sigma)
+			}
+			if m.Query != nil {
+				var g mat.VecDense
+				g.MulVec(m.Query.T(), mat.NewVecDense(len(r), r))
+				r = g.RawVector().Data
+			}
+			for i, j := range maps[k] {
+				grad[i] += r[j]
+			}
+		}
+		copy(prev, x)
+		for i := range x {
+			x[i] = y[i] - grad[i]/lip
+		}
+		projectSimplex(x, total)
+		tn := (1 + math.Sqrt(1+4*tk*tk)) / 2
+		for i := range y {
+			y[i] = x[i] + (tk-1)/tn*(x[i]-prev[i])
+		}
+		tk = tn
+	}
+	return x
+}
+
+func TestEstimateNoisyMatchesConvexSolution(t *testing.T) {
+	rng := rand.New(rand.NewPCG(11, 12))
+	for trial := range 8 {
+		d := 2 + rng.IntN(3)
+		dom := randomDomain(t, rng, d, 3)
+		sizes := make([]int, d)
+		for i := range sizes {
+			sizes[i] = 2 + rng.IntN(2) // no trivial attributes here
+		}
+		dom, _ = NewDomain(dom.names, sizes)
+		const total = 400
+		ds := randomDataset(t, uint64(100+trial), sizes, total)
+		sets := dedupe(randomSets(rng, d, 1+rng.IntN(4), 2))
+		meas := measure(ds, sets, 15, rng)
+		if trial%2 == 1 {
+			// One measurement through a random invertible query matrix.
+			m := &meas[0]
+			n := len(m.Y)
+			q := mat.NewDense(n, n, nil)
+			for i := range n {
+				for j := range n {
+					if i == j || rng.IntN(3) == 0 {
+						q.Set(i, j, 1)
+					}
+				}
+			}
+			x := ds.MarginalTo(nil, m.Attrs)
+			var qx mat.VecDense
+			qx.MulVec(q, mat.NewVecDense(n, x))
+			m.Query, m.Y = q, qx.RawVector().Data
+			for i := range m.Y {
+				m.Y[i] += 15 * rng.NormFloat64()
+			}
+		}
+		ref := bruteEstimate(dom, meas, total, 40000)
+		for _, method := range []Method{MirrorDescent, Accelerated} {
+			m, err := Estimate(context.Background(), dom, meas, &EstimateOptions{Iters: 20000, Method: method, Total: total} /* Accelerated needs ≈20000 here */)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var worst float64
+			for _, mm := range meas {
+				got := m.Marginal(mm.Attrs)
+				want := make([]float64, len(got))
+				i := 0
+				forEachCell(dom, func(x []int) { want[cellIndex(dom, mm.Attrs, x)] += ref[i]; i++ })
+				for j := range got {
+					worst = math.Max(worst, math.Abs(got[j]-want[j]))
+				}
+			}
+			// The measured marginals of the optimum are unique (the loss is
+			// strictly convex in them); both solvers stop short of it: the
+			// largest gap seen was 4e-6 records, so allow 1e-4 of 400.
+			if worst > 1e-4 {
+				t.Errorf("trial %d method %d: measured marginals differ from the convex optimum by %v records", trial, method, worst)
+			}
+		}
+	}
+}
