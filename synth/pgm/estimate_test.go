@@ -9,7 +9,6 @@ import (
 	"testing"
 
 	"gonum.org/v1/gonum/mat"
-
 )
 
 // jointCounts returns the count joint (row-major over all attributes) of a
