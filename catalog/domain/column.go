@@ -65,10 +65,10 @@ type Column struct {
 	nullable bool
 	enum     bool // Categorical from an ENUM: integers are GMS's 1-based ENUM indexes
 
-	values []Value        // Categorical
-	index  map[Value]int  // Categorical: value → code
-	lo, hi float64        // IntRange (integral) and Binned bounds
-	bins   int            // Binned
+	values []Value       // Categorical
+	index  map[Value]int // Categorical: value → code
+	lo, hi float64       // IntRange (integral) and Binned bounds
+	bins   int           // Binned
 }
 
 // NewCategorical returns a categorical domain with the given distinct

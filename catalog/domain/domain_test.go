@@ -66,8 +66,14 @@ func TestConstructorsReject(t *testing.T) {
 			_, err := NewCategorical("c", Float, []Value{FloatValue(0), FloatValue(math.Copysign(0, -1))}, false, false)
 			return err
 		}()},
-		{"mixed types", func() error { _, err := NewCategorical("c", String, []Value{StringValue("a"), IntValue(1)}, false, false); return err }()},
-		{"NaN value", func() error { _, err := NewCategorical("c", Float, []Value{FloatValue(math.NaN())}, false, false); return err }()},
+		{"mixed types", func() error {
+			_, err := NewCategorical("c", String, []Value{StringValue("a"), IntValue(1)}, false, false)
+			return err
+		}()},
+		{"NaN value", func() error {
+			_, err := NewCategorical("c", Float, []Value{FloatValue(math.NaN())}, false, false)
+			return err
+		}()},
 		{"int enum", func() error { _, err := NewCategorical("c", Int, ints(1), false, true); return err }()},
 		{"bad type", func() error { _, err := NewCategorical("c", 0, nil, false, false); return err }()},
 		{"empty range", func() error { _, err := NewIntRange("c", 5, 4, false); return err }()},

@@ -202,4 +202,3 @@ func ParseDomainFile(data []byte) (Table, error) {
 	}
 	return t, nil
 }
-
