@@ -2,6 +2,7 @@ package catalog
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"reflect"
 	"testing"
@@ -106,7 +107,7 @@ func (h *harness) run(db string, st scriptTest) {
 		rows, err := h.query(db, a.query)
 		switch {
 		case a.err != nil:
-			if !a.err.Is(err) {
+			if !isKind(a.err, err) {
 				h.t.Errorf("%s: %s: got error %v, want kind %v", st.name, a.query, err, a.err)
 			}
 		case a.anyErr:
@@ -156,4 +157,22 @@ func normValue(v any) string {
 		return fmt.Sprintf("ok(%d)", x.RowsAffected)
 	}
 	return fmt.Sprint(v)
+}
+
+// isKind reports whether err, or an error it wraps, is of kind k.
+func isKind(k *goerrors.Kind, err error) bool {
+	for err != nil {
+		if k.Is(err) {
+			return true
+		}
+		if w, ok := err.(sql.WrappedInsertError); ok {
+			err = w.Cause
+			continue
+		}
+		if ie, ok := err.(sql.IgnorableError); ok {
+			_ = ie
+		}
+		err = errors.Unwrap(err)
+	}
+	return false
 }

@@ -124,15 +124,6 @@ func unmarshalMeta(id uint64, b []byte) (*tableMeta, error) {
 		if err != nil {
 			return nil, fmt.Errorf("catalog: table %s column %s: type %q: %w", st.Name, sc.Name, sc.Type, err)
 		}
-		if tc, ok := typ.(sql.TypeWithCollation); ok && sc.Collation != "" && tc.Collation().Name() != sc.Collation {
-			cid, err := sql.ParseCollation("", sc.Collation, false)
-			if err != nil {
-				return nil, fmt.Errorf("catalog: table %s column %s: collation %q: %w", st.Name, sc.Name, sc.Collation, err)
-			}
-			if typ, err = tc.WithNewCollation(cid); err != nil {
-				return nil, fmt.Errorf("catalog: table %s column %s: %w", st.Name, sc.Name, err)
-			}
-		}
 		sch[i] = &sql.Column{
 			Name:          sc.Name,
 			Type:          typ,

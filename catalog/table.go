@@ -204,12 +204,16 @@ func (t *Table) GetChecks(*sql.Context) ([]sql.CheckDefinition, error) {
 // CreateCheck implements sql.CheckAlterableTable.
 func (t *Table) CreateCheck(ctx *sql.Context, check *sql.CheckDefinition) error {
 	return t.alterMeta(func(m *tableMeta) (*tableMeta, error) {
+		def := *check
+		if def.Name == "" {
+			def.Name = m.checkName()
+		}
 		for _, c := range m.checks {
-			if strings.EqualFold(c.Name, check.Name) {
-				return nil, fmt.Errorf("catalog: check constraint %q already exists on %s", check.Name, m.name)
+			if strings.EqualFold(c.Name, def.Name) {
+				return nil, fmt.Errorf("catalog: check constraint %q already exists on %s", def.Name, m.name)
 			}
 		}
-		checks := append(append([]sql.CheckDefinition(nil), m.checks...), *check)
+		checks := append(append([]sql.CheckDefinition(nil), m.checks...), def)
 		return newTableMeta(m.id, m.name, m.schema, m.collation, m.comment, checks, m.layout), nil
 	})
 }
@@ -228,6 +232,24 @@ func (t *Table) DropCheck(ctx *sql.Context, name string) error {
 		}
 		return newTableMeta(m.id, m.name, m.schema, m.collation, m.comment, checks, m.layout), nil
 	})
+}
+
+// checkName returns the first free name of the form <table>_chk_<n>, as
+// MySQL generates for unnamed CHECK constraints.
+func (m *tableMeta) checkName() string {
+	for i := 1; ; i++ {
+		name := fmt.Sprintf("%s_chk_%d", m.name, i)
+		free := true
+		for _, c := range m.checks {
+			if strings.EqualFold(c.Name, name) {
+				free = false
+				break
+			}
+		}
+		if free {
+			return name
+		}
+	}
 }
 
 // alterMeta replaces the table's metadata (not its rows) in one transaction.
@@ -400,8 +422,6 @@ type autoIncState struct {
 	next   uint64
 }
 
-
-
 func (t *Table) autoInc() (*autoIncState, error) {
 	t.s.mu.Lock()
 	st, ok := t.s.mu.autoinc[t.meta.id]
@@ -413,20 +433,41 @@ func (t *Table) autoInc() (*autoIncState, error) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	if !st.loaded {
-		err := t.s.db.View(func(tx *bbolt.Tx) error {
-			tb := tableBucket(tx, t.meta.id)
-			if tb == nil {
-				return ErrSchemaChanged
-			}
-			st.next = max(getU64(tb.Get(keyAutoInc)), 1)
-			return nil
-		})
+		err := t.s.db.View(func(tx *bbolt.Tx) error { return st.loadLocked(tx, t.meta.id) })
 		if err != nil {
 			return nil, err
 		}
-		st.loaded = true
 	}
 	return st, nil
+}
+
+// autoIncTx is autoInc for callers already inside a transaction.
+func (t *Table) autoIncTx(tx *bbolt.Tx) (*autoIncState, error) {
+	t.s.mu.Lock()
+	st, ok := t.s.mu.autoinc[t.meta.id]
+	if !ok {
+		st = &autoIncState{}
+		t.s.mu.autoinc[t.meta.id] = st
+	}
+	t.s.mu.Unlock()
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if !st.loaded {
+		if err := st.loadLocked(tx, t.meta.id); err != nil {
+			return nil, err
+		}
+	}
+	return st, nil
+}
+
+func (st *autoIncState) loadLocked(tx *bbolt.Tx, id uint64) error {
+	tb := tableBucket(tx, id)
+	if tb == nil {
+		return ErrSchemaChanged
+	}
+	st.next = max(getU64(tb.Get(keyAutoInc)), 1)
+	st.loaded = true
+	return nil
 }
 
 // PeekNextAutoIncrementValue implements sql.AutoIncrementGetter.

@@ -132,7 +132,7 @@ func (s *Store) dropDatabaseTx(tx *bbolt.Tx, name string) error {
 	if err := tx.Bucket(bucketDBs).DeleteBucket([]byte(lower(name))); err != nil {
 		return fmt.Errorf("catalog: drop database %s: %w", name, err)
 	}
-	tx.OnCommit(func() { s.invalidate(ids...) })
+	tx.OnCommit(func() { s.forget(ids...) })
 	return nil
 }
 
@@ -198,7 +198,7 @@ func (s *Store) dropTableTx(tx *bbolt.Tx, db, name string) error {
 	if err := tx.Bucket(bucketTables).DeleteBucket(u64(id)); err != nil {
 		return fmt.Errorf("catalog: drop table %s: %w", name, err)
 	}
-	tx.OnCommit(func() { s.invalidate(id) })
+	tx.OnCommit(func() { s.forget(id) })
 	return nil
 }
 
@@ -275,6 +275,16 @@ func (s *Store) invalidate(ids ...uint64) {
 	defer s.mu.Unlock()
 	for _, id := range ids {
 		delete(s.mu.metas, id)
+	}
+}
+
+// forget drops all in-memory state of dropped tables.
+func (s *Store) forget(ids ...uint64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, id := range ids {
+		delete(s.mu.metas, id)
+		delete(s.mu.autoinc, id)
 	}
 }
 

@@ -1,0 +1,287 @@
+package catalog
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/dolthub/go-mysql-server/sql"
+	"github.com/dolthub/go-mysql-server/sql/mysql_db"
+	"go.etcd.io/bbolt"
+)
+
+var _ mysql_db.MySQLDbPersistence = GrantsPersister{}
+
+// GrantsPersister stores go-mysql-server's mysql database (users, roles,
+// grants) in the Store. Pass it to MySQLDb.SetPersister and restore at start
+// with MySQLDb.LoadData(ctx, Store.LoadGrants()).
+type GrantsPersister struct {
+	S *Store
+}
+
+// Persist implements mysql_db.MySQLDbPersistence: the blob is replaced
+// atomically and durably.
+func (g GrantsPersister) Persist(ctx *sql.Context, data []byte) error {
+	return g.S.StoreGrants(ctx, data)
+}
+
+// metaPrefix starts the name of every metadata bucket.
+const metaPrefix = "meta_"
+
+// Tx is a bbolt transaction on a Store, giving typed access to metadata
+// buckets and to table creation and row insertion, so that a table, its rows
+// and related metadata can be written atomically.
+//
+// Byte slices returned by Get and passed to ForEach's callback are copies and
+// remain valid after the transaction ends.
+type Tx struct {
+	s   *Store
+	ctx *sql.Context
+	tx  *bbolt.Tx
+}
+
+// Update runs fn in a write transaction, committed (and fsynced) only if fn
+// returns nil.
+func (s *Store) Update(ctx context.Context, fn func(*Tx) error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	sctx := asSQLContext(ctx)
+	return s.db.Update(func(btx *bbolt.Tx) error { return fn(&Tx{s: s, ctx: sctx, tx: btx}) })
+}
+
+// View runs fn in a read-only transaction.
+func (s *Store) View(ctx context.Context, fn func(*Tx) error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	sctx := asSQLContext(ctx)
+	return s.db.View(func(btx *bbolt.Tx) error { return fn(&Tx{s: s, ctx: sctx, tx: btx}) })
+}
+
+func asSQLContext(ctx context.Context) *sql.Context {
+	if sctx, ok := ctx.(*sql.Context); ok {
+		return sctx
+	}
+	return sql.NewContext(ctx)
+}
+
+// Bolt returns the underlying bbolt transaction.
+func (tx *Tx) Bolt() *bbolt.Tx { return tx.tx }
+
+func metaBucketName(bucket string) ([]byte, error) {
+	if bucket == "" || strings.ContainsRune(bucket, 0) {
+		return nil, fmt.Errorf("%w: %q", ErrReservedBucket, bucket)
+	}
+	return []byte(metaPrefix + bucket), nil
+}
+
+// Put stores val under key in metadata bucket "meta_"+bucket, creating the
+// bucket if needed.
+func (tx *Tx) Put(bucket string, key, val []byte) error {
+	name, err := metaBucketName(bucket)
+	if err != nil {
+		return err
+	}
+	b, err := tx.tx.CreateBucketIfNotExists(name)
+	if err != nil {
+		return fmt.Errorf("catalog: metadata bucket %s: %w", bucket, err)
+	}
+	if err := b.Put(bytes.Clone(key), bytes.Clone(val)); err != nil {
+		return fmt.Errorf("catalog: put %s/%q: %w", bucket, key, err)
+	}
+	return nil
+}
+
+// Get returns a copy of the value under key in metadata bucket bucket, or
+// nil if there is none.
+func (tx *Tx) Get(bucket string, key []byte) ([]byte, error) {
+	name, err := metaBucketName(bucket)
+	if err != nil {
+		return nil, err
+	}
+	b := tx.tx.Bucket(name)
+	if b == nil {
+		return nil, nil
+	}
+	return bytes.Clone(b.Get(key)), nil
+}
+
+// Delete removes key from metadata bucket bucket. Deleting a missing key is
+// not an error.
+func (tx *Tx) Delete(bucket string, key []byte) error {
+	name, err := metaBucketName(bucket)
+	if err != nil {
+		return err
+	}
+	b := tx.tx.Bucket(name)
+	if b == nil {
+		return nil
+	}
+	if err := b.Delete(key); err != nil {
+		return fmt.Errorf("catalog: delete %s/%q: %w", bucket, key, err)
+	}
+	return nil
+}
+
+// ForEach calls fn for every key/value pair of metadata bucket bucket, in key
+// order. It stops at the first error fn returns.
+func (tx *Tx) ForEach(bucket string, fn func(k, v []byte) error) error {
+	name, err := metaBucketName(bucket)
+	if err != nil {
+		return err
+	}
+	b := tx.tx.Bucket(name)
+	if b == nil {
+		return nil
+	}
+	return b.ForEach(func(k, v []byte) error { return fn(bytes.Clone(k), bytes.Clone(v)) })
+}
+
+// TableID returns the stable ID of table in database db.
+func (tx *Tx) TableID(db, table string) (uint64, bool) { return lookupTableID(tx.tx, db, table) }
+
+// CreateDatabase creates database name.
+func (tx *Tx) CreateDatabase(name string) error { return createDatabaseTx(tx.tx, name) }
+
+// CreateTable creates table name in database db and returns its stable ID.
+func (tx *Tx) CreateTable(db, name string, schema sql.PrimaryKeySchema, collation sql.CollationID, comment string) (uint64, error) {
+	return tx.s.createTableTx(tx.tx, db, name, schema, collation, comment)
+}
+
+// DropTable drops table name from database db.
+func (tx *Tx) DropTable(db, name string) error { return tx.s.dropTableTx(tx.tx, db, name) }
+
+// InsertRows inserts rows into table db.name. A duplicate primary key fails
+// the call (and, if returned from fn, the whole transaction).
+func (tx *Tx) InsertRows(db, name string, rows []sql.Row) error {
+	m, ok, err := tx.s.resolve(tx.tx, db, name)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return sql.ErrTableNotFound.New(name)
+	}
+	e := (&Table{s: tx.s, db: db, meta: m}).newEditor()
+	for _, r := range rows {
+		key, val, err := e.encode(tx.ctx, r)
+		if err != nil {
+			return err
+		}
+		if m.key == nil {
+			e.inserts = append(e.inserts, val)
+			continue
+		}
+		if p, ok := e.pending[key]; ok && p.val != nil {
+			ex, _ := m.rows.decode(tx.ctx, p.val)
+			return e.dupErr(r, ex)
+		}
+		e.pending[key] = &pendingRow{val: val, mustBeNew: true}
+	}
+	var st *autoIncState
+	if m.autoCol >= 0 {
+		// Move the counter past inserted values so later SQL inserts do not
+		// collide with them.
+		if st, err = e.t.autoIncTx(tx.tx); err != nil {
+			return err
+		}
+		st.mu.Lock()
+		for _, r := range rows {
+			if v, ok := asUint64OrInt(r[m.autoCol]); ok && v >= st.next {
+				st.next = v + 1
+			}
+		}
+		st.mu.Unlock()
+	}
+	return wrapf(e.applyTx(tx.ctx, tx.tx, st), "catalog: insert into %s.%s", db, name)
+}
+
+func asUint64OrInt(v any) (uint64, bool) {
+	if u, ok := asUint64(v); ok {
+		return u, true
+	}
+	if n, ok := asInt64(v); ok && n >= 0 {
+		return uint64(n), true
+	}
+	return 0, false
+}
+
+// CreateTableWithRows creates table db.name with the given schema and rows
+// and runs extra (if non-nil) in the same write transaction, so the table,
+// its rows and any metadata extra writes become visible together or not at
+// all. It returns the new table's stable ID.
+func (s *Store) CreateTableWithRows(ctx context.Context, db, name string, schema sql.PrimaryKeySchema, rows []sql.Row, extra func(*Tx) error) (uint64, error) {
+	var id uint64
+	err := s.Update(ctx, func(tx *Tx) error {
+		var err error
+		if id, err = tx.CreateTable(db, name, schema, sql.Collation_Default, ""); err != nil {
+			return err
+		}
+		if err := tx.InsertRows(db, name, rows); err != nil {
+			return err
+		}
+		if extra != nil {
+			return extra(tx)
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, wrapf(err, "catalog: create %s.%s", db, name)
+	}
+	return id, nil
+}
+
+// ScanTable calls fn for every row of table db.table, in key order, without
+// going through SQL. Rows are read in chunks, each in its own read
+// transaction, so fn may be slow; a scan racing with writers sees each chunk
+// at its own commit point. Rows passed to fn are not reused.
+func (s *Store) ScanTable(ctx context.Context, db, table string, fn func(sql.Row) error) error {
+	sctx := asSQLContext(ctx)
+	var t *Table
+	err := s.db.View(func(tx *bbolt.Tx) error {
+		m, ok, err := s.resolve(tx, db, table)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return sql.ErrTableNotFound.New(table)
+		}
+		t = &Table{s: s, db: db, meta: m}
+		return nil
+	})
+	if err != nil {
+		return wrapf(err, "catalog: scan %s.%s", db, table)
+	}
+	it := &rowIter{t: t, part: &partition{}}
+	for {
+		r, err := it.Next(sctx)
+		if err != nil {
+			if err == io.EOF {
+				return nil
+			}
+			return wrapf(err, "catalog: scan %s.%s", db, table)
+		}
+		if err := fn(r); err != nil {
+			return err
+		}
+	}
+}
+
+// Table returns a handle on table db.name, for callers that need its schema
+// or ID without SQL.
+func (s *Store) Table(ctx context.Context, db, name string) (*Table, bool, error) {
+	var t *Table
+	err := s.db.View(func(tx *bbolt.Tx) error {
+		m, ok, err := s.resolve(tx, db, name)
+		if ok {
+			t = &Table{s: s, db: db, meta: m}
+		}
+		return err
+	})
+	if err != nil {
+		return nil, false, wrapf(err, "catalog: table %s.%s", db, name)
+	}
+	return t, t != nil, nil
+}
