@@ -83,6 +83,8 @@ type run struct {
 	measured [][]int // maximal measured sets: the model's cliques
 	model    *pgm.Model
 	tracker  *adaptive.Tracker
+	// coldStarts counts estimations whose warm start failed.
+	coldStarts int
 }
 
 func (r *run) measure(attrs []int, x []float64, sigma, eps float64, round int) []float64 {
@@ -96,9 +98,12 @@ func (r *run) measure(attrs []int, x []float64, sigma, eps float64, round int) [
 }
 
 func (r *run) estimate(ctx context.Context, iters int) error {
-	m, err := pgm.Estimate(ctx, r.dom, r.meas, &pgm.EstimateOptions{Iters: iters, WarmStart: r.model})
+	m, cold, err := adaptive.Estimate(ctx, r.dom, r.meas, iters, r.model)
 	if err != nil {
 		return err
+	}
+	if cold {
+		r.coldStarts++
 	}
 	r.model = m
 	return nil

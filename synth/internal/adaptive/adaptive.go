@@ -5,6 +5,7 @@
 package adaptive
 
 import (
+	"context"
 	"slices"
 
 	"github.com/dpsql/dpsql/synth"
@@ -102,4 +103,18 @@ func (tr *Tracker) Fill(res *synth.Result, attrs [][]int) {
 	for _, t := range rounds {
 		res.Snapshots = append(res.Snapshots, synth.Snapshot{Round: t, Model: tr.snaps[t]})
 	}
+}
+
+// Estimate fits a model to meas with iters iterations, warm-started from
+// warm when possible. A warm start fails when one of warm's junction-tree
+// cliques is not covered by the new junction tree (the triangulation can
+// change when a measurement is added); the fit is then restarted cold and
+// cold reports it.
+func Estimate(ctx context.Context, dom *pgm.Domain, meas []pgm.Measurement, iters int, warm *pgm.Model) (m *pgm.Model, cold bool, err error) {
+	m, err = pgm.Estimate(ctx, dom, meas, &pgm.EstimateOptions{Iters: iters, WarmStart: warm})
+	if err == nil || warm == nil || ctx.Err() != nil {
+		return m, false, err
+	}
+	m, err = pgm.Estimate(ctx, dom, meas, &pgm.EstimateOptions{Iters: iters})
+	return m, true, err
 }
