@@ -1,0 +1,535 @@
+package budget
+
+import (
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"go.etcd.io/bbolt"
+)
+
+// Bucket names. They carry the budget_/ledger_ prefixes so they cannot clash
+// with the catalog's buckets in the same file.
+var (
+	metaBucket    = []byte("budget_meta")
+	tablesBucket  = []byte("budget_tables")
+	entriesBucket = []byte("ledger_entries") // one nested bucket per table ID
+
+	formatKey = []byte("format")
+)
+
+// formatVersion is the ledger's on-disk format.
+const formatVersion = "1"
+
+// Notes written by Reservation.Fail.
+const (
+	noteRefunded = "cancelled before data access, refunded"
+	noteFailed   = "failed after data access, budget stays spent"
+)
+
+// Options configures a Ledger. A nil *Options means the defaults.
+type Options struct {
+	// Now returns the time recorded in entries; nil means time.Now.
+	Now func() time.Time
+
+	// StrictMode runs Check inside every write transaction and rolls the
+	// write back if an invariant would be broken.
+	StrictMode bool
+}
+
+// Ledger is the durable per-table privacy budget ledger. It is safe for
+// concurrent use.
+type Ledger struct {
+	db     *bbolt.DB
+	now    func() time.Time
+	strict bool
+}
+
+// OpenLedger opens the ledger kept in db, creating its buckets if needed.
+func OpenLedger(db *bbolt.DB) (*Ledger, error) { return OpenLedgerOptions(db, nil) }
+
+// OpenLedgerOptions is OpenLedger with options.
+func OpenLedgerOptions(db *bbolt.DB, opts *Options) (*Ledger, error) {
+	if db.NoSync {
+		return nil, errors.New("budget: open ledger: the database has NoSync set; debits would not be durable")
+	}
+	l := &Ledger{db: db, now: time.Now}
+	if opts != nil {
+		if opts.Now != nil {
+			l.now = opts.Now
+		}
+		l.strict = opts.StrictMode
+	}
+	err := db.Update(func(tx *bbolt.Tx) error {
+		meta, err := tx.CreateBucketIfNotExists(metaBucket)
+		if err != nil {
+			return err
+		}
+		switch v := meta.Get(formatKey); {
+		case v == nil:
+			if err := meta.Put(formatKey, []byte(formatVersion)); err != nil {
+				return err
+			}
+		case string(v) != formatVersion:
+			return fmt.Errorf("format %q: %w", v, ErrVersion)
+		}
+		if _, err := tx.CreateBucketIfNotExists(tablesBucket); err != nil {
+			return err
+		}
+		_, err = tx.CreateBucketIfNotExists(entriesBucket)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("budget: open ledger: %w", err)
+	}
+	return l, nil
+}
+
+// update runs fn in a write transaction, followed in strict mode by the
+// invariant check.
+func (l *Ledger) update(fn func(tx *bbolt.Tx) error) error {
+	return l.db.Update(func(tx *bbolt.Tx) error {
+		if err := fn(tx); err != nil {
+			return err
+		}
+		if l.strict {
+			return checkTx(tx)
+		}
+		return nil
+	})
+}
+
+// SetBudget sets the total (ε, δ) budget of a table, creating it if needed,
+// and records the change in the ledger. The total may be raised, or lowered
+// down to the ρ already spent, but never below it (ErrBelowSpent). name is
+// the table's display name and is updated on every call.
+func (l *Ledger) SetBudget(ctx context.Context, table, name, user, statement string, epsilon, delta float64) (BudgetInfo, error) {
+	if err := ctx.Err(); err != nil {
+		return BudgetInfo{}, fmt.Errorf("budget: set budget for %s: %w", name, err)
+	}
+	if table == "" {
+		return BudgetInfo{}, fmt.Errorf("budget: set budget: empty table ID: %w", ErrInvalidParameter)
+	}
+	rho, err := RhoFromEpsilonDelta(epsilon, delta)
+	if err != nil {
+		return BudgetInfo{}, fmt.Errorf("budget: set budget for %s: %w", name, err)
+	}
+	total, err := floorUnits(rho)
+	if err != nil {
+		return BudgetInfo{}, fmt.Errorf("budget: set budget for %s: %w", name, err)
+	}
+	var rec tableRecord
+	err = l.update(func(tx *bbolt.Tx) error {
+		old, found, err := getTable(tx, table)
+		if err != nil {
+			return err
+		}
+		if found && total < old.Spent {
+			return fmt.Errorf("new total ρ=%.6g is below ρ=%.6g spent: %w", total.rho(), old.Spent.rho(), ErrBelowSpent)
+		}
+		rec = tableRecord{Name: name, Epsilon: epsilon, Delta: delta, Total: total, Spent: old.Spent}
+		if err := putTable(tx, table, &rec); err != nil {
+			return err
+		}
+		now := l.now().UTC()
+		_, err = appendEntry(tx, table, &entryRecord{
+			Time: now, Updated: now, User: user, Statement: statement,
+			Status: StatusBudgetSet, Epsilon: epsilon, Delta: delta, Total: total,
+		})
+		return err
+	})
+	if err != nil {
+		return BudgetInfo{}, fmt.Errorf("budget: set budget for %s: %w", name, err)
+	}
+	return info(table, &rec), nil
+}
+
+// Reserve charges rho to a table's budget before any data is read. It
+// refuses with an *ExhaustedError (wrapping ErrBudgetExhausted) if
+// ρ_spent + ρ would exceed ρ_total, and with ErrNoBudget if the table has no
+// budget. On success the charge is spent, durably, until the reservation is
+// refunded by Fail(false, …).
+//
+// rho is rounded up to the ledger's unit.
+func (l *Ledger) Reserve(ctx context.Context, table, user, statement, mechanism string, rho float64) (*Reservation, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("budget: reserve on %s: %w", table, err)
+	}
+	if !(rho > 0) {
+		return nil, fmt.Errorf("budget: reserve on %s: rho %v must be positive: %w", table, rho, ErrInvalidParameter)
+	}
+	cost, err := ceilUnits(rho)
+	if err != nil {
+		return nil, fmt.Errorf("budget: reserve on %s: %w", table, err)
+	}
+	var (
+		rec       tableRecord
+		id        uint64
+		exhausted bool
+	)
+	err = l.update(func(tx *bbolt.Tx) error {
+		var found bool
+		var err error
+		rec, found, err = getTable(tx, table)
+		if err != nil {
+			return err
+		}
+		if !found {
+			return ErrNoBudget
+		}
+		if cost > rec.Total-rec.Spent { // Spent ≤ Total is an invariant
+			exhausted = true
+			return nil
+		}
+		rec.Spent += cost
+		if err := putTable(tx, table, &rec); err != nil {
+			return err
+		}
+		now := l.now().UTC()
+		id, err = appendEntry(tx, table, &entryRecord{
+			Time: now, Updated: now, User: user, Statement: statement,
+			Mechanism: mechanism, Rho: cost, Status: StatusReserved,
+		})
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("budget: reserve on %s: %w", table, err)
+	}
+	if exhausted {
+		// The ε figures are computed outside the write transaction.
+		e := &ExhaustedError{
+			Table: table, Name: rec.Name, Delta: rec.Delta,
+			Requested: cost.rho(), Remaining: (rec.Total - rec.Spent).rho(),
+		}
+		e.RequestedEpsilon, _ = EpsilonFromRhoDelta(e.Requested, rec.Delta)
+		e.RemainingEpsilon, _ = EpsilonFromRhoDelta(e.Remaining, rec.Delta)
+		return nil, e
+	}
+	return &Reservation{l: l, table: table, id: id, cost: cost}, nil
+}
+
+// Reservation is a charge made by Reserve, to be closed by Commit or Fail.
+// It is safe for concurrent use; only the first Commit or Fail takes effect.
+type Reservation struct {
+	l     *Ledger
+	table string
+	id    uint64
+	cost  units
+
+	mu struct {
+		sync.Mutex
+		closed bool
+	}
+}
+
+// Table returns the table ID the reservation charges.
+func (r *Reservation) Table() string { return r.table }
+
+// ID returns the ledger entry ID of the reservation.
+func (r *Reservation) ID() uint64 { return r.id }
+
+// Rho returns the ρ charged, after rounding up.
+func (r *Reservation) Rho() float64 { return r.cost.rho() }
+
+// Commit marks the reservation's entry committed. Call it, and let it
+// succeed, before releasing the result.
+func (r *Reservation) Commit(note string) error {
+	return r.close(StatusCommitted, note)
+}
+
+// Fail closes a reservation whose request did not complete. If touchedData
+// is false no data was read, and the charge is refunded; otherwise the
+// charge stays spent. reason is recorded in the entry's note.
+func (r *Reservation) Fail(touchedData bool, reason string) error {
+	if touchedData {
+		return r.close(StatusFailed, joinNote(noteFailed, reason))
+	}
+	return r.close(StatusRefunded, joinNote(noteRefunded, reason))
+}
+
+func joinNote(fixed, reason string) string {
+	if reason == "" {
+		return fixed
+	}
+	return fixed + ": " + reason
+}
+
+func (r *Reservation) close(status Status, note string) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.mu.closed {
+		return fmt.Errorf("budget: close reservation %s/%d: %w", r.table, r.id, ErrReservationClosed)
+	}
+	err := r.l.update(func(tx *bbolt.Tx) error {
+		e, err := getEntry(tx, r.table, r.id)
+		if err != nil {
+			return err
+		}
+		if e.Status != StatusReserved {
+			return fmt.Errorf("entry is %v: %w", e.Status, ErrReservationClosed)
+		}
+		if status == StatusRefunded {
+			rec, found, err := getTable(tx, r.table)
+			if err != nil {
+				return err
+			}
+			if !found || rec.Spent < e.Rho {
+				return fmt.Errorf("refund of %d units exceeds spent: %w", e.Rho, ErrCorrupt)
+			}
+			rec.Spent -= e.Rho
+			if err := putTable(tx, r.table, &rec); err != nil {
+				return err
+			}
+		}
+		e.Status = status
+		e.Note = note
+		e.Updated = r.l.now().UTC()
+		return putEntry(tx, r.table, r.id, &e)
+	})
+	if err != nil {
+		return fmt.Errorf("budget: close reservation %s/%d: %w", r.table, r.id, err)
+	}
+	r.mu.closed = true
+	return nil
+}
+
+// Budget returns a table's budget, or ErrNoBudget.
+func (l *Ledger) Budget(table string) (BudgetInfo, error) {
+	var (
+		rec   tableRecord
+		found bool
+	)
+	err := l.db.View(func(tx *bbolt.Tx) error {
+		var err error
+		rec, found, err = getTable(tx, table)
+		return err
+	})
+	if err != nil {
+		return BudgetInfo{}, fmt.Errorf("budget: read budget of %s: %w", table, err)
+	}
+	if !found {
+		return BudgetInfo{}, fmt.Errorf("budget: table %s: %w", table, ErrNoBudget)
+	}
+	return info(table, &rec), nil
+}
+
+// Budgets returns the budgets of all tables, ordered by table ID.
+func (l *Ledger) Budgets() ([]BudgetInfo, error) {
+	type row struct {
+		id  string
+		rec tableRecord
+	}
+	var rows []row
+	err := l.db.View(func(tx *bbolt.Tx) error {
+		return tx.Bucket(tablesBucket).ForEach(func(k, v []byte) error {
+			var rec tableRecord
+			if err := json.Unmarshal(v, &rec); err != nil {
+				return fmt.Errorf("table %q: %w", k, err)
+			}
+			rows = append(rows, row{string(k), rec})
+			return nil
+		})
+	})
+	if err != nil {
+		return nil, fmt.Errorf("budget: read budgets: %w", err)
+	}
+	out := make([]BudgetInfo, len(rows))
+	for i := range rows {
+		out[i] = info(rows[i].id, &rows[i].rec)
+	}
+	return out, nil
+}
+
+// Entries returns a table's ledger entries in order, restricted to those of
+// user unless user is empty. An empty table means every table, ordered by
+// table ID. It returns ErrNoBudget for an unknown table.
+func (l *Ledger) Entries(table, user string) ([]Entry, error) {
+	var out []Entry
+	err := l.db.View(func(tx *bbolt.Tx) error {
+		root := tx.Bucket(entriesBucket)
+		each := func(table string, b *bbolt.Bucket) error {
+			return b.ForEach(func(k, v []byte) error {
+				var e entryRecord
+				if err := json.Unmarshal(v, &e); err != nil {
+					return fmt.Errorf("entry %s/%x: %w", table, k, err)
+				}
+				if user == "" || e.User == user {
+					out = append(out, e.entry(table, binary.BigEndian.Uint64(k)))
+				}
+				return nil
+			})
+		}
+		if table != "" {
+			b := root.Bucket([]byte(table))
+			if b == nil {
+				return fmt.Errorf("table %s: %w", table, ErrNoBudget)
+			}
+			return each(table, b)
+		}
+		return root.ForEachBucket(func(k []byte) error {
+			return each(string(k), root.Bucket(k))
+		})
+	})
+	if err != nil {
+		return nil, fmt.Errorf("budget: read ledger: %w", err)
+	}
+	return out, nil
+}
+
+// Check verifies the ledger's invariants: every table's total is
+// consistent with its last budget entry, its spending entries sum to its
+// ρ_spent and ρ_spent ≤ ρ_total. A violation is reported as ErrCorrupt.
+func (l *Ledger) Check() error {
+	if err := l.db.View(checkTx); err != nil {
+		return fmt.Errorf("budget: check: %w", err)
+	}
+	return nil
+}
+
+func checkTx(tx *bbolt.Tx) error {
+	tables := tx.Bucket(tablesBucket)
+	root := tx.Bucket(entriesBucket)
+	err := tables.ForEach(func(k, v []byte) error {
+		var rec tableRecord
+		if err := json.Unmarshal(v, &rec); err != nil {
+			return fmt.Errorf("table %q: %v: %w", k, err, ErrCorrupt)
+		}
+		if rec.Spent > rec.Total || rec.Total > maxUnits {
+			return fmt.Errorf("table %q: spent %d > total %d units: %w", k, rec.Spent, rec.Total, ErrCorrupt)
+		}
+		if checkDelta(rec.Delta) != nil || checkEpsilon(rec.Epsilon) != nil {
+			return fmt.Errorf("table %q: invalid (ε, δ) = (%v, %v): %w", k, rec.Epsilon, rec.Delta, ErrCorrupt)
+		}
+		b := root.Bucket(k)
+		if b == nil {
+			return fmt.Errorf("table %q: no ledger: %w", k, ErrCorrupt)
+		}
+		var (
+			sum, next uint64
+			last      *entryRecord
+		)
+		err := b.ForEach(func(ek, ev []byte) error {
+			next++
+			if len(ek) != 8 || binary.BigEndian.Uint64(ek) != next {
+				return fmt.Errorf("table %q: entry key %x out of sequence: %w", k, ek, ErrCorrupt)
+			}
+			var e entryRecord
+			if err := json.Unmarshal(ev, &e); err != nil {
+				return fmt.Errorf("table %q entry %d: %v: %w", k, next, err, ErrCorrupt)
+			}
+			switch {
+			case !e.Status.valid():
+				return fmt.Errorf("table %q entry %d: status %v: %w", k, next, e.Status, ErrCorrupt)
+			case e.Status == StatusBudgetSet:
+				if e.Rho != 0 {
+					return fmt.Errorf("table %q entry %d: budget entry charges ρ: %w", k, next, ErrCorrupt)
+				}
+				last = &e
+			case e.Rho == 0:
+				return fmt.Errorf("table %q entry %d: charge of 0: %w", k, next, ErrCorrupt)
+			case e.Status.spends():
+				sum += uint64(e.Rho)
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		if sum != uint64(rec.Spent) {
+			return fmt.Errorf("table %q: entries sum to %d units, spent is %d: %w", k, sum, rec.Spent, ErrCorrupt)
+		}
+		if last == nil || last.Total != rec.Total || last.Epsilon != rec.Epsilon || last.Delta != rec.Delta {
+			return fmt.Errorf("table %q: total does not match the last budget entry: %w", k, ErrCorrupt)
+		}
+		if b.Sequence() != next {
+			return fmt.Errorf("table %q: sequence %d, %d entries: %w", k, b.Sequence(), next, ErrCorrupt)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	return root.ForEachBucket(func(k []byte) error {
+		if tables.Get(k) == nil {
+			return fmt.Errorf("ledger %q has no table: %w", k, ErrCorrupt)
+		}
+		return nil
+	})
+}
+
+func info(table string, rec *tableRecord) BudgetInfo {
+	bi := BudgetInfo{
+		Table: table, Name: rec.Name,
+		EpsilonTotal: rec.Epsilon, Delta: rec.Delta,
+		RhoTotal: rec.Total.rho(), RhoSpent: rec.Spent.rho(),
+		RhoRemaining: (rec.Total - rec.Spent).rho(),
+	}
+	// Inputs are validated on write, so the conversions cannot fail.
+	bi.EpsilonSpent, _ = EpsilonFromRhoDelta(bi.RhoSpent, rec.Delta)
+	bi.EpsilonRemaining, _ = EpsilonFromRhoDelta(bi.RhoRemaining, rec.Delta)
+	return bi
+}
+
+func getTable(tx *bbolt.Tx, table string) (tableRecord, bool, error) {
+	var rec tableRecord
+	v := tx.Bucket(tablesBucket).Get([]byte(table))
+	if v == nil {
+		return rec, false, nil
+	}
+	if err := json.Unmarshal(v, &rec); err != nil {
+		return rec, false, fmt.Errorf("table %q: %v: %w", table, err, ErrCorrupt)
+	}
+	return rec, true, nil
+}
+
+func putTable(tx *bbolt.Tx, table string, rec *tableRecord) error {
+	v, err := json.Marshal(rec)
+	if err != nil {
+		return err
+	}
+	return tx.Bucket(tablesBucket).Put([]byte(table), v)
+}
+
+// appendEntry stores e under the next sequence number of the table's ledger
+// and returns that number.
+func appendEntry(tx *bbolt.Tx, table string, e *entryRecord) (uint64, error) {
+	b, err := tx.Bucket(entriesBucket).CreateBucketIfNotExists([]byte(table))
+	if err != nil {
+		return 0, err
+	}
+	id, err := b.NextSequence()
+	if err != nil {
+		return 0, err
+	}
+	return id, putEntry(tx, table, id, e)
+}
+
+func getEntry(tx *bbolt.Tx, table string, id uint64) (entryRecord, error) {
+	var e entryRecord
+	b := tx.Bucket(entriesBucket).Bucket([]byte(table))
+	if b == nil {
+		return e, fmt.Errorf("table %s: %w", table, ErrNoBudget)
+	}
+	v := b.Get(entryKey(id))
+	if v == nil {
+		return e, fmt.Errorf("entry %d missing: %w", id, ErrCorrupt)
+	}
+	if err := json.Unmarshal(v, &e); err != nil {
+		return e, fmt.Errorf("entry %d: %v: %w", id, err, ErrCorrupt)
+	}
+	return e, nil
+}
+
+func putEntry(tx *bbolt.Tx, table string, id uint64, e *entryRecord) error {
+	v, err := json.Marshal(e)
+	if err != nil {
+		return err
+	}
+	return tx.Bucket(entriesBucket).Bucket([]byte(table)).Put(entryKey(id), v)
+}
+
+func entryKey(id uint64) []byte { return binary.BigEndian.AppendUint64(nil, id) }
