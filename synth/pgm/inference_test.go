@@ -7,7 +7,7 @@ import (
 )
 
 // randomModel returns a model with random potentials over random cliques.
-func randomModel(t *testing.T, rng *rand.Rand, d int, total float64) *Model {
+func randomModel(t testing.TB, rng *rand.Rand, d int, total float64) *Model {
 	t.Helper()
 	dom := randomDomain(t, rng, d, 4)
 	sets := randomSets(rng, d, rng.IntN(6), 3)

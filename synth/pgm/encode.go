@@ -1,0 +1,184 @@
+package pgm
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"math"
+	"slices"
+)
+
+// Binary model format, version 1 (all integers little-endian):
+//
+//	magic     [8]byte "DPSQLPGM"
+//	version   uint32 = 1
+//	attrs     uint32 n, then n × (uint32 name length, name bytes, uint32 size)
+//	total     float64
+//	order     n × uint32 (the elimination order)
+//	cliques   uint32 k, then k × (uint32 length, length × uint32 attribute)
+//	theta     Σ cells × float64 (log potentials, cliques in order)
+//	checksum  uint32 CRC-32C of every preceding byte
+//
+// Decoding checks the magic, then the version, then the checksum (the order
+// bbolt validates its meta pages in), and rebuilds the junction tree from the
+// stored order, so a decoded model answers exactly as the encoded one.
+
+const (
+	modelMagic   = "DPSQLPGM"
+	modelVersion = 1
+)
+
+var (
+	// ErrModelFormat is returned for data that is not an encoded model or is
+	// corrupt.
+	ErrModelFormat = errors.New("pgm: not a valid encoded model")
+	// ErrModelVersion is returned for an encoded model of an unknown version.
+	ErrModelVersion = errors.New("pgm: unknown encoded model version")
+)
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// MarshalBinary encodes the model in a versioned binary format.
+func (m *Model) MarshalBinary() ([]byte, error) {
+	b := make([]byte, 0, 64+8*len(m.theta))
+	b = append(b, modelMagic...)
+	b = binary.LittleEndian.AppendUint32(b, modelVersion)
+	b = binary.LittleEndian.AppendUint32(b, uint32(m.dom.Len()))
+	for i := range m.dom.Len() {
+		b = binary.LittleEndian.AppendUint32(b, uint32(len(m.dom.names[i])))
+		b = append(b, m.dom.names[i]...)
+		b = binary.LittleEndian.AppendUint32(b, uint32(m.dom.sizes[i]))
+	}
+	b = binary.LittleEndian.AppendUint64(b, math.Float64bits(m.total))
+	for _, a := range m.jt.order {
+		b = binary.LittleEndian.AppendUint32(b, uint32(a))
+	}
+	b = binary.LittleEndian.AppendUint32(b, uint32(len(m.jt.cliques)))
+	for _, c := range m.jt.cliques {
+		b = binary.LittleEndian.AppendUint32(b, uint32(len(c)))
+		for _, a := range c {
+			b = binary.LittleEndian.AppendUint32(b, uint32(a))
+		}
+	}
+	for _, v := range m.theta {
+		b = binary.LittleEndian.AppendUint64(b, math.Float64bits(v))
+	}
+	b = binary.LittleEndian.AppendUint32(b, crc32.Checksum(b, castagnoli))
+	return b, nil
+}
+
+// decoder reads little-endian values, remembering the first failure.
+type decoder struct {
+	b   []byte
+	err error
+}
+
+func (d *decoder) take(n int) []byte {
+	if d.err != nil {
+		return nil
+	}
+	if n < 0 || n > len(d.b) {
+		d.err = fmt.Errorf("%w: truncated", ErrModelFormat)
+		return nil
+	}
+	out := d.b[:n]
+	d.b = d.b[n:]
+	return out
+}
+
+func (d *decoder) u32() int {
+	p := d.take(4)
+	if p == nil {
+		return 0
+	}
+	return int(binary.LittleEndian.Uint32(p))
+}
+
+func (d *decoder) f64() float64 {
+	p := d.take(8)
+	if p == nil {
+		return 0
+	}
+	return math.Float64frombits(binary.LittleEndian.Uint64(p))
+}
+
+// count reads a length and checks that at least n·unit bytes remain.
+func (d *decoder) count(unit int) int {
+	n := d.u32()
+	if d.err == nil && n*unit > len(d.b) {
+		d.err = fmt.Errorf("%w: length %d exceeds the data", ErrModelFormat, n)
+		return 0
+	}
+	return n
+}
+
+// UnmarshalModel decodes a model written by MarshalBinary.
+func UnmarshalModel(b []byte) (*Model, error) {
+	if len(b) < len(modelMagic)+8 || string(b[:len(modelMagic)]) != modelMagic {
+		return nil, ErrModelFormat
+	}
+	if v := binary.LittleEndian.Uint32(b[len(modelMagic):]); v != modelVersion {
+		return nil, fmt.Errorf("%w %d", ErrModelVersion, v)
+	}
+	body, sum := b[:len(b)-4], binary.LittleEndian.Uint32(b[len(b)-4:])
+	if crc32.Checksum(body, castagnoli) != sum {
+		return nil, fmt.Errorf("%w: checksum mismatch", ErrModelFormat)
+	}
+	d := &decoder{b: body[len(modelMagic)+4:]}
+	n := d.count(8)
+	names, sizes := make([]string, n), make([]int, n)
+	for i := range n {
+		names[i] = string(d.take(d.count(1)))
+		sizes[i] = d.u32()
+	}
+	total := d.f64()
+	order := make([]int, n)
+	for i := range order {
+		order[i] = d.u32()
+	}
+	k := d.count(4)
+	cliques := make([][]int, k)
+	for i := range cliques {
+		cliques[i] = make([]int, d.count(4))
+		for j := range cliques[i] {
+			cliques[i][j] = d.u32()
+		}
+	}
+	if d.err != nil {
+		return nil, d.err
+	}
+	dom, err := NewDomain(names, sizes)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrModelFormat, err)
+	}
+	// Check the size before building anything sized by the cliques.
+	var cells int
+	for _, c := range cliques {
+		if err := dom.checkAttrs(c); err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrModelFormat, err)
+		}
+		cells += dom.Cells(c)
+		if cells > len(d.b)/8 {
+			return nil, fmt.Errorf("%w: cliques need more potentials than stored", ErrModelFormat)
+		}
+	}
+	jt, err := newJunctionTree(dom, cliques, order)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrModelFormat, err)
+	}
+	if !slices.EqualFunc(jt.cliques, cliques, slices.Equal) {
+		return nil, fmt.Errorf("%w: cliques do not match the elimination order", ErrModelFormat)
+	}
+	if len(d.b) != 8*jt.total {
+		return nil, fmt.Errorf("%w: %d potential bytes, want %d", ErrModelFormat, len(d.b), 8*jt.total)
+	}
+	theta := make([]float64, jt.total)
+	for i := range theta {
+		theta[i] = d.f64()
+	}
+	if !(total > 0) || math.IsInf(total, 0) {
+		return nil, fmt.Errorf("%w: total %v", ErrModelFormat, total)
+	}
+	return newModel(jt, theta, total), nil
+}
