@@ -1,0 +1,32 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"io"
+	"log/slog"
+
+	"github.com/dpsql/dpsql/engine"
+)
+
+// runServe parses the serve flags into an engine.Config and serves until
+// ctx is cancelled (SIGTERM or SIGINT).
+func runServe(ctx context.Context, args []string, _, stderr io.Writer) error {
+	cfg := engine.DefaultConfig()
+	cfg.Version = version
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.StringVar(&cfg.DataDir, "data-dir", cfg.DataDir, "data directory, created on first start")
+	fs.StringVar(&cfg.Host, "host", cfg.Host, "address to listen on (0.0.0.0 for every interface)")
+	fs.IntVar(&cfg.Port, "port", cfg.Port, "TCP port (0 picks a free one)")
+	fs.StringVar(&cfg.RootPassword, "root-password", "", "root@localhost's password; generated and printed once on first start if empty, replaced if given later")
+	fs.BoolVar(&cfg.Demo, "demo", false, "create the demo database (demo.census) if it does not exist")
+	if err := parseFlags(fs, args, stderr); err != nil {
+		return err
+	}
+	cfg.Logger = slog.New(slog.NewTextHandler(stderr, nil))
+	e, err := engine.New(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	return e.Serve(ctx)
+}

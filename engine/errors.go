@@ -1,0 +1,108 @@
+package engine
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/dolthub/go-mysql-server/sql"
+	"github.com/dolthub/vitess/go/mysql"
+)
+
+// Kind is a class of engine error. Every kind carries the MySQL error number
+// and SQLSTATE a client sees when an error of that kind reaches the wire.
+//
+// Kinds are compared by identity: errors.Is(err, engine.ErrDataDirLocked).
+type Kind struct {
+	name  string
+	code  int
+	state string
+}
+
+// Error returns the kind's name, so a bare *Kind is itself a sentinel error.
+func (k *Kind) Error() string { return k.name }
+
+// Code is the MySQL error number of the kind.
+func (k *Kind) Code() int { return k.code }
+
+// State is the SQLSTATE of the kind.
+func (k *Kind) State() string { return k.state }
+
+// New returns an error of kind k with a formatted message.
+func (k *Kind) New(format string, args ...any) error {
+	return &Error{kind: k, msg: fmt.Sprintf(format, args...)}
+}
+
+// Wrap returns an error of kind k that wraps err, with a formatted message
+// that is prefixed to err's.
+func (k *Kind) Wrap(err error, format string, args ...any) error {
+	return &Error{kind: k, msg: fmt.Sprintf(format, args...), err: err}
+}
+
+// Error is an engine error: a kind, a precise message and, optionally, the
+// error that caused it.
+type Error struct {
+	kind *Kind
+	msg  string
+	err  error
+}
+
+// Error implements error.
+func (e *Error) Error() string {
+	if e.err == nil {
+		return e.msg
+	}
+	return e.msg + ": " + e.err.Error()
+}
+
+// Unwrap returns the cause.
+func (e *Error) Unwrap() error { return e.err }
+
+// Is reports whether target is e's kind.
+func (e *Error) Is(target error) bool { return target == e.kind }
+
+// Kind returns the kind of e.
+func (e *Error) Kind() *Kind { return e.kind }
+
+// Error kinds. MySQL numbers are used where MySQL has a matching error;
+// dpsql's own failures use numbers from 9100 up, above MySQL's server range.
+var (
+	// ErrConfig: an invalid server configuration (flag values).
+	ErrConfig = &Kind{"invalid configuration", 9100, mysql.SSUnknownSQLState}
+	// ErrDataDir: the data directory cannot be created, written or opened.
+	ErrDataDir = &Kind{"data directory unusable", 9101, mysql.SSUnknownSQLState}
+	// ErrDataDirLocked: another server holds the data directory.
+	ErrDataDirLocked = &Kind{"data directory in use", 9102, mysql.SSUnknownSQLState}
+	// ErrDataDirVersion: the data directory was written by a newer dpsql.
+	ErrDataDirVersion = &Kind{"data directory format unsupported", 9103, mysql.SSUnknownSQLState}
+	// ErrListen: the server cannot listen on its address (e.g. port in use).
+	ErrListen = &Kind{"cannot listen", 9104, mysql.SSUnknownSQLState}
+	// ErrGrants: the stored users and grants cannot be loaded or saved.
+	ErrGrants = &Kind{"users and grants unusable", 9105, mysql.SSUnknownSQLState}
+
+	// ErrSyntax: a dpsql statement is malformed (MySQL ER_PARSE_ERROR).
+	ErrSyntax = &Kind{"syntax error", mysql.ERParseError, mysql.SSClientError}
+	// ErrUnsupported: a dpsql statement is recognised but this server does
+	// not execute it yet (MySQL ER_NOT_SUPPORTED_YET).
+	ErrUnsupported = &Kind{"not supported", mysql.ERNotSupportedYet, mysql.SSClientError}
+	// ErrInternal: a failure inside the server (MySQL ER_UNKNOWN_ERROR).
+	ErrInternal = &Kind{"internal error", mysql.ERUnknownError, mysql.SSUnknownSQLState}
+)
+
+// SQLError flattens err into the MySQL error a client sees. It is the single
+// wire boundary for engine errors: dpsql nodes and procedures return its
+// result, because GMS passes a *mysql.SQLError through unchanged and would
+// report anything else as a generic 1105.
+func SQLError(err error) error {
+	if err == nil {
+		return nil
+	}
+	var sqlErr *mysql.SQLError
+	if errors.As(err, &sqlErr) {
+		return sqlErr
+	}
+	var e *Error
+	if errors.As(err, &e) {
+		return mysql.NewSQLError(e.kind.code, e.kind.state, "%s", err.Error())
+	}
+	return sql.CastSQLError(err)
+}

@@ -1,0 +1,60 @@
+package engine
+
+import (
+	"github.com/dolthub/go-mysql-server/sql"
+)
+
+var (
+	_ sql.MutableDatabaseProvider         = (*provider)(nil)
+	_ sql.CollatedDatabaseProvider        = (*provider)(nil)
+	_ sql.ExternalStoredProcedureProvider = (*provider)(nil)
+)
+
+// provider serves the storage's databases and adds dpsql's stored
+// procedures, the CALL twins of dpsql statements.
+type provider struct {
+	sql.MutableDatabaseProvider
+	procs sql.ExternalStoredProcedureRegistry
+}
+
+// newProvider wraps inner and registers procs.
+func newProvider(inner sql.MutableDatabaseProvider, procs []sql.ExternalStoredProcedureDetails) *provider {
+	p := &provider{MutableDatabaseProvider: inner, procs: sql.NewExternalStoredProcedureRegistry()}
+	for _, d := range procs {
+		p.procs.Register(d)
+	}
+	return p
+}
+
+// CreateCollatedDatabase implements sql.CollatedDatabaseProvider. It keeps
+// the storage's collation support if it has one.
+func (p *provider) CreateCollatedDatabase(ctx *sql.Context, name string, collation sql.CollationID) error {
+	if c, ok := p.MutableDatabaseProvider.(sql.CollatedDatabaseProvider); ok {
+		return c.CreateCollatedDatabase(ctx, name, collation)
+	}
+	return p.MutableDatabaseProvider.CreateDatabase(ctx, name)
+}
+
+// ExternalStoredProcedure implements sql.ExternalStoredProcedureProvider.
+func (p *provider) ExternalStoredProcedure(ctx *sql.Context, name string, numOfParams int) (*sql.ExternalStoredProcedureDetails, error) {
+	d, err := p.procs.LookupByNameAndParamCount(name, numOfParams)
+	if d != nil || err != nil {
+		return d, err
+	}
+	if inner, ok := p.MutableDatabaseProvider.(sql.ExternalStoredProcedureProvider); ok {
+		return inner.ExternalStoredProcedure(ctx, name, numOfParams)
+	}
+	return nil, nil
+}
+
+// ExternalStoredProcedures implements sql.ExternalStoredProcedureProvider.
+func (p *provider) ExternalStoredProcedures(ctx *sql.Context, name string) ([]sql.ExternalStoredProcedureDetails, error) {
+	ds, err := p.procs.LookupByName(name)
+	if len(ds) > 0 || err != nil {
+		return ds, err
+	}
+	if inner, ok := p.MutableDatabaseProvider.(sql.ExternalStoredProcedureProvider); ok {
+		return inner.ExternalStoredProcedures(ctx, name)
+	}
+	return nil, nil
+}

@@ -1,0 +1,50 @@
+package engine
+
+import (
+	"github.com/dolthub/go-mysql-server/sql"
+	ast "github.com/dolthub/vitess/go/vt/sqlparser"
+
+	"github.com/dpsql/dpsql/engine/dpparse"
+)
+
+// This file is the registry of dpsql statements. Each statement is one plan
+// node (a file of its own, like status.go) plus one CALL procedure, its
+// preparable twin. To add a statement:
+//
+//  1. write its node type: a sql.ExecSourceRel that also implements
+//     WithResolvedChildren (statementNode), holding the parsed statement and
+//     the *Engine;
+//  2. add a case to plan below, returning the node and the privilege the
+//     planbuilder must check before building it;
+//  3. add its procedure to procedures.
+
+// statementNode is the plan node of a dpsql statement. The parser hands it
+// to GMS inside an ast.InjectedStatement; the planbuilder checks the
+// statement's AuthInformation, calls WithResolvedChildren and executes the
+// result.
+type statementNode interface {
+	sql.ExecSourceRel
+	ast.Injectable
+}
+
+// authAnyone lets every authenticated user run a statement.
+var authAnyone = ast.AuthInformation{AuthType: ast.AuthType_IGNORE}
+
+// plan returns the plan node of a parsed dpsql statement and the privilege
+// needed to run it.
+func (e *Engine) plan(stmt dpparse.Statement) (statementNode, ast.AuthInformation, error) {
+	switch stmt.(type) {
+	case *dpparse.ShowStatus:
+		return newShowStatus(e), authAnyone, nil
+	default:
+		return nil, ast.AuthInformation{}, ErrUnsupported.New("%s is not supported by this server yet", stmt)
+	}
+}
+
+// procedures are the CALL twins of the dpsql statements, served by the
+// engine's provider.
+func (e *Engine) procedures() []sql.ExternalStoredProcedureDetails {
+	return []sql.ExternalStoredProcedureDetails{
+		e.statusProcedure(),
+	}
+}
