@@ -54,8 +54,14 @@ func (w *bpWork) run(p, theta []float64) float64 {
 			kernel.Expand(b, w.msg[c], jt.downMap[c])
 		}
 		if jt.parent[v] < 0 {
-			logZ = kernel.LogSumExp(b)
-			kernel.ExpShift(b, logZ)
+			mx := kernel.Max(b)
+			sum := kernel.ExpShiftTotal(b, mx)
+			if sum == 0 {
+				logZ = math.Inf(-1)
+				continue
+			}
+			logZ = mx + math.Log(sum)
+			kernel.ScaleAll(b, 1/sum)
 			continue
 		}
 		kernel.MaxTo(w.shift[v], b, jt.upMap[v])

@@ -58,6 +58,15 @@ type EstimateOptions struct {
 	WarmStart *Model
 	// ExtraCliques are added to the model structure even if not measured.
 	ExtraCliques [][]int
+	// Stats, if non-nil, receives a summary of the run.
+	Stats *EstimateStats
+}
+
+// EstimateStats summarises an Estimate run.
+type EstimateStats struct {
+	Iters       int     // iterations run
+	OracleCalls int     // belief propagations (marginal-oracle calls)
+	Loss        float64 // loss at the returned model's marginals (MirrorDescent) or at the averaged marginals (Accelerated)
 }
 
 // DefaultStepSize is the initial step of each mirror-descent line search
@@ -123,16 +132,20 @@ func Estimate(ctx context.Context, dom *Domain, meas []Measurement, opts *Estima
 		}
 	}
 	obj := newObjective(jt, meas, o.Loss, total)
+	var stats EstimateStats
 	switch o.Method {
 	case MirrorDescent:
-		err = mirrorDescent(ctx, jt, obj, theta, &o)
+		err = mirrorDescent(ctx, jt, obj, theta, &o, &stats)
 	case Accelerated:
-		err = accelerated(ctx, jt, obj, theta, &o)
+		err = accelerated(ctx, jt, obj, theta, &o, &stats)
 	default:
 		return nil, fmt.Errorf("pgm: unknown method %d", o.Method)
 	}
 	if err != nil {
 		return nil, err
+	}
+	if o.Stats != nil {
+		*o.Stats = stats
 	}
 	return newModel(jt, theta, total), nil
 }
@@ -185,13 +198,15 @@ func warmStart(theta []float64, jt *junctionTree, ws *Model) error {
 }
 
 // mirrorDescent runs Algorithm 1 with Armijo backtracking, updating theta.
-func mirrorDescent(ctx context.Context, jt *junctionTree, obj *objective, theta []float64, o *EstimateOptions) error {
+func mirrorDescent(ctx context.Context, jt *junctionTree, obj *objective, theta []float64, o *EstimateOptions, st *EstimateStats) error {
 	bp := newBPWork(jt)
 	n := jt.total
 	buf := make([]float64, 4*n)
 	p, pNew, omega, dL := buf[:n:n], buf[n:2*n:2*n], buf[2*n:3*n:3*n], buf[3*n:]
 	bp.run(p, theta)
+	st.OracleCalls++
 	loss := obj.value(p)
+	st.Loss = loss
 	step, lineSearch := o.StepSize, o.StepSize <= 0
 	if lineSearch {
 		step = DefaultStepSize
@@ -210,6 +225,7 @@ func mirrorDescent(ctx context.Context, jt *junctionTree, obj *objective, theta 
 		for range maxHalvings {
 			kernel.AxpyTo(theta, omega, -alpha, dL)
 			bp.run(pNew, theta)
+			st.OracleCalls++
 			newLoss = obj.value(pNew)
 			if !lineSearch || loss-newLoss >= 0.5*alpha*obj.total*kernel.DotDiff(dL, p, pNew) {
 				break
@@ -219,6 +235,8 @@ func mirrorDescent(ctx context.Context, jt *junctionTree, obj *objective, theta 
 		p, pNew = pNew, p
 		prev := loss
 		loss = newLoss
+		st.Iters++
+		st.Loss = loss
 		if o.Tol > 0 && prev-loss < o.Tol*math.Abs(prev) {
 			return nil
 		}
@@ -229,7 +247,7 @@ func mirrorDescent(ctx context.Context, jt *junctionTree, obj *objective, theta 
 // accelerated runs Algorithm 2 (accelerated dual averaging) and finishes with
 // the junction-tree maximum-likelihood map from the averaged marginals to
 // potentials, written into theta.
-func accelerated(ctx context.Context, jt *junctionTree, obj *objective, theta []float64, o *EstimateOptions) error {
+func accelerated(ctx context.Context, jt *junctionTree, obj *objective, theta []float64, o *EstimateOptions, st *EstimateStats) error {
 	K := lipschitz(jt, obj)
 	if K == 0 {
 		return nil
@@ -259,10 +277,13 @@ func accelerated(ctx context.Context, jt *junctionTree, obj *objective, theta []
 			theta[i] = s * gbar[i]
 		}
 		bp.run(v, theta)
+		st.OracleCalls++
+		st.Iters++
 		for i := range w {
 			w[i] = (1-c)*w[i] + c*v[i]
 		}
 	}
+	st.Loss = obj.value(w)
 	mle(theta, jt, w)
 	return nil
 }

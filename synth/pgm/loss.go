@@ -2,54 +2,104 @@ package pgm
 
 import (
 	"math"
+	"slices"
 
 	"github.com/dpsql/dpsql/synth/pgm/internal/kernel"
 	"gonum.org/v1/gonum/mat"
 )
 
 // compiled is a measurement bound to the junction-tree clique that holds it,
-// with its buffers.
+// with its buffers. Its marginal is projected from the smallest table that
+// contains it: an earlier (larger) measurement of the same clique, or the
+// clique itself.
 type compiled struct {
 	clique int
-	idx    []int32 // clique → attrs map; nil when attrs is the clique
+	src    int     // index of the source measurement, -1 for the clique
+	idx    []int32 // source → attrs map; nil when the source has the same attributes
 	c      float64 // 1/σ
 	q      *mat.Dense
 	y      []float64
-	x      []float64 // projected unnormalised marginal
+	x      []float64 // projected marginal (probabilities)
+	r      []float64 // c·(Q·total·x − y)
+	g      []float64 // gradient over attrs, accumulated from dependants
+	own    []float64 // Qᵀ r (dense queries only)
 	qx     *mat.VecDense
 	xv     *mat.VecDense
-	r      []float64 // c·(Q x − y)
-	g      []float64 // gradient over attrs
-	gv     *mat.VecDense
+	ov     *mat.VecDense
 	rv     *mat.VecDense
 }
 
 // objective evaluates a loss over clique marginals.
 type objective struct {
 	jt    *junctionTree
-	meas  []compiled
+	meas  []compiled // in evaluation order: by clique, larger sets first
 	loss  Loss
 	total float64
 }
 
 func newObjective(jt *junctionTree, meas []Measurement, loss Loss, total float64) *objective {
-	o := &objective{jt: jt, loss: loss, total: total, meas: make([]compiled, len(meas))}
+	o := &objective{jt: jt, loss: loss, total: total}
+	order := make([]int, len(meas))
+	clique := make([]int, len(meas))
 	for i, m := range meas {
-		k := jt.containing(m.Attrs)
+		order[i] = i
+		clique[i] = jt.containing(m.Attrs)
+	}
+	cells := func(i int) int { return jt.dom.Cells(meas[i].Attrs) }
+	slices.SortStableFunc(order, func(a, b int) int {
+		if clique[a] != clique[b] {
+			return clique[a] - clique[b]
+		}
+		return cells(b) - cells(a)
+	})
+	o.meas = make([]compiled, len(meas))
+	for pos, i := range order {
+		m := meas[i]
+		k := clique[i]
 		n := jt.dom.Cells(m.Attrs)
-		cm := compiled{clique: k, c: 1 / m.Sigma, q: m.Query, y: m.Y, x: make([]float64, n), r: make([]float64, len(m.Y)), g: make([]float64, n)}
-		if len(m.Attrs) != len(jt.cliques[k]) {
-			cm.idx = jt.projMap(k, m.Attrs)
+		cm := compiled{clique: k, src: -1, c: 1 / m.Sigma, q: m.Query, y: m.Y, x: make([]float64, n), r: make([]float64, len(m.Y)), g: make([]float64, n)}
+		srcAttrs := jt.cliques[k]
+		for j := pos - 1; j >= 0 && o.meas[j].clique == k; j-- {
+			a := meas[order[j]].Attrs
+			if len(a) < len(srcAttrs) && isSubset(m.Attrs, a) {
+				cm.src, srcAttrs = j, a
+			}
+		}
+		if !slices.Equal(srcAttrs, m.Attrs) {
+			cm.idx = kernel.Map(jt.dom.sizesOf(srcAttrs), positions(srcAttrs, m.Attrs))
 		}
 		if m.Query != nil {
+			cm.own = make([]float64, n)
 			cm.xv = mat.NewVecDense(n, cm.x)
 			cm.qx = mat.NewVecDense(len(m.Y), nil)
-			cm.gv = mat.NewVecDense(n, cm.g)
+			cm.ov = mat.NewVecDense(n, cm.own)
 			cm.rv = mat.NewVecDense(len(m.Y), cm.r)
 		}
-		o.meas[i] = cm
+		o.meas[pos] = cm
 	}
 	return o
+}
+
+// isSubset reports whether the ascending a is a subset of the ascending b.
+func isSubset(a, b []int) bool {
+	j := 0
+	for _, x := range a {
+		for j < len(b) && b[j] < x {
+			j++
+		}
+		if j == len(b) || b[j] != x {
+			return false
+		}
+	}
+	return true
+}
+
+// source returns the table measurement m is projected from.
+func (o *objective) source(p []float64, m *compiled) []float64 {
+	if m.src < 0 {
+		return o.jt.block(p, m.clique)
+	}
+	return o.meas[m.src].x
 }
 
 // value returns the loss at the clique marginals p (probabilities; the loss
@@ -58,12 +108,12 @@ func (o *objective) value(p []float64) float64 {
 	var loss float64
 	for i := range o.meas {
 		m := &o.meas[i]
-		blk := o.jt.block(p, m.clique)
+		src := o.source(p, m)
 		if m.idx == nil {
-			copy(m.x, blk)
+			copy(m.x, src)
 		} else {
 			clear(m.x)
-			kernel.Project(m.x, blk, m.idx)
+			kernel.Project(m.x, src, m.idx)
 		}
 		qx := m.x
 		if m.q != nil {
@@ -75,50 +125,58 @@ func (o *objective) value(p []float64) float64 {
 			panic("pgm: measurement shape mismatch")
 		}
 		var s float64
+		if o.loss == L1 {
+			for j := range m.r {
+				d := c * (t*qx[j] - m.y[j])
+				m.r[j] = d
+				s += math.Abs(d)
+			}
+			loss += s
+			continue
+		}
 		for j := range m.r {
 			d := c * (t*qx[j] - m.y[j])
 			m.r[j] = d
-			if o.loss == L1 {
-				s += math.Abs(d)
-			} else {
-				s += d * d
-			}
+			s += d * d
 		}
-		if o.loss == L1 {
-			loss += s
-		} else {
-			loss += 0.5 * s
-		}
+		loss += 0.5 * s
 	}
 	return loss
 }
 
 // grad writes into dst (an arena) the gradient of the loss with respect to
 // the unnormalised clique marginals, at the point of the last value call.
+// Gradients flow back along the projection tree: each measurement's
+// gradient is broadcast into its source.
 func (o *objective) grad(dst []float64) {
 	clear(dst)
 	for i := range o.meas {
+		clear(o.meas[i].g)
+	}
+	for i := len(o.meas) - 1; i >= 0; i-- {
 		m := &o.meas[i]
 		if o.loss == L1 {
 			for j, d := range m.r {
 				m.r[j] = sign(d)
 			}
 		}
+		own := m.r
 		if m.q != nil {
-			m.gv.MulVec(m.q.T(), m.rv)
+			m.ov.MulVec(m.q.T(), m.rv)
+			own = m.own
+		}
+		kernel.Axpy(m.g, m.c, own)
+		var to []float64
+		if m.src < 0 {
+			to = o.jt.block(dst, m.clique)
 		} else {
-			copy(m.g, m.r)
+			to = o.meas[m.src].g
 		}
-		blk := o.jt.block(dst, m.clique)
-		c := m.c
 		if m.idx == nil {
-			kernel.Axpy(blk, c, m.g)
-			continue
+			kernel.Axpy(to, 1, m.g)
+		} else {
+			kernel.Expand(to, m.g, m.idx)
 		}
-		for j := range m.g {
-			m.g[j] *= c
-		}
-		kernel.Expand(blk, m.g, m.idx)
 	}
 }
 

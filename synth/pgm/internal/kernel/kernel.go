@@ -109,6 +109,44 @@ func LogSumExp(x []float64) float64 {
 	return m + math.Log(s)
 }
 
+// Max returns the largest entry of x (-Inf when x is empty).
+func Max(x []float64) float64 {
+	m := math.Inf(-1)
+	for _, v := range x {
+		if v > m {
+			m = v
+		}
+	}
+	return m
+}
+
+// ExpShiftTotal replaces x by exp(x - s), in place, and returns the sum of
+// the new entries:
+//
+//	for i := range x { x[i] = exp(x[i] - s); sum += x[i] }
+//
+// With s = -Inf every entry becomes 0.
+func ExpShiftTotal(x []float64, s float64) float64 {
+	if math.IsInf(s, -1) {
+		clear(x)
+		return 0
+	}
+	var sum float64
+	for i, v := range x {
+		e := math.Exp(v - s)
+		x[i] = e
+		sum += e
+	}
+	return sum
+}
+
+// ScaleAll is `for i := range x { x[i] *= a }`.
+func ScaleAll(x []float64, a float64) {
+	for i := range x {
+		x[i] *= a
+	}
+}
+
 // ExpShift replaces x by exp(x - s), in place:
 //
 //	for i := range x { x[i] = exp(x[i] - s) }

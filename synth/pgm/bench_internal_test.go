@@ -1,0 +1,66 @@
+package pgm
+
+import (
+	"math/rand/v2"
+	"testing"
+)
+
+// adultShaped returns the junction tree of the estimation benchmark of
+// targets.md on the adult domain (sizes only: no data needed).
+func adultShaped(b *testing.B) (*Domain, []Measurement, *junctionTree) {
+	dom, err := NewDomain([]string{"age", "workclass", "fnlwgt", "education-num", "marital-status", "occupation",
+		"relationship", "race", "sex", "capital-gain", "capital-loss", "hours-per-week", "native-country", "income>50K"},
+		[]int{85, 9, 100, 16, 7, 15, 6, 5, 2, 100, 100, 99, 42, 2})
+	if err != nil {
+		b.Fatal(err)
+	}
+	sets := [][]int{{0, 13}, {3, 13}, {4, 6}, {6, 8}, {1, 5}, {7, 12}, {11, 13}, {9, 13}, {10, 13}, {0, 4}, {3, 5},
+		{5, 8}, {0, 11}, {2, 7}, {0, 3, 13}, {4, 6, 8}, {5, 8, 13}, {1, 3, 13}, {7, 8, 12}, {0, 6, 13}}
+	for a := range dom.Len() {
+		sets = append(sets, []int{a})
+	}
+	rng := rand.New(rand.NewPCG(1, 1))
+	var meas []Measurement
+	for _, s := range sets {
+		y := make([]float64, dom.Cells(s))
+		for i := range y {
+			y[i] = 48842/float64(len(y)) + 20*rng.NormFloat64()
+		}
+		meas = append(meas, Measurement{Attrs: s, Y: y, Sigma: 20})
+	}
+	jt, err := newJunctionTree(dom, sets, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return dom, meas, jt
+}
+
+// BenchmarkBP is one belief propagation over the 1.2 MB adult model.
+func BenchmarkBP(b *testing.B) {
+	_, _, jt := adultShaped(b)
+	rng := rand.New(rand.NewPCG(2, 2))
+	theta := make([]float64, jt.total)
+	for i := range theta {
+		theta[i] = rng.NormFloat64()
+	}
+	p := make([]float64, jt.total)
+	w := newBPWork(jt)
+	b.ReportAllocs()
+	for b.Loop() {
+		w.run(p, theta)
+	}
+}
+
+// BenchmarkLoss is one loss and gradient evaluation on the same model.
+func BenchmarkLoss(b *testing.B) {
+	_, meas, jt := adultShaped(b)
+	p := make([]float64, jt.total)
+	newBPWork(jt).run(p, make([]float64, jt.total))
+	obj := newObjective(jt, meas, L2, 48842)
+	g := make([]float64, jt.total)
+	b.ReportAllocs()
+	for b.Loop() {
+		obj.value(p)
+		obj.grad(g)
+	}
+}

@@ -1,0 +1,167 @@
+// Package pgmbench measures the pgm engine's kernels on a coded CSV data set
+// against the reference figures of the Private-PGM implementation.
+package pgmbench
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"slices"
+	"time"
+
+	"github.com/dpsql/dpsql/synth/pgm"
+	"github.com/dpsql/dpsql/synth/pgm/pgmcsv"
+)
+
+// FixedCliques is the clique set of the estimation benchmark in
+// shared/reference/targets.md (adult attribute names); the benchmark measures
+// these and every 1-way marginal.
+var FixedCliques = [][]string{
+	{"age", "income>50K"},
+	{"education-num", "income>50K"},
+	{"marital-status", "relationship"},
+	{"relationship", "sex"},
+	{"occupation", "workclass"},
+	{"race", "native-country"},
+	{"hours-per-week", "income>50K"},
+	{"capital-gain", "income>50K"},
+	{"capital-loss", "income>50K"},
+	{"age", "marital-status"},
+	{"education-num", "occupation"},
+	{"sex", "occupation"},
+	{"age", "hours-per-week"},
+	{"fnlwgt", "race"},
+	{"age", "education-num", "income>50K"},
+	{"marital-status", "relationship", "sex"},
+	{"occupation", "sex", "income>50K"},
+	{"workclass", "education-num", "income>50K"},
+	{"race", "sex", "native-country"},
+	{"age", "relationship", "income>50K"},
+}
+
+const (
+	// Sigma is the noise scale of the estimation benchmark's measurements.
+	Sigma = 20
+	// Iters is the number of estimation iterations timed.
+	Iters = 100
+	// repeats is how many times the marginal kernel is timed (best kept).
+	repeats = 5
+)
+
+// Result holds the measured figures.
+type Result struct {
+	Marginals3Way  time.Duration // all 3-way marginals, best of 5
+	Cells3Way      int           // cells in all 3-way marginals
+	EstimateIter   time.Duration // per mirror-descent iteration
+	OracleCalls    float64       // belief propagations per iteration
+	ModelMB        float64
+	ModelCliques   int
+	EstimateLoss   float64
+	Rows, Attrs    int
+	Sets3Way       int
+	EstimatedTotal float64
+}
+
+// String formats r as one line of key=value pairs.
+func (r Result) String() string {
+	return fmt.Sprintf("marginals_3way_seconds=%.4f estimate_iter_ms=%.3f bp_per_iter=%.2f model_mb=%.3f jt_cliques=%d "+
+		"rows=%d attrs=%d sets_3way=%d cells_3way=%d final_loss=%.6g",
+		r.Marginals3Way.Seconds(), float64(r.EstimateIter.Microseconds())/1000, r.OracleCalls, r.ModelMB, r.ModelCliques,
+		r.Rows, r.Attrs, r.Sets3Way, r.Cells3Way, r.EstimateLoss)
+}
+
+// Run loads the data set and prints one line with
+// marginals_3way_seconds=<s> estimate_iter_ms=<ms> (and further figures).
+func Run(ctx context.Context, csvPath, domainPath string, w io.Writer) error {
+	ds, err := pgmcsv.Load(csvPath, domainPath)
+	if err != nil {
+		return fmt.Errorf("pgmbench: %w", err)
+	}
+	r, err := Measure(ctx, ds)
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintln(w, r)
+	return err
+}
+
+// Measure times the kernels on ds. The estimation benchmark needs the
+// attributes named in FixedCliques.
+func Measure(ctx context.Context, ds *pgm.Dataset) (Result, error) {
+	dom := ds.Domain()
+	r := Result{Rows: ds.Rows(), Attrs: dom.Len()}
+	sets := ThreeWay(dom.Len())
+	r.Sets3Way = len(sets)
+	for _, s := range sets {
+		r.Cells3Way += dom.Cells(s)
+	}
+	for i := range repeats {
+		start := time.Now()
+		if _, err := ds.Marginals(ctx, sets); err != nil {
+			return r, fmt.Errorf("pgmbench: %w", err)
+		}
+		if d := time.Since(start); i == 0 || d < r.Marginals3Way {
+			r.Marginals3Way = d
+		}
+	}
+	meas, err := Measurements(ds, rand.New(rand.NewPCG(0, 0)))
+	if err != nil {
+		return r, err
+	}
+	var stats pgm.EstimateStats
+	start := time.Now()
+	m, err := pgm.Estimate(ctx, dom, meas, &pgm.EstimateOptions{Iters: Iters, Stats: &stats})
+	if err != nil {
+		return r, fmt.Errorf("pgmbench: %w", err)
+	}
+	r.EstimateIter = time.Since(start) / Iters
+	r.OracleCalls = float64(stats.OracleCalls) / float64(stats.Iters)
+	r.ModelMB = m.Size()
+	r.ModelCliques = len(m.Cliques())
+	r.EstimateLoss = stats.Loss
+	r.EstimatedTotal = m.Total()
+	return r, nil
+}
+
+// ThreeWay lists every 3-attribute subset of d attributes.
+func ThreeWay(d int) [][]int {
+	var sets [][]int
+	for a := range d {
+		for b := a + 1; b < d; b++ {
+			for c := b + 1; c < d; c++ {
+				sets = append(sets, []int{a, b, c})
+			}
+		}
+	}
+	return sets
+}
+
+// Measurements returns the estimation benchmark's measurements of ds: every
+// 1-way marginal and the FixedCliques, with Gaussian noise of scale Sigma
+// from rng. The noise only simulates measurements for timing; it is not
+// privacy noise.
+func Measurements(ds *pgm.Dataset, rng *rand.Rand) ([]pgm.Measurement, error) {
+	dom := ds.Domain()
+	var sets [][]int
+	for a := range dom.Len() {
+		sets = append(sets, []int{a})
+	}
+	for _, names := range FixedCliques {
+		attrs, err := dom.Attrs(names...)
+		if err != nil {
+			return nil, fmt.Errorf("pgmbench: %w", err)
+		}
+		slices.Sort(attrs)
+		sets = append(sets, attrs)
+	}
+	meas := make([]pgm.Measurement, len(sets))
+	for i, s := range sets {
+		y := ds.MarginalTo(nil, s)
+		for j := range y {
+			y[j] += Sigma * rng.NormFloat64()
+		}
+		meas[i] = pgm.Measurement{Attrs: s, Y: y, Sigma: Sigma}
+	}
+	return meas, nil
+}
