@@ -60,7 +60,24 @@ type EstimateOptions struct {
 	ExtraCliques [][]int
 	// Stats, if non-nil, receives a summary of the run.
 	Stats *EstimateStats
+	// Step selects where each MirrorDescent line search starts.
+	Step StepRule
 }
+
+// StepRule selects the first step tried by each Armijo line search of
+// MirrorDescent.
+type StepRule int
+
+const (
+	// ResetStep starts every iteration at StepSize, as the reference
+	// implementation does.
+	ResetStep StepRule = iota
+	// GrowStep starts every iteration at twice the step accepted by the
+	// previous one (the first at StepSize). Accepted steps satisfy the same
+	// Armijo condition; far fewer marginal-oracle calls are wasted on
+	// rejected steps once the scale of the problem is found.
+	GrowStep
+)
 
 // EstimateStats summarises an Estimate run.
 type EstimateStats struct {
@@ -211,6 +228,7 @@ func mirrorDescent(ctx context.Context, jt *junctionTree, obj *objective, theta 
 	if lineSearch {
 		step = DefaultStepSize
 	}
+	alpha := step
 	for range o.Iters {
 		if err := ctx.Err(); err != nil {
 			return fmt.Errorf("pgm: estimation cancelled: %w", err)
@@ -220,19 +238,32 @@ func mirrorDescent(ctx context.Context, jt *junctionTree, obj *objective, theta 
 		}
 		obj.grad(dL)
 		copy(omega, theta)
-		alpha := step
 		var newLoss float64
+		accepted := false
 		for range maxHalvings {
 			kernel.AxpyTo(theta, omega, -alpha, dL)
 			bp.run(pNew, theta)
 			st.OracleCalls++
 			newLoss = obj.value(pNew)
-			if !lineSearch || loss-newLoss >= 0.5*alpha*obj.total*kernel.DotDiff(dL, p, pNew) {
+			if !lineSearch || (newLoss <= loss && loss-newLoss >= 0.5*alpha*obj.total*kernel.DotDiff(dL, p, pNew)) {
+				accepted = true
 				break
 			}
 			alpha *= 0.5
 		}
+		if !accepted {
+			// No step of 25 halvings decreases the loss enough: the fit
+			// has converged to working precision. (The reference takes
+			// the last trial step anyway, which can increase the loss.)
+			copy(theta, omega)
+			return nil
+		}
 		p, pNew = pNew, p
+		if o.Step == GrowStep && lineSearch {
+			alpha *= 2
+		} else {
+			alpha = step
+		}
 		prev := loss
 		loss = newLoss
 		st.Iters++

@@ -2,6 +2,7 @@ package pgm
 
 import (
 	"context"
+	"errors"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -218,5 +219,125 @@ func TestEstimateNoisyMatchesConvexSolution(t *testing.T) {
 				t.Errorf("trial %d method %d: measured marginals differ from the convex optimum by %v records", trial, method, worst)
 			}
 		}
+	}
+}
+
+func TestEstimateLossMonotone(t *testing.T) {
+	rng := rand.New(rand.NewPCG(25, 26))
+	dom := randomDomain(t, rng, 5, 4)
+	sizes := make([]int, 5)
+	for i := range sizes {
+		sizes[i] = dom.Size(i)
+	}
+	ds := randomDataset(t, 27, sizes, 1000)
+	meas := measure(ds, dedupe(randomSets(rng, 5, 5, 3)), 10, rng)
+	for _, rule := range []StepRule{ResetStep, GrowStep} {
+		prev := math.Inf(1)
+		for iters := 1; iters <= 30; iters++ {
+			var st EstimateStats
+			if _, err := Estimate(context.Background(), dom, meas, &EstimateOptions{Iters: iters, Step: rule, Stats: &st}); err != nil {
+				t.Fatal(err)
+			}
+			if st.Iters > iters || st.Loss > prev { // a converged fit may stop early
+				t.Fatalf("rule %d: after %d iterations (%d run) loss %v, before %v", rule, iters, st.Iters, st.Loss, prev)
+			}
+			prev = st.Loss
+		}
+	}
+}
+
+func TestEstimateOptions(t *testing.T) {
+	rng := rand.New(rand.NewPCG(28, 29))
+	dom := randomDomain(t, rng, 4, 3)
+	sizes := make([]int, 4)
+	for i := range sizes {
+		sizes[i] = dom.Size(i)
+	}
+	ds := randomDataset(t, 30, sizes, 300)
+	ctx := context.Background()
+	small := measure(ds, [][]int{{0}, {1, 2}}, 5, rng)
+	first, err := Estimate(ctx, dom, small, &EstimateOptions{Iters: 200})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var before EstimateStats
+	if _, err := Estimate(ctx, dom, small, &EstimateOptions{Iters: 200, Stats: &before}); err != nil {
+		t.Fatal(err)
+	}
+	// Warm-started from its own fit, one more iteration cannot be worse.
+	var after EstimateStats
+	if _, err := Estimate(ctx, dom, small, &EstimateOptions{Iters: 1, WarmStart: first, Stats: &after}); err != nil {
+		t.Fatal(err)
+	}
+	if after.Loss > before.Loss {
+		t.Errorf("warm start loss %v, cold fit %v", after.Loss, before.Loss)
+	}
+	// A warm start whose cliques the new structure lacks is refused.
+	big, _ := Estimate(ctx, dom, measure(ds, [][]int{{0, 3}}, 5, rng), &EstimateOptions{Iters: 5})
+	if _, err := Estimate(ctx, dom, small, &EstimateOptions{Iters: 1, WarmStart: big}); err == nil {
+		t.Error("uncovered warm start accepted")
+	}
+	// ExtraCliques enter the structure.
+	m, err := Estimate(ctx, dom, small, &EstimateOptions{Iters: 1, ExtraCliques: [][]int{{0, 3}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.ContainsFunc(m.Cliques(), func(c []int) bool { return isSubset([]int{0, 3}, c) }) {
+		t.Errorf("extra clique {0,3} missing from %v", m.Cliques())
+	}
+	// Cancellation.
+	cctx, cancel := context.WithCancel(ctx)
+	cancel()
+	if _, err := Estimate(cctx, dom, small, nil); !errors.Is(err, context.Canceled) {
+		t.Errorf("cancelled Estimate: %v", err)
+	}
+	// Bad input.
+	bad := []Measurement{
+		{Attrs: []int{1, 0}, Y: make([]float64, dom.Cells([]int{0, 1})), Sigma: 1},
+		{Attrs: []int{0}, Y: make([]float64, dom.Size(0)+1), Sigma: 1},
+		{Attrs: []int{0}, Y: make([]float64, dom.Size(0)), Sigma: 0},
+		{Attrs: []int{0}, Y: []float64{math.NaN()}[:0:0], Sigma: 1},
+	}
+	for i, b := range bad[:3] {
+		if _, err := Estimate(ctx, dom, []Measurement{b}, nil); !errors.Is(err, ErrBadMeasurement) {
+			t.Errorf("bad measurement %d: %v", i, err)
+		}
+	}
+	if _, err := Estimate(ctx, dom, small, &EstimateOptions{Loss: L1}); err == nil {
+		t.Error("L1 with line search accepted")
+	}
+	// L1 with a constant step runs and improves on the start.
+	var l1 EstimateStats
+	if _, err := Estimate(ctx, dom, small, &EstimateOptions{Loss: L1, StepSize: 0.01, Iters: 100, Stats: &l1}); err != nil {
+		t.Fatal(err)
+	}
+	var l10 EstimateStats
+	Estimate(ctx, dom, small, &EstimateOptions{Loss: L1, StepSize: 0.01, Iters: 1, Stats: &l10})
+	if !(l1.Loss < l10.Loss) {
+		t.Errorf("L1 loss after 100 iterations %v, after 1 %v", l1.Loss, l10.Loss)
+	}
+}
+
+func TestEstimateTotal(t *testing.T) {
+	dom, _ := NewDomain([]string{"a", "b"}, []int{2, 3})
+	// Identity: the sum, weighted by 1/(σ²·cells). Two measurements of a
+	// 500-record table: Σy = 500 and 520 with variances 4·2 and 1·3.
+	meas := []Measurement{
+		{Attrs: []int{0}, Y: []float64{200, 300}, Sigma: 2},
+		{Attrs: []int{1}, Y: []float64{100, 200, 220}, Sigma: 1},
+	}
+	want := (500.0/8 + 520.0/3) / (1.0/8 + 1.0/3)
+	if got := EstimateTotal(dom, meas); !near(got, want, 1e-12) {
+		t.Errorf("EstimateTotal = %v, want %v", got, want)
+	}
+	// A query whose row space holds 1: Q = [[1,1],[1,-1]]: v = (1, 0).
+	q := mat.NewDense(2, 2, []float64{1, 1, 1, -1})
+	if got := EstimateTotal(dom, []Measurement{{Attrs: []int{0}, Query: q, Y: []float64{400, 10}, Sigma: 1}}); !near(got, 400, 1e-9) {
+		t.Errorf("EstimateTotal with a query = %v, want 400", got)
+	}
+	// One that does not: Q = [[1, 0]]; no estimate, so 1.
+	q1 := mat.NewDense(1, 2, []float64{1, 0})
+	if got := EstimateTotal(dom, []Measurement{{Attrs: []int{0}, Query: q1, Y: []float64{400}, Sigma: 1}}); got != 1 {
+		t.Errorf("EstimateTotal without a total query = %v, want 1", got)
 	}
 }
