@@ -293,3 +293,15 @@ func TestUnitsRounding(t *testing.T) {
 		t.Errorf("ceilUnits(2·MaxRho): error %v, want ErrInvalidParameter", err)
 	}
 }
+
+func BenchmarkRhoFromEpsilonDelta(b *testing.B) {
+	for b.Loop() {
+		RhoFromEpsilonDelta(1, 1e-9)
+	}
+}
+
+func BenchmarkEpsilonFromRhoDelta(b *testing.B) {
+	for b.Loop() {
+		EpsilonFromRhoDelta(0.015, 1e-9)
+	}
+}

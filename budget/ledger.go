@@ -37,16 +37,22 @@ type Options struct {
 	Now func() time.Time
 
 	// StrictMode runs Check inside every write transaction and rolls the
-	// write back if an invariant would be broken.
+	// write back if an invariant would be broken. It reads the whole ledger
+	// on every write; use it in tests and audits.
 	StrictMode bool
+
+	// AfterReserve, if set, is called after a reservation's debit has
+	// committed and before Reserve returns: a failpoint for crash tests.
+	AfterReserve func(table string, id uint64)
 }
 
 // Ledger is the durable per-table privacy budget ledger. It is safe for
 // concurrent use.
 type Ledger struct {
-	db     *bbolt.DB
-	now    func() time.Time
-	strict bool
+	db           *bbolt.DB
+	now          func() time.Time
+	strict       bool
+	afterReserve func(table string, id uint64)
 }
 
 // OpenLedger opens the ledger kept in db, creating its buckets if needed.
@@ -63,6 +69,7 @@ func OpenLedgerOptions(db *bbolt.DB, opts *Options) (*Ledger, error) {
 			l.now = opts.Now
 		}
 		l.strict = opts.StrictMode
+		l.afterReserve = opts.AfterReserve
 	}
 	err := db.Update(func(tx *bbolt.Tx) error {
 		meta, err := tx.CreateBucketIfNotExists(metaBucket)
@@ -148,6 +155,29 @@ func (l *Ledger) SetBudget(ctx context.Context, table, name, user, statement str
 	return info(table, &rec), nil
 }
 
+// SetName changes the display name of a table that has a budget, e.g. after
+// RENAME TABLE; the stable ID and the ledger are unchanged.
+func (l *Ledger) SetName(ctx context.Context, table, name string) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("budget: rename %s: %w", table, err)
+	}
+	err := l.update(func(tx *bbolt.Tx) error {
+		rec, found, err := getTable(tx, table)
+		if err != nil {
+			return err
+		}
+		if !found {
+			return ErrNoBudget
+		}
+		rec.Name = name
+		return putTable(tx, table, &rec)
+	})
+	if err != nil {
+		return fmt.Errorf("budget: rename %s: %w", table, err)
+	}
+	return nil
+}
+
 // Reserve charges rho to a table's budget before any data is read. It
 // refuses with an *ExhaustedError (wrapping ErrBudgetExhausted) if
 // ρ_spent + ρ would exceed ρ_total, and with ErrNoBudget if the table has no
@@ -208,6 +238,9 @@ func (l *Ledger) Reserve(ctx context.Context, table, user, statement, mechanism 
 		e.RequestedEpsilon, _ = EpsilonFromRhoDelta(e.Requested, rec.Delta)
 		e.RemainingEpsilon, _ = EpsilonFromRhoDelta(e.Remaining, rec.Delta)
 		return nil, e
+	}
+	if l.afterReserve != nil {
+		l.afterReserve(table, id)
 	}
 	return &Reservation{l: l, table: table, id: id, cost: cost}, nil
 }
@@ -482,6 +515,10 @@ func getTable(tx *bbolt.Tx, table string) (tableRecord, bool, error) {
 	}
 	if err := json.Unmarshal(v, &rec); err != nil {
 		return rec, false, fmt.Errorf("table %q: %v: %w", table, err, ErrCorrupt)
+	}
+	// Every debit computes Total − Spent; never let it wrap around.
+	if rec.Spent > rec.Total || rec.Total > maxUnits {
+		return rec, false, fmt.Errorf("table %q: spent %d > total %d units: %w", table, rec.Spent, rec.Total, ErrCorrupt)
 	}
 	return rec, true, nil
 }

@@ -654,3 +654,78 @@ func TestStoredFormat(t *testing.T) {
 		}
 	}
 }
+
+// TestCrashAfterDebit panics in the AfterReserve failpoint, as a crash right
+// after the debit commits would, and checks the charge is durable.
+func TestCrashAfterDebit(t *testing.T) {
+	path := tempPath(t)
+	db := openDB(t, path)
+	l, err := OpenLedgerOptions(db, &Options{
+		StrictMode:   true,
+		AfterReserve: func(table string, id uint64) { panic("crash after debit") },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.SetBudget(context.Background(), "t", "t", "owner", "s", 1, 1e-9); err != nil {
+		t.Fatal(err)
+	}
+	func() {
+		defer func() {
+			if recover() == nil {
+				t.Error("the failpoint did not fire")
+			}
+		}()
+		l.Reserve(context.Background(), "t", "ann", "q", "aim", 0.005)
+	}()
+	db.Close()
+
+	_, l2 := mustOpen(t, path)
+	cost, _ := ceilUnits(0.005)
+	if bi := mustBudget(t, l2, "t"); bi.RhoSpent != cost.rho() {
+		t.Errorf("spent %v after the crash, want %v", bi.RhoSpent, cost.rho())
+	}
+}
+
+func TestSetName(t *testing.T) {
+	_, l := mustOpen(t, tempPath(t))
+	mustSet(t, l, "t#9", 1, 1e-9)
+	mustReserve(t, l, "t#9", "ann", 0.001)
+	before := mustBudget(t, l, "t#9")
+	if err := l.SetName(context.Background(), "t#9", "renamed"); err != nil {
+		t.Fatal(err)
+	}
+	after := mustBudget(t, l, "t#9")
+	before.Name = "renamed"
+	if after != before {
+		t.Errorf("rename changed more than the name: %+v → %+v", before, after)
+	}
+	if err := l.SetName(context.Background(), "nope", "x"); !errors.Is(err, ErrNoBudget) {
+		t.Errorf("SetName on an unknown table: %v, want ErrNoBudget", err)
+	}
+}
+
+func BenchmarkReserveCommit(b *testing.B) {
+	db, err := bbolt.Open(filepath.Join(b.TempDir(), "b.db"), 0o600, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer db.Close()
+	l, err := OpenLedger(db)
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	if _, err := l.SetBudget(ctx, "t", "t", "owner", "s", 5000, 1e-9); err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		r, err := l.Reserve(ctx, "t", "ann", "q", "aim", 1e-9)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := r.Commit(""); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

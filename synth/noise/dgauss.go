@@ -6,21 +6,25 @@ import (
 	"math/bits"
 )
 
-// maxSigma bounds the standard deviation accepted by the discrete Gaussian
-// sampler, so that every proposal fits in an int64.
-const maxSigma = 1 << 40
+// The discrete Gaussian sampler accepts σ in [minSigma, maxSigma]: every
+// proposal then fits in an int64, and σ² is a normal float64, so the rounding
+// check in sigmaSquared is exact.
+const (
+	minSigma = 0x1p-500
+	maxSigma = 0x1p40
+)
 
 // DiscreteGaussian samples N_Z(0, sigma²) exactly (Canonne–Kamath–Steinke).
 //
 // P(x) ∝ exp(−x²/(2σ²)) over the integers, where σ² is the float64 product
 // sigma·sigma rounded up (see the package documentation). It panics unless
-// 0 < sigma ≤ 2⁴⁰.
+// 2⁻⁵⁰⁰ ≤ sigma ≤ 2⁴⁰.
 func (s *Source) DiscreteGaussian(sigma float64) int64 {
 	return s.discreteGaussian(s.params(sigma))
 }
 
 // AddDiscreteGaussian adds independent N_Z(0, sigma²) noise to every entry of dst.
-// It panics unless 0 < sigma ≤ 2⁴⁰.
+// It panics unless 2⁻⁵⁰⁰ ≤ sigma ≤ 2⁴⁰.
 func (s *Source) AddDiscreteGaussian(dst []float64, sigma float64) {
 	p := s.params(sigma)
 	for i := range dst {
@@ -60,15 +64,12 @@ type dgParams struct {
 // sigma. The residual of a product, σ·σ − fl(σ·σ), is exactly representable,
 // so the FMA below computes its sign exactly.
 func sigmaSquared(sigma float64) float64 {
-	if !(sigma > 0 && sigma <= maxSigma) {
-		panic("noise: sigma must be in (0, 2^40]")
+	if !(sigma >= minSigma && sigma <= maxSigma) {
+		panic("noise: sigma must be in [2^-500, 2^40]")
 	}
 	v := sigma * sigma
 	if math.FMA(sigma, sigma, -v) > 0 {
 		v = math.Nextafter(v, math.Inf(1))
-	}
-	if v == 0 {
-		v = math.SmallestNonzeroFloat64 // σ² underflowed: round up
 	}
 	return v
 }

@@ -154,7 +154,7 @@ func TestDGParams(t *testing.T) {
 }
 
 func TestDiscreteGaussianPanics(t *testing.T) {
-	for _, sigma := range []float64{0, -1, math.NaN(), math.Inf(1), maxSigma * 2} {
+	for _, sigma := range []float64{0, -1, minSigma / 2, math.NaN(), math.Inf(1), maxSigma * 2} {
 		func() {
 			defer func() {
 				if recover() == nil {
@@ -219,5 +219,18 @@ func BenchmarkUint64(b *testing.B) {
 	s := NewSource()
 	for b.Loop() {
 		s.Uint64()
+	}
+}
+
+// TestDiscreteGaussianTinySigma exercises σ whose σ² needs the math/big path:
+// P(x ≠ 0) < 2·exp(−1/(2σ²)), which is 0 in any float64.
+func TestDiscreteGaussianTinySigma(t *testing.T) {
+	s := testSource("tiny")
+	for _, sigma := range []float64{1e-3, 1e-30, minSigma} {
+		for range 100 {
+			if x := s.DiscreteGaussian(sigma); x != 0 {
+				t.Fatalf("DiscreteGaussian(%v) = %d", sigma, x)
+			}
+		}
 	}
 }
