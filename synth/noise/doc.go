@@ -38,8 +38,9 @@
 //     The output distribution is exactly ∝ exp(ε·q_i/(2Δ)), so the
 //     mechanism is ε-DP and ε²/8-zCDP (bounded range, Cesar–Rogers 2021).
 //     Gumbel-max and inverse-CDF sampling were rejected because they round
-//     logarithms and exponentials in floating point, and permute-and-flip
-//     because its ε²/8 zCDP bound is not the one the accountant uses.
+//     logarithms and exponentials in floating point; permute-and-flip because
+//     it is ε-DP but not known to be ε-bounded-range, the property behind the
+//     ε²/8 zCDP cost the accountant charges.
 //
 // # Caveats
 //
