@@ -2,6 +2,7 @@ package pgm
 
 import (
 	"math"
+	"slices"
 
 	"github.com/dpsql/dpsql/synth/pgm/internal/kernel"
 )
@@ -9,30 +10,47 @@ import (
 // bpWork is the reusable workspace of belief propagation over one junction
 // tree. It is not safe for concurrent use.
 type bpWork struct {
-	jt *junctionTree
+	jt   *junctionTree
+	team team
 	// Per non-root clique v, over sep[v]: the upward message (log), the
-	// per-cell shift used for it, the sum of shifted exponentials, and the
-	// downward separator marginal.
-	msg, shift, acc, down [][]float64
+	// per-cell shift used for it, the sum of shifted exponentials, the
+	// message combined with those of nested siblings, the separator
+	// marginal and the downward scale factor.
+	msg, shift, acc, comb, marg, down [][]float64
+	// scratch[part] holds per-part partial results of scatter kernels.
+	scratch [][]float64
 }
 
 func newBPWork(jt *junctionTree) *bpWork {
 	k := len(jt.cliques)
-	w := &bpWork{jt: jt, msg: make([][]float64, k), shift: make([][]float64, k), acc: make([][]float64, k), down: make([][]float64, k)}
+	w := &bpWork{jt: jt, team: newTeam()}
+	bufs := []*[][]float64{&w.msg, &w.shift, &w.acc, &w.comb, &w.marg, &w.down}
+	for _, b := range bufs {
+		*b = make([][]float64, k)
+	}
+	maxSep := 1
 	for v := range k {
 		if jt.parent[v] < 0 {
 			continue
 		}
 		n := jt.dom.Cells(jt.sep[v])
-		buf := make([]float64, 4*n)
-		w.msg[v], w.shift[v], w.acc[v], w.down[v] = buf[:n:n], buf[n:2*n:2*n], buf[2*n:3*n:3*n], buf[3*n:]
+		maxSep = max(maxSep, n)
+		buf := make([]float64, len(bufs)*n)
+		for i, b := range bufs {
+			(*b)[v] = buf[i*n : (i+1)*n : (i+1)*n]
+		}
+	}
+	w.scratch = make([][]float64, w.team.n)
+	for i := range w.scratch {
+		w.scratch[i] = make([]float64, 2*maxSep)
 	}
 	return w
 }
 
 // run computes the clique marginals of the model exp(Σ_C theta_C) / Z as
 // probabilities (each clique's block of p sums to 1) and returns log Z. theta
-// and p are arenas laid out by the junction tree. It does not allocate.
+// and p are arenas laid out by the junction tree. It does not allocate
+// beyond goroutine hand-offs.
 //
 // Upward pass (log space, per-separator-cell max shift): the belief of v is
 // theta_v plus its children's messages; its message to the parent is the
@@ -40,7 +58,9 @@ func newBPWork(jt *junctionTree) *bpWork {
 // p_v. Downward pass (probabilities): the root's marginal is exp(belief −
 // log Z); a child's marginal is its parent's marginal projected on the
 // separator times the child's conditional given the separator, which is
-// p_v / acc.
+// p_v / acc. A child whose separator lies inside a sibling's has its message
+// folded into the sibling's, and its separator marginal projected from the
+// sibling's, so the parent's table is swept once per distinct separator.
 func (w *bpWork) run(p, theta []float64) float64 {
 	jt := w.jt
 	if len(p) != jt.total || len(theta) != jt.total {
@@ -48,48 +68,133 @@ func (w *bpWork) run(p, theta []float64) float64 {
 	}
 	var logZ float64
 	for _, v := range jt.post {
-		b := p[jt.off[v] : jt.off[v]+jt.cells[v]]
-		copy(b, theta[jt.off[v]:jt.off[v]+jt.cells[v]])
-		for _, c := range jt.children[v] {
-			kernel.Expand(b, w.msg[c], jt.downMap[c])
+		b := jt.block(p, v)
+		th := jt.block(theta, v)
+		kids := jt.sorted[v]
+		for _, c := range kids {
+			copy(w.comb[c], w.msg[c])
 		}
-		if jt.parent[v] < 0 {
-			mx := kernel.Max(b)
-			sum := kernel.ExpShiftTotal(b, mx)
-			if sum == 0 {
-				logZ = math.Inf(-1)
-				continue
+		for _, c := range slices.Backward(kids) {
+			if n := jt.nest[c]; n >= 0 {
+				kernel.Expand(w.comb[n], w.comb[c], jt.nestMap[c])
 			}
-			logZ = mx + math.Log(sum)
-			kernel.ScaleAll(b, 1/sum)
+		}
+		w.team.run(len(b), 1, func(lo, hi, _ int) {
+			copy(b[lo:hi], th[lo:hi])
+			for _, c := range kids {
+				if jt.nest[c] < 0 {
+					kernel.Expand(b[lo:hi], w.comb[c], jt.downMap[c][lo:hi])
+				}
+			}
+		})
+		if jt.parent[v] < 0 {
+			logZ = w.normalizeRoot(b)
 			continue
 		}
-		kernel.MaxTo(w.shift[v], b, jt.upMap[v])
-		kernel.ExpShiftSum(b, w.acc[v], w.shift[v], jt.upMap[v])
-		m := w.msg[v]
-		for s := range m {
-			if math.IsInf(w.shift[v][s], -1) {
-				m[s] = math.Inf(-1)
-			} else {
-				m[s] = w.shift[v][s] + math.Log(w.acc[v][s])
-			}
-		}
+		w.upward(v, b)
 	}
-	for i := len(jt.post) - 2; i >= 0; i-- {
-		v := jt.post[i]
-		par := jt.parent[v]
-		d := w.down[v]
-		clear(d)
-		kernel.Project(d, p[jt.off[par]:jt.off[par]+jt.cells[par]], jt.downMap[v])
-		acc := w.acc[v]
-		for s := range d {
-			if acc[s] > 0 {
-				d[s] /= acc[s]
+	for _, v := range slices.Backward(jt.post) {
+		pv := jt.block(p, v)
+		for _, c := range jt.sorted[v] {
+			m := w.marg[c]
+			if n := jt.nest[c]; n >= 0 {
+				clear(m)
+				kernel.Project(m, w.marg[n], jt.nestMap[c])
 			} else {
-				d[s] = 0
+				w.project(m, pv, jt.downMap[c])
 			}
+			d, acc := w.down[c], w.acc[c]
+			for s := range d {
+				if acc[s] > 0 {
+					d[s] = m[s] / acc[s]
+				} else {
+					d[s] = 0
+				}
+			}
+			pc := jt.block(p, c)
+			w.team.run(len(pc), 1, func(lo, hi, _ int) {
+				kernel.Scale(pc[lo:hi], d, jt.upMap[c][lo:hi])
+			})
 		}
-		kernel.Scale(p[jt.off[v]:jt.off[v]+jt.cells[v]], d, jt.upMap[v])
 	}
 	return logZ
+}
+
+// normalizeRoot turns the root's log belief b into probabilities and
+// returns log Z.
+func (w *bpWork) normalizeRoot(b []float64) float64 {
+	var part [maxParts]float64
+	w.team.run(len(b), 1, func(lo, hi, k int) { part[k] = kernel.Max(b[lo:hi]) })
+	mx := math.Inf(-1)
+	for _, x := range part[:w.team.parts(len(b))] {
+		mx = math.Max(mx, x)
+	}
+	w.team.run(len(b), 1, func(lo, hi, k int) { part[k] = kernel.ExpShiftTotal(b[lo:hi], mx) })
+	var sum float64
+	for _, x := range part[:w.team.parts(len(b))] {
+		sum += x
+	}
+	if sum == 0 {
+		return math.Inf(-1)
+	}
+	w.team.run(len(b), 1, func(lo, hi, _ int) { kernel.ScaleAll(b[lo:hi], 1/sum) })
+	return mx + math.Log(sum)
+}
+
+// upward computes the message of non-root clique v from its belief b, and
+// leaves exp(b − shift) in b.
+func (w *bpWork) upward(v int, b []float64) {
+	jt := w.jt
+	shift, acc, idx := w.shift[v], w.acc[v], jt.upMap[v]
+	n := len(shift)
+	k := w.team.parts(len(b))
+	if k == 1 {
+		kernel.MaxTo(shift, b, idx)
+		kernel.ExpShiftSum(b, acc, shift, idx)
+	} else {
+		w.team.run(len(b), 1, func(lo, hi, part int) {
+			kernel.MaxTo(w.scratch[part][:n], b[lo:hi], idx[lo:hi])
+		})
+		copy(shift, w.scratch[0][:n])
+		for part := 1; part < k; part++ {
+			for s, x := range w.scratch[part][:n] {
+				shift[s] = math.Max(shift[s], x)
+			}
+		}
+		w.team.run(len(b), 1, func(lo, hi, part int) {
+			kernel.ExpShiftSum(b[lo:hi], w.scratch[part][:n], shift, idx[lo:hi])
+		})
+		copy(acc, w.scratch[0][:n])
+		for part := 1; part < k; part++ {
+			kernel.Axpy(acc, 1, w.scratch[part][:n])
+		}
+	}
+	m := w.msg[v]
+	for s := range m {
+		if math.IsInf(shift[s], -1) {
+			m[s] = math.Inf(-1)
+		} else {
+			m[s] = shift[s] + math.Log(acc[s])
+		}
+	}
+}
+
+// project writes into dst the projection of src through idx, splitting the
+// scatter over the team with per-part partial sums.
+func (w *bpWork) project(dst, src []float64, idx []int32) {
+	clear(dst)
+	k := w.team.parts(len(src))
+	if k == 1 {
+		kernel.Project(dst, src, idx)
+		return
+	}
+	n := len(dst)
+	w.team.run(len(src), 1, func(lo, hi, part int) {
+		s := w.scratch[part][:n]
+		clear(s)
+		kernel.Project(s, src[lo:hi], idx[lo:hi])
+	})
+	for part := range k {
+		kernel.Axpy(dst, 1, w.scratch[part][:n])
+	}
 }

@@ -3,6 +3,7 @@ package pgm
 import (
 	"math"
 	"math/rand/v2"
+	"runtime"
 	"slices"
 	"testing"
 )
@@ -42,6 +43,17 @@ func checkRunningIntersection(t *testing.T, jt *junctionTree, sets [][]int) {
 }
 
 func TestBeliefPropagationBruteForce(t *testing.T) {
+	t.Run("serial", func(t *testing.T) { testBPBruteForce(t) })
+	t.Run("parallel", func(t *testing.T) {
+		// Split even tiny tables over three goroutines.
+		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(3))
+		defer func(n int) { parMinCells = n }(parMinCells)
+		parMinCells = 2
+		testBPBruteForce(t)
+	})
+}
+
+func testBPBruteForce(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	for trial := range 200 {
 		d := 1 + rng.IntN(6)

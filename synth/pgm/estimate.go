@@ -241,11 +241,13 @@ func mirrorDescent(ctx context.Context, jt *junctionTree, obj *objective, theta 
 		var newLoss float64
 		accepted := false
 		for range maxHalvings {
-			kernel.AxpyTo(theta, omega, -alpha, dL)
+			bp.team.run(n, 1, func(lo, hi, _ int) {
+				kernel.AxpyTo(theta[lo:hi], omega[lo:hi], -alpha, dL[lo:hi])
+			})
 			bp.run(pNew, theta)
 			st.OracleCalls++
 			newLoss = obj.value(pNew)
-			if !lineSearch || (newLoss <= loss && loss-newLoss >= 0.5*alpha*obj.total*kernel.DotDiff(dL, p, pNew)) {
+			if !lineSearch || (newLoss <= loss && loss-newLoss >= 0.5*alpha*obj.total*dotDiff(bp.team, dL, p, pNew)) {
 				accepted = true
 				break
 			}
@@ -273,6 +275,17 @@ func mirrorDescent(ctx context.Context, jt *junctionTree, obj *objective, theta 
 		}
 	}
 	return nil
+}
+
+// dotDiff is kernel.DotDiff split over the team.
+func dotDiff(t team, g, x, y []float64) float64 {
+	var part [maxParts]float64
+	t.run(len(g), 1, func(lo, hi, k int) { part[k] = kernel.DotDiff(g[lo:hi], x[lo:hi], y[lo:hi]) })
+	var s float64
+	for _, v := range part[:t.parts(len(g))] {
+		s += v
+	}
+	return s
 }
 
 // accelerated runs Algorithm 2 (accelerated dual averaging) and finishes with

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"math"
 	"math/rand/v2"
+	"runtime"
 	"slices"
 	"sort"
 	"testing"
@@ -339,5 +340,37 @@ func TestEstimateTotal(t *testing.T) {
 	q1 := mat.NewDense(1, 2, []float64{1, 0})
 	if got := EstimateTotal(dom, []Measurement{{Attrs: []int{0}, Query: q1, Y: []float64{400}, Sigma: 1}}); got != 1 {
 		t.Errorf("EstimateTotal without a total query = %v, want 1", got)
+	}
+}
+
+func TestEstimateParallelMatchesSerial(t *testing.T) {
+	rng := rand.New(rand.NewPCG(31, 32))
+	dom := randomDomain(t, rng, 6, 4)
+	sizes := make([]int, 6)
+	for i := range sizes {
+		sizes[i] = dom.Size(i)
+	}
+	ds := randomDataset(t, 33, sizes, 2000)
+	meas := measure(ds, dedupe(randomSets(rng, 6, 8, 3)), 10, rng)
+	fit := func() *Model {
+		m, err := Estimate(context.Background(), dom, meas, &EstimateOptions{Iters: 50})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	serial := fit()
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(3))
+	defer func(n int) { parMinCells = n }(parMinCells)
+	parMinCells = 2
+	par := fit()
+	for _, c := range serial.Cliques() {
+		a, b := serial.Marginal(c), par.Marginal(c)
+		for i := range a {
+			// Only the order of floating-point sums differs.
+			if !near(a[i], b[i], 1e-9) {
+				t.Fatalf("clique %v cell %d: parallel %v, serial %v", c, i, b[i], a[i])
+			}
+		}
 	}
 }

@@ -40,9 +40,15 @@ type junctionTree struct {
 	off, cells []int
 	total      int
 
-	// upMap[k] maps cells of clique k to cells of sep[k]; downMap[k] maps
-	// cells of parent[k] to cells of sep[k].
+	// upMap[v] maps cells of clique v to cells of sep[v]; downMap[v] maps
+	// cells of parent[v] to cells of sep[v] (nil when v is nested).
 	upMap, downMap [][]int32
+	// sorted[v] lists v's children by decreasing separator size. nest[c] is
+	// the sibling listed before c with the smallest separator containing
+	// sep[c] (or -1), and nestMap[c] maps that separator to sep[c].
+	sorted  [][]int
+	nest    []int
+	nestMap [][]int32
 }
 
 // eliminate runs greedy min-size elimination over sets (which must cover
@@ -284,13 +290,37 @@ func (jt *junctionTree) plan() {
 	k := len(jt.cliques)
 	jt.upMap = make([][]int32, k)
 	jt.downMap = make([][]int32, k)
+	jt.sorted = make([][]int, k)
+	jt.nest = make([]int, k)
+	jt.nestMap = make([][]int32, k)
+	for v := range k {
+		kids := slices.Clone(jt.children[v])
+		slices.SortStableFunc(kids, func(a, b int) int { return jt.dom.Cells(jt.sep[b]) - jt.dom.Cells(jt.sep[a]) })
+		jt.sorted[v] = kids
+		for i, c := range kids {
+			jt.nest[c] = -1
+			best := -1
+			for _, o := range kids[:i] {
+				if isSubset(jt.sep[c], jt.sep[o]) && (best < 0 || jt.dom.Cells(jt.sep[o]) < jt.dom.Cells(jt.sep[best])) {
+					best = o
+				}
+			}
+			if best >= 0 {
+				jt.nest[c] = best
+				jt.nestMap[c] = kernel.Map(jt.dom.sizesOf(jt.sep[best]), positions(jt.sep[best], jt.sep[c]))
+			}
+		}
+	}
+	jt.nest[jt.root] = -1
 	for v := range k {
 		p := jt.parent[v]
 		if p < 0 {
 			continue
 		}
 		jt.upMap[v] = jt.projMap(v, jt.sep[v])
-		jt.downMap[v] = jt.projMap(p, jt.sep[v])
+		if jt.nest[v] < 0 {
+			jt.downMap[v] = jt.projMap(p, jt.sep[v])
+		}
 	}
 }
 

@@ -31,14 +31,24 @@ type compiled struct {
 
 // objective evaluates a loss over clique marginals.
 type objective struct {
-	jt    *junctionTree
-	meas  []compiled // in evaluation order: by clique, larger sets first
-	loss  Loss
-	total float64
+	jt      *junctionTree
+	meas    []compiled // in evaluation order: by clique, larger sets first
+	loss    Loss
+	total   float64
+	team    team
+	scratch [][]float64 // per-part partial projections
 }
 
 func newObjective(jt *junctionTree, meas []Measurement, loss Loss, total float64) *objective {
-	o := &objective{jt: jt, loss: loss, total: total}
+	o := &objective{jt: jt, loss: loss, total: total, team: newTeam()}
+	maxCells := 0
+	for _, m := range meas {
+		maxCells = max(maxCells, jt.dom.Cells(m.Attrs))
+	}
+	o.scratch = make([][]float64, o.team.n)
+	for i := range o.scratch {
+		o.scratch[i] = make([]float64, maxCells)
+	}
 	order := make([]int, len(meas))
 	clique := make([]int, len(meas))
 	for i, m := range meas {
@@ -109,11 +119,23 @@ func (o *objective) value(p []float64) float64 {
 	for i := range o.meas {
 		m := &o.meas[i]
 		src := o.source(p, m)
-		if m.idx == nil {
+		switch k := o.team.parts(len(src)); {
+		case m.idx == nil:
 			copy(m.x, src)
-		} else {
+		case k == 1:
 			clear(m.x)
 			kernel.Project(m.x, src, m.idx)
+		default:
+			n := len(m.x)
+			o.team.run(len(src), 1, func(lo, hi, part int) {
+				s := o.scratch[part][:n]
+				clear(s)
+				kernel.Project(s, src[lo:hi], m.idx[lo:hi])
+			})
+			copy(m.x, o.scratch[0][:n])
+			for part := 1; part < k; part++ {
+				kernel.Axpy(m.x, 1, o.scratch[part][:n])
+			}
 		}
 		qx := m.x
 		if m.q != nil {
@@ -175,7 +197,9 @@ func (o *objective) grad(dst []float64) {
 		if m.idx == nil {
 			kernel.Axpy(to, 1, m.g)
 		} else {
-			kernel.Expand(to, m.g, m.idx)
+			o.team.run(len(to), 1, func(lo, hi, _ int) {
+				kernel.Expand(to[lo:hi], m.g, m.idx[lo:hi])
+			})
 		}
 	}
 }

@@ -51,24 +51,29 @@ const (
 
 // Result holds the measured figures.
 type Result struct {
-	Marginals3Way  time.Duration // all 3-way marginals, best of 5
-	Cells3Way      int           // cells in all 3-way marginals
-	EstimateIter   time.Duration // per mirror-descent iteration
-	OracleCalls    float64       // belief propagations per iteration
-	ModelMB        float64
-	ModelCliques   int
-	EstimateLoss   float64
-	Rows, Attrs    int
-	Sets3Way       int
-	EstimatedTotal float64
+	Marginals3Way time.Duration // all 3-way marginals, best of 5
+	Cells3Way     int           // cells in all 3-way marginals
+	EstimateIter  time.Duration // per mirror-descent iteration
+	OracleCalls   float64       // belief propagations per iteration
+	ModelMB       float64
+	ModelCliques  int
+	EstimateLoss  float64
+	// The same with the GrowStep line search.
+	EstimateIterGrow time.Duration
+	OracleCallsGrow  float64
+	EstimateLossGrow float64
+	Rows, Attrs      int
+	Sets3Way         int
+	EstimatedTotal   float64
 }
 
 // String formats r as one line of key=value pairs.
 func (r Result) String() string {
 	return fmt.Sprintf("marginals_3way_seconds=%.4f estimate_iter_ms=%.3f bp_per_iter=%.2f model_mb=%.3f jt_cliques=%d "+
-		"rows=%d attrs=%d sets_3way=%d cells_3way=%d final_loss=%.6g",
+		"rows=%d attrs=%d sets_3way=%d cells_3way=%d final_loss=%.6g grow_iter_ms=%.3f grow_bp_per_iter=%.2f grow_final_loss=%.6g",
 		r.Marginals3Way.Seconds(), float64(r.EstimateIter.Microseconds())/1000, r.OracleCalls, r.ModelMB, r.ModelCliques,
-		r.Rows, r.Attrs, r.Sets3Way, r.Cells3Way, r.EstimateLoss)
+		r.Rows, r.Attrs, r.Sets3Way, r.Cells3Way, r.EstimateLoss,
+		float64(r.EstimateIterGrow.Microseconds())/1000, r.OracleCallsGrow, r.EstimateLossGrow)
 }
 
 // Run loads the data set and prints one line with
@@ -121,6 +126,14 @@ func Measure(ctx context.Context, ds *pgm.Dataset) (Result, error) {
 	r.ModelCliques = len(m.Cliques())
 	r.EstimateLoss = stats.Loss
 	r.EstimatedTotal = m.Total()
+
+	start = time.Now()
+	if _, err := pgm.Estimate(ctx, dom, meas, &pgm.EstimateOptions{Iters: Iters, Stats: &stats, Step: pgm.GrowStep}); err != nil {
+		return r, fmt.Errorf("pgmbench: %w", err)
+	}
+	r.EstimateIterGrow = time.Since(start) / Iters
+	r.OracleCallsGrow = float64(stats.OracleCalls) / float64(stats.Iters)
+	r.EstimateLossGrow = stats.Loss
 	return r, nil
 }
 
