@@ -722,7 +722,7 @@ func (p *parser) workloadQuery(num int) (q WorkloadQuery, end bool, err *Error) 
 		return q, true, nil
 	}
 	q.Text = p.lx.src[first.pos:last.end]
-	stmt, perr := sqlparser.Parse(q.Text)
+	stmt, perr := parseSQL(q.Text)
 	if perr != nil {
 		e := p.errAt(first, KindWorkloadQuery, "WORKLOAD query %d does not parse", num)
 		e.Query, e.Err = num, perr

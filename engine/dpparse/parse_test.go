@@ -271,6 +271,7 @@ func TestParseErrors(t *testing.T) {
 		{"CREATE SYNTHETIC TABLE syn FROM t USING aim WORKLOAD (SELECT COUNT(*) FROM t; SELEC a FROM t)", KindWorkloadQuery, "SELEC a"},
 		{"CREATE SYNTHETIC TABLE syn FROM t USING aim WORKLOAD (SELECT a FROM t UNION SELECT b FROM t)", KindWorkloadQuery, "SELECT a"},
 		{"CREATE SYNTHETIC TABLE syn FROM t USING aim WORKLOAD (DELETE FROM t)", KindWorkloadQuery, "DELETE"},
+		{"CREATE SYNTHETIC TABLE syn FROM t USING aim WORKLOAD (SELECT'')", KindWorkloadQuery, "SELECT''"}, // vitess panics on this text
 		{"CREATE SYNTHETIC TABLE syn FROM t USING aim WORKLOAD (SELECT COUNT(*) FROM t) extra", KindUnexpected, "extra"},
 		{"CREATE SYNTHETIC TABLE syn FROM t USING aim WORKLOAD ALL", KindUnexpected, ""},
 		{"CREATE SYNTHETIC TABLE syn FROM t USING aim WORKLOAD ALL 0-WAY", KindBadValue, "0-WAY"},
