@@ -7,7 +7,7 @@ import (
 )
 
 // parseSQL is sqlparser.Parse turned panic-safe: the vitess parser panics
-// on some malformed input (for example SELECT”), and such text may come
+// on some malformed input (for example `SELECT` directly followed by an empty string literal), and such text may come
 // from any client.
 func parseSQL(text string) (stmt sqlparser.Statement, err error) {
 	defer func() {
