@@ -131,6 +131,17 @@ func (l *lexer) next() (token, *Error) {
 // followed by identifier bytes (12abc) is a malformed token.
 func (l *lexer) number() (token, *Error) {
 	start := l.pos
+	if strings.HasPrefix(l.src[l.pos:], "0x") || strings.HasPrefix(l.src[l.pos:], "0X") {
+		// Hexadecimal literal (meaningful inside WORKLOAD queries only).
+		p := l.pos + 2
+		for p < len(l.src) && strings.IndexByte("0123456789abcdefABCDEF", l.src[p]) >= 0 {
+			p++
+		}
+		if p > l.pos+2 && (p == len(l.src) || !isIdentByte(l.src[p])) {
+			l.pos = p
+			return token{kind: tokNumber, pos: start, end: p, val: l.src[start:p]}, nil
+		}
+	}
 	for l.pos < len(l.src) && isDigit(l.src[l.pos]) {
 		l.pos++
 	}

@@ -230,7 +230,10 @@ func (p *parser) number(what string) (Value, *Error) {
 		return Value{}, p.errAt(start, KindUnexpected, "expected %s (a number), found %s", what, describe(start))
 	}
 	x, perr := strconv.ParseFloat(t.val, 64)
-	if perr != nil || math.IsInf(x, 0) {
+	switch {
+	case perr != nil && !math.IsInf(x, 0):
+		return Value{}, p.errAt(start, KindBadNumber, "%s %s%s is not a decimal number", what, sign, t.val)
+	case perr != nil || math.IsInf(x, 0):
 		return Value{}, p.errAt(start, KindBadNumber, "%s %s%s is out of range", what, sign, t.val)
 	}
 	return Value{Kind: ValueNumber, Text: sign + t.val}, nil
