@@ -93,6 +93,13 @@ func (d *Dataset) countInto(dst []float64, attrs []int, lo, hi int) {
 	case 1:
 		count1(dst, d.cols[attrs[0]][lo:hi])
 		return
+	case 2:
+		count2(dst, d.cols[attrs[0]][lo:hi], d.cols[attrs[1]][lo:hi], d.dom.sizes[attrs[1]])
+		return
+	case 3:
+		s2 := d.dom.sizes[attrs[2]]
+		count3(dst, d.cols[attrs[0]][lo:hi], d.cols[attrs[1]][lo:hi], d.cols[attrs[2]][lo:hi], d.dom.sizes[attrs[1]]*s2, s2)
+		return
 	}
 	var (
 		idx    [countBlock]uint32
@@ -125,6 +132,22 @@ func count1(dst []float64, c []uint16) {
 	}
 }
 
+// count2 is `for r := range a { dst[a[r]*sb + b[r]]++ }`.
+func count2(dst []float64, a, b []uint16, sb int) {
+	b = b[:len(a)]
+	for r, x := range a {
+		dst[int(x)*sb+int(b[r])]++
+	}
+}
+
+// count3 is `for r := range a { dst[a[r]*sa + b[r]*sb + c[r]]++ }`.
+func count3(dst []float64, a, b, c []uint16, sa, sb int) {
+	b, c = b[:len(a)], c[:len(a)]
+	for r, x := range a {
+		dst[int(x)*sa+int(b[r])*sb+int(c[r])]++
+	}
+}
+
 // addScaled is `for j := range dst { dst[j] += uint32(c[j]) * s }`.
 func addScaled(dst []uint32, c []uint16, s uint32) {
 	if len(c) != len(dst) {
@@ -136,19 +159,18 @@ func addScaled(dst []uint32, c []uint16, s uint32) {
 }
 
 // Marginals computes many count marginals, using all cores. Each set follows
-// the rules of MarginalTo.
+// the rules of MarginalTo. The marginals are allocated by the workers that
+// fill them, so that zeroing the memory is shared between cores too.
 func (d *Dataset) Marginals(ctx context.Context, sets [][]int) ([][]float64, error) {
-	out := make([][]float64, len(sets))
-	for i, s := range sets {
+	for _, s := range sets {
 		if err := d.checkDistinct(s); err != nil {
 			return nil, err
 		}
-		n := d.dom.Cells(s)
-		if n > math.MaxUint32 {
+		if d.dom.Cells(s) > math.MaxUint32 {
 			return nil, fmt.Errorf("pgm: marginal over %v has too many cells", s)
 		}
-		out[i] = make([]float64, n)
 	}
+	out := make([][]float64, len(sets))
 	var next atomic.Int64
 	workers := min(runtime.GOMAXPROCS(0), len(sets))
 	var wg sync.WaitGroup
@@ -161,6 +183,7 @@ func (d *Dataset) Marginals(ctx context.Context, sets [][]int) ([][]float64, err
 				if i >= len(sets) || ctx.Err() != nil {
 					return
 				}
+				out[i] = make([]float64, d.dom.Cells(sets[i]))
 				d.countInto(out[i], sets[i], 0, d.rows)
 			}
 		}()
