@@ -137,6 +137,7 @@ func (t *Table) rewrite(ctx *sql.Context, cols sql.Schema, src []int, conv int, 
 		}
 		sch := copySchema(sql.PrimaryKeySchema{Schema: cols, PkOrdinals: ords}, cur.name)
 		nm = newTableMeta(cur.id, cur.name, sch, cur.collation, cur.comment, cur.checks, cur.layout+1)
+		nm.indexes = remapIndexes(cur.indexes, cols, oldCol, conv)
 		tb := tableBucket(tx, cur.id)
 		oldRows := tb.Bucket(rowsBucketName(cur.layout))
 		if oldRows == nil {
@@ -198,4 +199,26 @@ func (t *Table) rewrite(ctx *sql.Context, cols sql.Schema, src []int, conv int, 
 	}
 	t.meta = nm
 	return nil
+}
+
+// remapIndexes follows a renamed column and drops dropped columns from
+// secondary indexes, dropping indexes left without columns.
+func remapIndexes(idxs []storedIndex, cols sql.Schema, oldCol *sql.Column, conv int) []storedIndex {
+	var out []storedIndex
+	for _, si := range idxs {
+		var keep []string
+		for _, c := range si.Columns {
+			if oldCol != nil && strings.EqualFold(c, oldCol.Name) {
+				c = cols[conv].Name
+			}
+			if cols.IndexOfColName(c) >= 0 {
+				keep = append(keep, c)
+			}
+		}
+		if len(keep) > 0 {
+			si.Columns = keep
+			out = append(out, si)
+		}
+	}
+	return out
 }

@@ -20,7 +20,8 @@ type tableMeta struct {
 	collation sql.CollationID
 	comment   string
 	checks    []sql.CheckDefinition
-	layout    uint64 // bumped by every change of columns; stored in each row
+	indexes   []storedIndex // secondary (non-unique) indexes: access paths only
+	layout    uint64        // bumped by every change of columns; stored in each row
 
 	rows    *rowCodec
 	key     *keyCodec // nil for keyless tables
@@ -53,7 +54,16 @@ type storedTable struct {
 	Columns    []storedColumn        `json:"columns"`
 	PkOrdinals []int                 `json:"pk"`
 	Checks     []sql.CheckDefinition `json:"checks,omitempty"`
+	Indexes    []storedIndex         `json:"indexes,omitempty"`
 	Layout     uint64                `json:"layout"`
+}
+
+// storedIndex is a secondary index definition. Secondary indexes are kept as
+// metadata and served by filtered scans; they are never unique.
+type storedIndex struct {
+	Name    string   `json:"name"`
+	Columns []string `json:"columns"`
+	Comment string   `json:"comment,omitempty"`
 }
 
 type storedColumn struct {
@@ -78,6 +88,7 @@ func (m *tableMeta) marshal() ([]byte, error) {
 		Comment:    m.comment,
 		PkOrdinals: m.schema.PkOrdinals,
 		Checks:     m.checks,
+		Indexes:    m.indexes,
 		Layout:     m.layout,
 	}
 	if st.PkOrdinals == nil {
@@ -143,7 +154,9 @@ func unmarshalMeta(id uint64, b []byte) (*tableMeta, error) {
 	if len(st.PkOrdinals) == 0 {
 		pk.PkOrdinals = []int{}
 	}
-	return newTableMeta(id, st.Name, pk, coll, st.Comment, st.Checks, st.Layout), nil
+	m := newTableMeta(id, st.Name, pk, coll, st.Comment, st.Checks, st.Layout)
+	m.indexes = st.Indexes
+	return m, nil
 }
 
 // exprString serialises a column default, generated or ON UPDATE expression

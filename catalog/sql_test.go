@@ -111,6 +111,22 @@ var scripts = []scriptTest{
 		},
 	},
 	{
+		name: "secondary indexes are access paths",
+		setup: []string{
+			"CREATE TABLE ix (id INT PRIMARY KEY, v INT, w VARCHAR(10), KEY v_idx (v))",
+			"INSERT INTO ix VALUES (1, 10, 'a'), (2, 20, 'b'), (3, 10, 'c')",
+			"CREATE INDEX w_idx ON ix (w)",
+		},
+		assertions: []assertion{
+			{query: "SELECT id FROM ix WHERE v = 10 ORDER BY id", expected: []sql.Row{{1}, {3}}},
+			{query: "SELECT id FROM ix WHERE w > 'a' ORDER BY id", expected: []sql.Row{{2}, {3}}},
+			{query: "CREATE UNIQUE INDEX u ON ix (w)", anyErr: true},
+			{query: "DROP INDEX w_idx ON ix", expected: []sql.Row{{"ok(0)"}}},
+			{query: "SELECT index_name FROM information_schema.statistics WHERE table_schema = 'mydb' AND table_name = 'ix' ORDER BY index_name",
+				expected: []sql.Row{{"PRIMARY"}, {"v_idx"}}},
+		},
+	},
+	{
 		name: "truncate, rename, drop, views",
 		setup: []string{
 			"CREATE TABLE tmp (id INT PRIMARY KEY AUTO_INCREMENT, v INT)",
@@ -149,10 +165,11 @@ var checksAfterReopen = []assertion{
 	{query: "SELECT * FROM alt ORDER BY id", expected: []sql.Row{{nil, 1, 7, "x"}, {nil, 2, 7, "y"}}},
 	{query: "UPDATE alt SET cc = 500 WHERE id = 1", err: sql.ErrCheckConstraintViolated},
 	{query: "SELECT id, v FROM tmp2", expected: []sql.Row{{1, 4}}},
+	{query: "SELECT id FROM ix WHERE v = 10 ORDER BY id", expected: []sql.Row{{1}, {3}}},
 	{query: "SELECT name FROM adults ORDER BY name", expected: []sql.Row{{"annie"}, {"bobby"}}},
-	{query: "SHOW TABLES", expected: []sql.Row{{"adults"}, {"alt"}, {"events"}, {"items"}, {"people"}, {"tags"}, {"tmp2"}, {"visits"}}},
+	{query: "SHOW TABLES", expected: []sql.Row{{"adults"}, {"alt"}, {"events"}, {"items"}, {"ix"}, {"people"}, {"tags"}, {"tmp2"}, {"visits"}}},
 	{query: "SELECT table_name, table_rows FROM information_schema.tables WHERE table_schema = 'mydb' AND table_type = 'BASE TABLE' ORDER BY table_name",
-		expected: []sql.Row{{"alt", 2}, {"events", 2}, {"items", 5}, {"people", 3}, {"tags", 2}, {"tmp2", 1}, {"visits", 3}}},
+		expected: []sql.Row{{"alt", 2}, {"events", 2}, {"items", 5}, {"ix", 3}, {"people", 3}, {"tags", 2}, {"tmp2", 1}, {"visits", 3}}},
 	{query: "SELECT column_name, column_type, is_nullable, column_key FROM information_schema.columns WHERE table_schema = 'mydb' AND table_name = 'items' ORDER BY ordinal_position",
 		expected: []sql.Row{
 			{"id", "bigint unsigned", "NO", "PRI"},

@@ -10,6 +10,7 @@ import (
 
 	"github.com/dolthub/go-mysql-server/sql"
 	"github.com/dolthub/go-mysql-server/sql/expression"
+	"github.com/dolthub/go-mysql-server/sql/plan"
 	"github.com/dolthub/go-mysql-server/sql/types"
 	"go.etcd.io/bbolt"
 )
@@ -29,6 +30,7 @@ var (
 	_ sql.CheckTable            = (*Table)(nil)
 	_ sql.CheckAlterableTable   = (*Table)(nil)
 	_ sql.AlterableTable        = (*Table)(nil)
+	_ sql.IndexAlterableTable   = (*Table)(nil)
 	_ sql.StatisticsTable       = (*Table)(nil)
 	_ sql.Index                 = (*pkIndex)(nil)
 )
@@ -214,7 +216,9 @@ func (t *Table) CreateCheck(ctx *sql.Context, check *sql.CheckDefinition) error 
 			}
 		}
 		checks := append(append([]sql.CheckDefinition(nil), m.checks...), def)
-		return newTableMeta(m.id, m.name, m.schema, m.collation, m.comment, checks, m.layout), nil
+		nm := newTableMeta(m.id, m.name, m.schema, m.collation, m.comment, checks, m.layout)
+		nm.indexes = m.indexes
+		return nm, nil
 	})
 }
 
@@ -230,7 +234,9 @@ func (t *Table) DropCheck(ctx *sql.Context, name string) error {
 		if len(checks) == len(m.checks) {
 			return nil, sql.ErrUnknownConstraint.New(name)
 		}
-		return newTableMeta(m.id, m.name, m.schema, m.collation, m.comment, checks, m.layout), nil
+		nm := newTableMeta(m.id, m.name, m.schema, m.collation, m.comment, checks, m.layout)
+		nm.indexes = m.indexes
+		return nm, nil
 	})
 }
 
@@ -275,15 +281,18 @@ func (t *Table) alterMeta(fn func(*tableMeta) (*tableMeta, error)) error {
 	return nil
 }
 
-// pkIndex is the primary-key index of a table.
+// pkIndex is an index of a table: its primary key, or a secondary index
+// served by filtered scans.
 type pkIndex struct {
-	db    string
-	m     *tableMeta
-	exprs []sql.Expression
+	db      string
+	m       *tableMeta
+	name    string
+	comment string
+	exprs   []sql.Expression
 }
 
 func newPKIndex(db string, m *tableMeta) *pkIndex {
-	idx := &pkIndex{db: db, m: m}
+	idx := &pkIndex{db: db, m: m, name: "PRIMARY"}
 	for _, o := range m.schema.PkOrdinals {
 		c := m.schema.Schema[o]
 		idx.exprs = append(idx.exprs, expression.NewGetFieldWithTable(o, 0, c.Type, db, m.name, c.Name, c.Nullable))
@@ -291,14 +300,29 @@ func newPKIndex(db string, m *tableMeta) *pkIndex {
 	return idx
 }
 
-func (i *pkIndex) ID() string        { return "PRIMARY" }
+func newSecondaryIndex(db string, m *tableMeta, si storedIndex) *pkIndex {
+	idx := &pkIndex{db: db, m: m, name: si.Name, comment: si.Comment}
+	for _, n := range si.Columns {
+		o := m.schema.Schema.IndexOfColName(n)
+		if o < 0 {
+			continue
+		}
+		c := m.schema.Schema[o]
+		idx.exprs = append(idx.exprs, expression.NewGetFieldWithTable(o, 0, c.Type, db, m.name, c.Name, c.Nullable))
+	}
+	return idx
+}
+
+func (i *pkIndex) primary() bool { return i.name == "PRIMARY" }
+
+func (i *pkIndex) ID() string        { return i.name }
 func (i *pkIndex) Database() string  { return i.db }
 func (i *pkIndex) Table() string     { return i.m.name }
-func (i *pkIndex) IsUnique() bool    { return true }
+func (i *pkIndex) IsUnique() bool    { return i.primary() }
 func (i *pkIndex) IsSpatial() bool   { return false }
 func (i *pkIndex) IsFullText() bool  { return false }
 func (i *pkIndex) IsVector() bool    { return false }
-func (i *pkIndex) Comment() string   { return "" }
+func (i *pkIndex) Comment() string   { return i.comment }
 func (i *pkIndex) IndexType() string { return "BTREE" }
 func (i *pkIndex) IsGenerated() bool { return false }
 
@@ -322,13 +346,86 @@ func (i *pkIndex) CanSupport(*sql.Context, ...sql.Range) bool { return true }
 func (i *pkIndex) CanSupportOrderBy(sql.Expression) bool      { return false }
 func (i *pkIndex) PrefixLengths() []uint16                    { return nil }
 
-// GetIndexes implements sql.IndexAddressable. Only keyed tables have an
-// index: their primary key.
+// GetIndexes implements sql.IndexAddressable: the primary key (for keyed
+// tables) and the secondary indexes.
 func (t *Table) GetIndexes(*sql.Context) ([]sql.Index, error) {
-	if t.meta.key == nil {
-		return nil, nil
+	var out []sql.Index
+	if t.meta.key != nil {
+		out = append(out, newPKIndex(t.db, t.meta))
 	}
-	return []sql.Index{newPKIndex(t.db, t.meta)}, nil
+	for _, si := range t.meta.indexes {
+		out = append(out, newSecondaryIndex(t.db, t.meta, si))
+	}
+	return out, nil
+}
+
+// CreateIndex implements sql.IndexAlterableTable. Only plain (non-unique)
+// indexes are supported; they are recorded and answered by filtered scans.
+func (t *Table) CreateIndex(ctx *sql.Context, def sql.IndexDef) error {
+	if def.Constraint != sql.IndexConstraint_None {
+		return plan.ErrNotIndexable.New()
+	}
+	return t.alterMeta(func(m *tableMeta) (*tableMeta, error) {
+		name := def.Name
+		if name == "" {
+			name = def.Columns[0].Name
+		}
+		for _, si := range m.indexes {
+			if strings.EqualFold(si.Name, name) {
+				return nil, sql.ErrDuplicateKey.New(name)
+			}
+		}
+		si := storedIndex{Name: name, Comment: def.Comment}
+		for _, c := range def.Columns {
+			if m.schema.Schema.IndexOfColName(c.Name) < 0 {
+				return nil, sql.ErrTableColumnNotFound.New(m.name, c.Name)
+			}
+			si.Columns = append(si.Columns, c.Name)
+		}
+		nm := newTableMeta(m.id, m.name, m.schema, m.collation, m.comment, m.checks, m.layout)
+		nm.indexes = append(append([]storedIndex(nil), m.indexes...), si)
+		return nm, nil
+	})
+}
+
+// DropIndex implements sql.IndexAlterableTable.
+func (t *Table) DropIndex(ctx *sql.Context, name string) error {
+	return t.alterMeta(func(m *tableMeta) (*tableMeta, error) {
+		var keep []storedIndex
+		for _, si := range m.indexes {
+			if !strings.EqualFold(si.Name, name) {
+				keep = append(keep, si)
+			}
+		}
+		if len(keep) == len(m.indexes) {
+			return nil, sql.ErrIndexNotFound.New(name)
+		}
+		nm := newTableMeta(m.id, m.name, m.schema, m.collation, m.comment, m.checks, m.layout)
+		nm.indexes = keep
+		return nm, nil
+	})
+}
+
+// RenameIndex implements sql.IndexAlterableTable.
+func (t *Table) RenameIndex(ctx *sql.Context, from, to string) error {
+	return t.alterMeta(func(m *tableMeta) (*tableMeta, error) {
+		idxs := append([]storedIndex(nil), m.indexes...)
+		found := false
+		for i := range idxs {
+			if strings.EqualFold(idxs[i].Name, to) {
+				return nil, sql.ErrDuplicateKey.New(to)
+			}
+			if strings.EqualFold(idxs[i].Name, from) {
+				idxs[i].Name, found = to, true
+			}
+		}
+		if !found {
+			return nil, sql.ErrIndexNotFound.New(from)
+		}
+		nm := newTableMeta(m.id, m.name, m.schema, m.collation, m.comment, m.checks, m.layout)
+		nm.indexes = idxs
+		return nm, nil
+	})
 }
 
 // PreciseMatch implements sql.IndexAddressable: lookups return exactly the
@@ -361,6 +458,9 @@ func (it *indexedTable) LookupPartitions(ctx *sql.Context, lookup sql.IndexLooku
 		return nil, err
 	}
 	part := &partition{filter: filter}
+	if !idx.primary() {
+		return sql.PartitionsToPartitionIter(part), nil
+	}
 	if keys, ok := it.pointKeys(ctx, ranges); ok {
 		part.keys = keys
 	}
