@@ -72,7 +72,7 @@ func ExpShiftSum(x, acc, shift []float64, idx []int32) {
 			x[i] = 0
 			continue
 		}
-		e := math.Exp(v - s)
+		e := Exp(v - s)
 		x[i] = e
 		acc[j] += e
 	}
@@ -133,7 +133,7 @@ func ExpShiftTotal(x []float64, s float64) float64 {
 	}
 	var sum float64
 	for i, v := range x {
-		e := math.Exp(v - s)
+		e := Exp(v - s)
 		x[i] = e
 		sum += e
 	}
@@ -158,7 +158,7 @@ func ExpShift(x []float64, s float64) {
 		return
 	}
 	for i, v := range x {
-		x[i] = math.Exp(v - s)
+		x[i] = Exp(v - s)
 	}
 }
 

@@ -1,0 +1,72 @@
+package kernel
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+)
+
+// ulps returns the distance in units in the last place between a and b.
+func ulps(a, b float64) float64 {
+	if a == b {
+		return 0
+	}
+	return math.Abs(a-b) / (math.Nextafter(b, math.Inf(1)) - b)
+}
+
+func TestExp(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 1))
+	var worst float64
+	check := func(x float64) {
+		got, want := Exp(x), math.Exp(x)
+		if math.IsNaN(want) {
+			if !math.IsNaN(got) {
+				t.Fatalf("Exp(%v) = %v, want NaN", x, got)
+			}
+			return
+		}
+		u := ulps(got, want)
+		worst = math.Max(worst, u)
+		// math.Exp is itself within 1 ulp of e^x, so two ulps between them
+		// bounds an error below 1 ulp for each.
+		if u > 2 {
+			t.Fatalf("Exp(%v) = %v, math.Exp = %v (%v ulps)", x, got, want, u)
+		}
+	}
+	for _, x := range []float64{0, -0.0, 1, -1, math.Ln2, -math.Ln2, 1e-300, -1e-300, -708, -708.0000001, 709, 709.1,
+		-745, -746, -1000, 1000, math.Inf(1), math.Inf(-1), math.NaN(), -math.Ln2 / 128, math.Ln2 / 128} {
+		check(x)
+	}
+	for range 1_000_000 {
+		check(-rng.Float64() * 750)
+		check((rng.Float64()*2 - 1) * 40)
+		check((rng.Float64()*2 - 1) * 1e-6)
+	}
+	t.Logf("worst difference from math.Exp: %v ulps", worst)
+}
+
+func BenchmarkExp(b *testing.B) {
+	x := make([]float64, 4096)
+	rng := rand.New(rand.NewPCG(2, 2))
+	for i := range x {
+		x[i] = -rng.Float64() * 30
+	}
+	b.Run("kernel", func(b *testing.B) {
+		var s float64
+		for b.Loop() {
+			for _, v := range x {
+				s += Exp(v)
+			}
+		}
+		_ = s
+	})
+	b.Run("math", func(b *testing.B) {
+		var s float64
+		for b.Loop() {
+			for _, v := range x {
+				s += math.Exp(v)
+			}
+		}
+		_ = s
+	})
+}
