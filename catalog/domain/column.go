@@ -171,12 +171,6 @@ func (c *Column) Nullable() bool { return c.nullable }
 // Enum reports whether the column comes from an ENUM.
 func (c *Column) Enum() bool { return c.enum }
 
-// WithName returns a copy of c named name.
-func (c Column) WithName(name string) Column { c.name = name; return c }
-
-// WithNullable returns a copy of c with NULL in the domain or not.
-func (c Column) WithNullable(nullable bool) Column { c.nullable = nullable; return c }
-
 // NonNull is the number of non-NULL values.
 func (c *Column) NonNull() int {
 	switch c.kind {
