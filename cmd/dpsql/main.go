@@ -4,6 +4,7 @@
 //
 //	dpsql serve  [--data-dir DIR] [--host HOST] [--port N] [--root-password PW] [--demo]
 //	dpsql import --table DB.TABLE --csv FILE [--domain FILE] [--addr HOST:PORT] [--user U] [--password PW]
+//	dpsql bench pgm --csv FILE --domain FILE
 //	dpsql version
 //
 // Run "dpsql COMMAND -h" for a command's flags.
@@ -33,6 +34,7 @@ type command struct {
 var commands = []command{
 	{"serve", "run the server", runServe},
 	{"import", "load a CSV file into a table over the wire", runImport},
+	{"bench", "run a benchmark (bench pgm --csv FILE --domain FILE)", runBench},
 	{"version", "print the version", func(_ context.Context, _ []string, stdout, _ io.Writer) error {
 		fmt.Fprintln(stdout, "dpsql", version)
 		return nil
