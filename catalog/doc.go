@@ -18,8 +18,11 @@
 //
 // Store.Provider returns a go-mysql-server sql.MutableDatabaseProvider. Its
 // tables support INSERT, UPDATE, DELETE, REPLACE, TRUNCATE, AUTO_INCREMENT,
-// CHECK constraints, ALTER TABLE ADD/DROP/MODIFY COLUMN and primary-key point
-// lookups. Secondary indexes, foreign keys and triggers are not supported.
+// CHECK constraints, ALTER TABLE ADD/DROP/MODIFY COLUMN, views and
+// primary-key point lookups. Non-unique secondary indexes (KEY, CREATE INDEX)
+// are recorded and shown but answered by filtered scans; UNIQUE secondary
+// indexes, foreign keys, triggers, stored procedures and temporary tables are
+// not supported.
 //
 // Every table has a stable numeric ID drawn from a bbolt sequence. IDs are
 // never reused: dropping a table and creating another under the same name

@@ -36,8 +36,6 @@ func (t *Table) Truncate(ctx *sql.Context) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	st.mu.Lock()
-	defer st.mu.Unlock()
 	err = t.s.db.Update(func(tx *bbolt.Tx) error {
 		tb := tableBucket(tx, m.id)
 		if tb == nil || tb.Bucket(rowsBucketName(m.layout)) == nil {
@@ -53,12 +51,14 @@ func (t *Table) Truncate(ctx *sql.Context) (int, error) {
 		if err := tb.Put(keyCount, u64(0)); err != nil {
 			return err
 		}
+		st.mu.Lock()
+		st.next = 1
+		st.mu.Unlock()
 		return tb.Put(keyAutoInc, u64(1))
 	})
 	if err != nil {
 		return 0, wrapf(err, "catalog: truncate %s", m.name)
 	}
-	st.next = 1
 	return int(n), nil
 }
 

@@ -36,6 +36,18 @@ func newKeyCodec(sch sql.PrimaryKeySchema) *keyCodec {
 	return k
 }
 
+// ordered reports whether bytes.Compare on keys agrees with the SQL order
+// of the key columns, which holds unless a key column is a collated string
+// or a type encoded by its text form.
+func (k *keyCodec) ordered() bool {
+	for _, kd := range k.kinds {
+		if kd == kindString || kd == kindOther {
+			return false
+		}
+	}
+	return true
+}
+
 // encodeRow appends the key of row to dst.
 func (k *keyCodec) encodeRow(ctx *sql.Context, dst []byte, row sql.Row) ([]byte, error) {
 	for i, o := range k.ords {

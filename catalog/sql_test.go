@@ -33,6 +33,9 @@ var scripts = []scriptTest{
 			{query: "INSERT INTO people (id, name) VALUES (1, 'up') ON DUPLICATE KEY UPDATE name = 'annie'", expected: []sql.Row{{"ok(2)"}}},
 			{query: "INSERT IGNORE INTO people (id, name) VALUES (1, 'ignored'), (5, 'eve')", expected: []sql.Row{{"ok(1)"}}},
 			{query: "SELECT id, name FROM people ORDER BY id", expected: []sql.Row{{1, "annie"}, {2, "bobby"}, {5, "eve"}}},
+			{query: "SELECT id FROM people ORDER BY id DESC", expected: []sql.Row{{5}, {2}, {1}}},
+			{query: "SELECT MAX(id), MIN(id) FROM people", expected: []sql.Row{{5, 1}}},
+			{query: "SELECT id FROM people WHERE id > 1 ORDER BY id DESC LIMIT 1", expected: []sql.Row{{5}}},
 		},
 	},
 	{
@@ -44,6 +47,8 @@ var scripts = []scriptTest{
 		assertions: []assertion{
 			{query: "INSERT INTO tags VALUES ('RED', 3)", err: sql.ErrPrimaryKeyViolation},
 			{query: "SELECT n FROM tags WHERE tag = 'BLUE'", expected: []sql.Row{{2}}},
+			{query: "SELECT MAX(tag), MIN(tag) FROM tags", expected: []sql.Row{{"Red", "blue"}}},
+			{query: "SELECT tag FROM tags ORDER BY tag DESC", expected: []sql.Row{{"Red"}, {"blue"}}},
 		},
 	},
 	{
@@ -120,10 +125,29 @@ var scripts = []scriptTest{
 		assertions: []assertion{
 			{query: "SELECT id FROM ix WHERE v = 10 ORDER BY id", expected: []sql.Row{{1}, {3}}},
 			{query: "SELECT id FROM ix WHERE w > 'a' ORDER BY id", expected: []sql.Row{{2}, {3}}},
+			{query: "SELECT MAX(v), MIN(w) FROM ix", expected: []sql.Row{{20, "a"}}},
 			{query: "CREATE UNIQUE INDEX u ON ix (w)", anyErr: true},
 			{query: "DROP INDEX w_idx ON ix", expected: []sql.Row{{"ok(0)"}}},
 			{query: "SELECT index_name FROM information_schema.statistics WHERE table_schema = 'mydb' AND table_name = 'ix' ORDER BY index_name",
 				expected: []sql.Row{{"PRIMARY"}, {"v_idx"}}},
+		},
+	},
+	{
+		name: "alter auto_increment, drop database",
+		setup: []string{
+			"CREATE TABLE seq (id INT PRIMARY KEY AUTO_INCREMENT, v INT)",
+			"INSERT INTO seq (v) VALUES (1)",
+			"ALTER TABLE seq AUTO_INCREMENT = 100",
+			"INSERT INTO seq (v) VALUES (2)",
+			"CREATE DATABASE scratch",
+			"CREATE TABLE scratch.s (x INT)",
+			"INSERT INTO scratch.s VALUES (1)",
+			"DROP DATABASE scratch",
+		},
+		assertions: []assertion{
+			{query: "SELECT id, v FROM seq ORDER BY id", expected: []sql.Row{{1, 1}, {100, 2}}},
+			{query: "SELECT * FROM scratch.s", err: sql.ErrDatabaseNotFound},
+			{query: "CREATE DATABASE mydb", err: sql.ErrDatabaseExists},
 		},
 	},
 	{
@@ -166,10 +190,13 @@ var checksAfterReopen = []assertion{
 	{query: "UPDATE alt SET cc = 500 WHERE id = 1", err: sql.ErrCheckConstraintViolated},
 	{query: "SELECT id, v FROM tmp2", expected: []sql.Row{{1, 4}}},
 	{query: "SELECT id FROM ix WHERE v = 10 ORDER BY id", expected: []sql.Row{{1}, {3}}},
+	{query: "INSERT INTO seq (v) VALUES (3)", expected: []sql.Row{{"ok(1)"}}},
+	{query: "SELECT MAX(id) FROM seq", expected: []sql.Row{{101}}},
+	{query: "SHOW DATABASES", expected: []sql.Row{{"information_schema"}, {"mydb"}}},
 	{query: "SELECT name FROM adults ORDER BY name", expected: []sql.Row{{"annie"}, {"bobby"}}},
-	{query: "SHOW TABLES", expected: []sql.Row{{"adults"}, {"alt"}, {"events"}, {"items"}, {"ix"}, {"people"}, {"tags"}, {"tmp2"}, {"visits"}}},
+	{query: "SHOW TABLES", expected: []sql.Row{{"adults"}, {"alt"}, {"events"}, {"items"}, {"ix"}, {"people"}, {"seq"}, {"tags"}, {"tmp2"}, {"visits"}}},
 	{query: "SELECT table_name, table_rows FROM information_schema.tables WHERE table_schema = 'mydb' AND table_type = 'BASE TABLE' ORDER BY table_name",
-		expected: []sql.Row{{"alt", 2}, {"events", 2}, {"items", 5}, {"ix", 3}, {"people", 3}, {"tags", 2}, {"tmp2", 1}, {"visits", 3}}},
+		expected: []sql.Row{{"alt", 2}, {"events", 2}, {"items", 5}, {"ix", 3}, {"people", 3}, {"seq", 3}, {"tags", 2}, {"tmp2", 1}, {"visits", 3}}},
 	{query: "SELECT column_name, column_type, is_nullable, column_key FROM information_schema.columns WHERE table_schema = 'mydb' AND table_name = 'items' ORDER BY ordinal_position",
 		expected: []sql.Row{
 			{"id", "bigint unsigned", "NO", "PRI"},

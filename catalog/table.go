@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -72,6 +73,12 @@ func (t *Table) Comment() string { return t.meta.comment }
 type partition struct {
 	keys   [][]byte       // point lookup keys; nil means scan
 	filter sql.Expression // rows not matching are skipped; nil means all
+
+	// Index lookups must return rows in index order (the engine relies on
+	// it, e.g. to answer MAX(pk) with a reverse lookup and LIMIT 1).
+	sortBy  []sql.Expression // index expressions; nil for unordered scans
+	reverse bool             // descending index order
+	inOrder bool             // storage key order is index order
 }
 
 func (p *partition) Key() []byte { return []byte("all") }
@@ -87,7 +94,29 @@ func (t *Table) PartitionRows(ctx *sql.Context, p sql.Partition) (sql.RowIter, e
 	if !ok {
 		return nil, fmt.Errorf("catalog: unexpected partition %T", p)
 	}
-	return &rowIter{t: t, part: part}, nil
+	it := &rowIter{t: t, part: part}
+	if part.sortBy == nil || part.inOrder {
+		return it, nil
+	}
+	// Storage order is not index order: materialise the matching rows and
+	// sort them, as go-mysql-server's memory backend does.
+	rows, err := sql.RowIterToRows(ctx, it)
+	if err != nil {
+		return nil, err
+	}
+	sf := make(sql.SortFields, len(part.sortBy))
+	for i, e := range part.sortBy {
+		sf[i] = sql.SortField{Column: e}
+		if part.reverse {
+			sf[i].Order = sql.Descending
+		}
+	}
+	sorter := &expression.Sorter{SortFields: sf, Rows: rows, Ctx: ctx}
+	sort.Stable(sorter)
+	if sorter.LastError != nil {
+		return nil, sorter.LastError
+	}
+	return sql.RowsToRowIter(rows...), nil
 }
 
 // rowIter streams rows in chunks, each read in its own short read
@@ -139,7 +168,12 @@ func (it *rowIter) fill(ctx *sql.Context) error {
 			return ErrSchemaChanged
 		}
 		if it.part.keys != nil {
-			for _, k := range it.part.keys {
+			keys := it.part.keys
+			if it.part.reverse {
+				keys = slices.Clone(keys)
+				slices.Reverse(keys)
+			}
+			for _, k := range keys {
 				if v := rows.Get(k); v != nil {
 					r, err := m.rows.decode(ctx, v)
 					if err != nil {
@@ -153,15 +187,31 @@ func (it *rowIter) fill(ctx *sql.Context) error {
 		}
 		c := rows.Cursor()
 		var k, v []byte
-		if it.last == nil {
+		next := c.Next
+		switch {
+		case it.part.reverse && it.part.inOrder:
+			next = c.Prev
+			if it.last == nil {
+				k, v = c.Last()
+			} else {
+				// Seek finds the first key >= last; step back past it.
+				k, v = c.Seek(it.last)
+				if k == nil {
+					k, v = c.Last()
+				}
+				for k != nil && bytes.Compare(k, it.last) >= 0 {
+					k, v = c.Prev()
+				}
+			}
+		case it.last == nil:
 			k, v = c.First()
-		} else {
+		default:
 			k, v = c.Seek(it.last)
 			if k != nil && bytes.Equal(k, it.last) {
 				k, v = c.Next()
 			}
 		}
-		for ; k != nil && len(it.buf) < scanChunk; k, v = c.Next() {
+		for ; k != nil && len(it.buf) < scanChunk; k, v = next() {
 			r, err := m.rows.decode(ctx, v)
 			if err != nil {
 				return err
@@ -457,10 +507,11 @@ func (it *indexedTable) LookupPartitions(ctx *sql.Context, lookup sql.IndexLooku
 	if err != nil {
 		return nil, err
 	}
-	part := &partition{filter: filter}
+	part := &partition{filter: filter, sortBy: idx.exprs, reverse: lookup.IsReverse}
 	if !idx.primary() {
 		return sql.PartitionsToPartitionIter(part), nil
 	}
+	part.inOrder = it.meta.key.ordered()
 	if keys, ok := it.pointKeys(ctx, ranges); ok {
 		part.keys = keys
 	}
@@ -522,52 +573,63 @@ type autoIncState struct {
 	next   uint64
 }
 
-func (t *Table) autoInc() (*autoIncState, error) {
-	t.s.mu.Lock()
-	st, ok := t.s.mu.autoinc[t.meta.id]
+// autoIncState returns the shared counter state of table id.
+func (s *Store) autoIncState(id uint64) *autoIncState {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st, ok := s.mu.autoinc[id]
 	if !ok {
 		st = &autoIncState{}
-		t.s.mu.autoinc[t.meta.id] = st
+		s.mu.autoinc[id] = st
 	}
-	t.s.mu.Unlock()
+	return st
+}
+
+// autoInc returns the table's loaded AUTO_INCREMENT state.
+//
+// Lock order: a bbolt transaction may be open when st.mu is taken (the
+// editors' commit path), so st.mu is never held while opening one.
+func (t *Table) autoInc() (*autoIncState, error) {
+	st := t.s.autoIncState(t.meta.id)
 	st.mu.Lock()
-	defer st.mu.Unlock()
-	if !st.loaded {
-		err := t.s.db.View(func(tx *bbolt.Tx) error { return st.loadLocked(tx, t.meta.id) })
-		if err != nil {
-			return nil, err
-		}
+	loaded := st.loaded
+	st.mu.Unlock()
+	if loaded {
+		return st, nil
 	}
+	var next uint64
+	err := t.s.db.View(func(tx *bbolt.Tx) error {
+		tb := tableBucket(tx, t.meta.id)
+		if tb == nil {
+			return ErrSchemaChanged
+		}
+		next = max(getU64(tb.Get(keyAutoInc)), 1)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	st.mu.Lock()
+	if !st.loaded {
+		st.next, st.loaded = next, true
+	}
+	st.mu.Unlock()
 	return st, nil
 }
 
 // autoIncTx is autoInc for callers already inside a transaction.
 func (t *Table) autoIncTx(tx *bbolt.Tx) (*autoIncState, error) {
-	t.s.mu.Lock()
-	st, ok := t.s.mu.autoinc[t.meta.id]
-	if !ok {
-		st = &autoIncState{}
-		t.s.mu.autoinc[t.meta.id] = st
-	}
-	t.s.mu.Unlock()
+	st := t.s.autoIncState(t.meta.id)
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	if !st.loaded {
-		if err := st.loadLocked(tx, t.meta.id); err != nil {
-			return nil, err
+		tb := tableBucket(tx, t.meta.id)
+		if tb == nil {
+			return nil, ErrSchemaChanged
 		}
+		st.next, st.loaded = max(getU64(tb.Get(keyAutoInc)), 1), true
 	}
 	return st, nil
-}
-
-func (st *autoIncState) loadLocked(tx *bbolt.Tx, id uint64) error {
-	tb := tableBucket(tx, id)
-	if tb == nil {
-		return ErrSchemaChanged
-	}
-	st.next = max(getU64(tb.Get(keyAutoInc)), 1)
-	st.loaded = true
-	return nil
 }
 
 // PeekNextAutoIncrementValue implements sql.AutoIncrementGetter.
@@ -621,19 +683,19 @@ func (a autoIncSetter) SetAutoIncrementValue(ctx *sql.Context, v uint64) error {
 	if err != nil {
 		return err
 	}
-	st.mu.Lock()
-	defer st.mu.Unlock()
 	err = a.t.s.db.Update(func(tx *bbolt.Tx) error {
 		tb := tableBucket(tx, a.t.meta.id)
 		if tb == nil {
 			return ErrSchemaChanged
 		}
+		st.mu.Lock()
+		st.next = v
+		st.mu.Unlock()
 		return tb.Put(keyAutoInc, u64(v))
 	})
 	if err != nil {
 		return fmt.Errorf("catalog: set auto-increment of %s: %w", a.t.meta.name, err)
 	}
-	st.next = v
 	return nil
 }
 
