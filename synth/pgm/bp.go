@@ -19,6 +19,8 @@ type bpWork struct {
 	msg, shift, acc, comb, marg, down [][]float64
 	// scratch[part] holds per-part partial results of scatter kernels.
 	scratch [][]float64
+	// red is the scratch of reductions.
+	red []float64
 }
 
 func newBPWork(jt *junctionTree) *bpWork {
@@ -40,6 +42,7 @@ func newBPWork(jt *junctionTree) *bpWork {
 			(*b)[v] = buf[i*n : (i+1)*n : (i+1)*n]
 		}
 	}
+	w.red = make([]float64, jt.maxScratch)
 	w.scratch = make([][]float64, w.team.n)
 	for i := range w.scratch {
 		w.scratch[i] = make([]float64, 2*maxSep)
@@ -101,7 +104,7 @@ func (w *bpWork) run(p, theta []float64) float64 {
 				clear(m)
 				kernel.Project(m, w.marg[n], jt.nestMap[c])
 			} else {
-				w.project(m, pv, jt.downMap[c])
+				jt.downRed[c].Sum(m, pv, w.red)
 			}
 			d, acc := w.down[c], w.acc[c]
 			for s := range d {
@@ -146,29 +149,11 @@ func (w *bpWork) normalizeRoot(b []float64) float64 {
 func (w *bpWork) upward(v int, b []float64) {
 	jt := w.jt
 	shift, acc, idx := w.shift[v], w.acc[v], jt.upMap[v]
-	n := len(shift)
-	k := w.team.parts(len(b))
-	if k == 1 {
-		kernel.MaxTo(shift, b, idx)
-		kernel.ExpShiftSum(b, acc, shift, idx)
-	} else {
-		w.team.run(len(b), 1, func(lo, hi, part int) {
-			kernel.MaxTo(w.scratch[part][:n], b[lo:hi], idx[lo:hi])
-		})
-		copy(shift, w.scratch[0][:n])
-		for part := 1; part < k; part++ {
-			for s, x := range w.scratch[part][:n] {
-				shift[s] = math.Max(shift[s], x)
-			}
-		}
-		w.team.run(len(b), 1, func(lo, hi, part int) {
-			kernel.ExpShiftSum(b[lo:hi], w.scratch[part][:n], shift, idx[lo:hi])
-		})
-		copy(acc, w.scratch[0][:n])
-		for part := 1; part < k; part++ {
-			kernel.Axpy(acc, 1, w.scratch[part][:n])
-		}
-	}
+	jt.upRed[v].Max(shift, b, w.red)
+	w.team.run(len(b), 1, func(lo, hi, _ int) {
+		kernel.ExpShiftGather(b[lo:hi], shift, idx[lo:hi])
+	})
+	jt.upRed[v].Sum(acc, b, w.red)
 	m := w.msg[v]
 	for s := range m {
 		if math.IsInf(shift[s], -1) {
@@ -176,25 +161,5 @@ func (w *bpWork) upward(v int, b []float64) {
 		} else {
 			m[s] = shift[s] + math.Log(acc[s])
 		}
-	}
-}
-
-// project writes into dst the projection of src through idx, splitting the
-// scatter over the team with per-part partial sums.
-func (w *bpWork) project(dst, src []float64, idx []int32) {
-	clear(dst)
-	k := w.team.parts(len(src))
-	if k == 1 {
-		kernel.Project(dst, src, idx)
-		return
-	}
-	n := len(dst)
-	w.team.run(len(src), 1, func(lo, hi, part int) {
-		s := w.scratch[part][:n]
-		clear(s)
-		kernel.Project(s, src[lo:hi], idx[lo:hi])
-	})
-	for part := range k {
-		kernel.Axpy(dst, 1, w.scratch[part][:n])
 	}
 }

@@ -43,6 +43,11 @@ type junctionTree struct {
 	// upMap[v] maps cells of clique v to cells of sep[v]; downMap[v] maps
 	// cells of parent[v] to cells of sep[v] (nil when v is nested).
 	upMap, downMap [][]int32
+	// upRed[v] reduces clique v to sep[v]; downRed[v] reduces parent[v] to
+	// sep[v] (nil when v is nested).
+	upRed, downRed []*kernel.Reduction
+	// maxScratch is the largest scratch any of those reductions needs.
+	maxScratch int
 	// sorted[v] lists v's children by decreasing separator size. nest[c] is
 	// the sibling listed before c with the smallest separator containing
 	// sep[c] (or -1), and nestMap[c] maps that separator to sep[c].
@@ -312,14 +317,20 @@ func (jt *junctionTree) plan() {
 		}
 	}
 	jt.nest[jt.root] = -1
+	jt.upRed = make([]*kernel.Reduction, k)
+	jt.downRed = make([]*kernel.Reduction, k)
 	for v := range k {
 		p := jt.parent[v]
 		if p < 0 {
 			continue
 		}
 		jt.upMap[v] = jt.projMap(v, jt.sep[v])
+		jt.upRed[v] = jt.reduction(v, jt.sep[v])
+		jt.maxScratch = max(jt.maxScratch, jt.upRed[v].Scratch())
 		if jt.nest[v] < 0 {
 			jt.downMap[v] = jt.projMap(p, jt.sep[v])
+			jt.downRed[v] = jt.reduction(p, jt.sep[v])
+			jt.maxScratch = max(jt.maxScratch, jt.downRed[v].Scratch())
 		}
 	}
 }
@@ -327,6 +338,11 @@ func (jt *junctionTree) plan() {
 // projMap returns the index map from clique k to its subset sub.
 func (jt *junctionTree) projMap(k int, sub []int) []int32 {
 	return kernel.Map(jt.sizesOf(jt.cliques[k]), positions(jt.cliques[k], sub))
+}
+
+// reduction plans the reduction of clique k to its subset sub.
+func (jt *junctionTree) reduction(k int, sub []int) *kernel.Reduction {
+	return kernel.NewReduction(jt.sizesOf(jt.cliques[k]), positions(jt.cliques[k], sub))
 }
 
 // sizesOf returns the domain sizes of attrs.

@@ -14,9 +14,10 @@ import (
 // clique itself.
 type compiled struct {
 	clique int
-	src    int     // index of the source measurement, -1 for the clique
-	idx    []int32 // source → attrs map; nil when the source has the same attributes
-	c      float64 // 1/σ
+	src    int               // index of the source measurement, -1 for the clique
+	idx    []int32           // source → attrs map; nil when the source has the same attributes
+	red    *kernel.Reduction // source → attrs reduction; nil with idx
+	c      float64           // 1/σ
 	q      *mat.Dense
 	y      []float64
 	x      []float64 // projected marginal (probabilities)
@@ -31,24 +32,17 @@ type compiled struct {
 
 // objective evaluates a loss over clique marginals.
 type objective struct {
-	jt      *junctionTree
-	meas    []compiled // in evaluation order: by clique, larger sets first
-	loss    Loss
-	total   float64
-	team    team
-	scratch [][]float64 // per-part partial projections
+	jt    *junctionTree
+	meas  []compiled // in evaluation order: by clique, larger sets first
+	loss  Loss
+	total float64
+	team  team
+	red   []float64 // reduction scratch
 }
 
 func newObjective(jt *junctionTree, meas []Measurement, loss Loss, total float64) *objective {
 	o := &objective{jt: jt, loss: loss, total: total, team: newTeam()}
-	maxCells := 0
-	for _, m := range meas {
-		maxCells = max(maxCells, jt.dom.Cells(m.Attrs))
-	}
-	o.scratch = make([][]float64, o.team.n)
-	for i := range o.scratch {
-		o.scratch[i] = make([]float64, maxCells)
-	}
+	scratch := 0
 	order := make([]int, len(meas))
 	clique := make([]int, len(meas))
 	for i, m := range meas {
@@ -76,7 +70,10 @@ func newObjective(jt *junctionTree, meas []Measurement, loss Loss, total float64
 			}
 		}
 		if !slices.Equal(srcAttrs, m.Attrs) {
-			cm.idx = kernel.Map(jt.dom.sizesOf(srcAttrs), positions(srcAttrs, m.Attrs))
+			sizes, keep := jt.dom.sizesOf(srcAttrs), positions(srcAttrs, m.Attrs)
+			cm.idx = kernel.Map(sizes, keep)
+			cm.red = kernel.NewReduction(sizes, keep)
+			scratch = max(scratch, cm.red.Scratch())
 		}
 		if m.Query != nil {
 			cm.own = make([]float64, n)
@@ -87,6 +84,7 @@ func newObjective(jt *junctionTree, meas []Measurement, loss Loss, total float64
 		}
 		o.meas[pos] = cm
 	}
+	o.red = make([]float64, scratch)
 	return o
 }
 
@@ -119,23 +117,10 @@ func (o *objective) value(p []float64) float64 {
 	for i := range o.meas {
 		m := &o.meas[i]
 		src := o.source(p, m)
-		switch k := o.team.parts(len(src)); {
-		case m.idx == nil:
+		if m.red == nil {
 			copy(m.x, src)
-		case k == 1:
-			clear(m.x)
-			kernel.Project(m.x, src, m.idx)
-		default:
-			n := len(m.x)
-			o.team.run(len(src), 1, func(lo, hi, part int) {
-				s := o.scratch[part][:n]
-				clear(s)
-				kernel.Project(s, src[lo:hi], m.idx[lo:hi])
-			})
-			copy(m.x, o.scratch[0][:n])
-			for part := 1; part < k; part++ {
-				kernel.Axpy(m.x, 1, o.scratch[part][:n])
-			}
+		} else {
+			m.red.Sum(m.x, src, o.red)
 		}
 		qx := m.x
 		if m.q != nil {

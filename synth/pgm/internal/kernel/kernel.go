@@ -78,6 +78,24 @@ func ExpShiftSum(x, acc, shift []float64, idx []int32) {
 	}
 }
 
+// ExpShiftGather replaces x by its exponential shifted by the shift of its
+// projection; cells whose shift is -Inf become 0:
+//
+//	for i := range x { x[i] = exp(x[i] - shift[idx[i]]) }
+func ExpShiftGather(x, shift []float64, idx []int32) {
+	if len(idx) != len(x) {
+		panic(errLength)
+	}
+	for i, v := range x {
+		s := shift[idx[i]]
+		if s == math.Inf(-1) {
+			x[i] = 0
+			continue
+		}
+		x[i] = Exp(v - s)
+	}
+}
+
 // Scale multiplies x by the per-cell factor of its projection:
 //
 //	for i := range x { x[i] *= f[idx[i]] }

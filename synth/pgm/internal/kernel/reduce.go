@@ -1,0 +1,158 @@
+package kernel
+
+import (
+	"math"
+	"slices"
+)
+
+// Reduction sums (or maximises) a row-major table over some of its axes,
+// giving the sub-table over the kept axes in their original order. It works
+// axis-run by axis-run with contiguous loops instead of an index map, so it
+// has no scatter and no loop-carried dependence through memory. A Reduction
+// is immutable and safe for concurrent use.
+type Reduction struct {
+	steps []step
+	in    int // cells of the input table
+	out   int // cells of the result
+}
+
+// step reduces a table viewed as outer × s × inner over its middle axis.
+type step struct{ outer, s, inner int }
+
+// NewReduction plans the reduction of a table with the given axis sizes onto
+// the axes keep (ascending positions).
+func NewReduction(sizes []int, keep []int) *Reduction {
+	r := &Reduction{in: 1, out: 1}
+	type axis struct {
+		size int
+		kept bool
+	}
+	axes := make([]axis, 0, len(sizes))
+	for d, s := range sizes {
+		r.in *= s
+		k := slices.Contains(keep, d) || s == 1
+		if k {
+			r.out *= s
+		}
+		// Merge runs of axes that are all kept or all dropped.
+		if n := len(axes); n > 0 && axes[n-1].kept == k {
+			axes[n-1].size *= s
+			continue
+		}
+		axes = append(axes, axis{s, k})
+	}
+	// Drop the largest run first so that later steps read less.
+	for {
+		best := -1
+		for i, a := range axes {
+			if !a.kept && (best < 0 || a.size > axes[best].size) {
+				best = i
+			}
+		}
+		if best < 0 {
+			break
+		}
+		outer, inner := 1, 1
+		for _, a := range axes[:best] {
+			outer *= a.size
+		}
+		for _, a := range axes[best+1:] {
+			inner *= a.size
+		}
+		r.steps = append(r.steps, step{outer, axes[best].size, inner})
+		// Remove the run and merge its kept neighbours.
+		axes = slices.Delete(axes, best, best+1)
+		if best > 0 && best < len(axes) {
+			axes[best-1].size *= axes[best].size
+			axes = slices.Delete(axes, best, best+1)
+		}
+	}
+	return r
+}
+
+// In is the number of input cells; Out the number of output cells.
+func (r *Reduction) In() int  { return r.in }
+func (r *Reduction) Out() int { return r.out }
+
+// Scratch is the scratch length Sum and Max need.
+func (r *Reduction) Scratch() int {
+	if len(r.steps) < 2 {
+		return 0
+	}
+	// Intermediate results alternate between two halves of the scratch.
+	return 2 * (r.in / r.steps[0].s)
+}
+
+// Sum writes into dst the sums of src over the dropped axes:
+//
+//	dst[:] = 0; for i := range src { dst[idx[i]] += src[i] }
+//
+// where idx is the Map of the same axes. scratch must hold Scratch() cells.
+func (r *Reduction) Sum(dst, src, scratch []float64) { r.apply(dst, src, scratch, false) }
+
+// Max is Sum with max instead of +; an empty reduction gives -Inf.
+func (r *Reduction) Max(dst, src, scratch []float64) { r.apply(dst, src, scratch, true) }
+
+func (r *Reduction) apply(dst, src, scratch []float64, isMax bool) {
+	if len(src) != r.in || len(dst) != r.out {
+		panic(errLength)
+	}
+	if len(r.steps) == 0 {
+		copy(dst, src)
+		return
+	}
+	cur := src
+	half := len(scratch) / 2
+	for i, st := range r.steps {
+		var next []float64
+		switch {
+		case i == len(r.steps)-1:
+			next = dst
+		case i%2 == 0:
+			next = scratch[:st.outer*st.inner]
+		default:
+			next = scratch[half : half+st.outer*st.inner]
+		}
+		reduceAxis(next, cur, st, isMax)
+		cur = next
+	}
+}
+
+// reduceAxis reduces src (outer × s × inner) over its middle axis into dst
+// (outer × inner).
+func reduceAxis(dst, src []float64, st step, isMax bool) {
+	if len(src) != st.outer*st.s*st.inner || len(dst) != st.outer*st.inner {
+		panic(errLength)
+	}
+	inner, s := st.inner, st.s
+	for o := range st.outer {
+		d := dst[o*inner : (o+1)*inner]
+		base := src[o*s*inner : (o+1)*s*inner]
+		if inner == 1 {
+			if isMax {
+				d[0] = Max(base)
+			} else {
+				var acc float64
+				for _, v := range base {
+					acc += v
+				}
+				d[0] = acc
+			}
+			continue
+		}
+		copy(d, base[:inner])
+		for j := 1; j < s; j++ {
+			row := base[j*inner : (j+1)*inner]
+			row = row[:len(d)]
+			if isMax {
+				for i, v := range row {
+					d[i] = math.Max(d[i], v)
+				}
+			} else {
+				for i, v := range row {
+					d[i] += v
+				}
+			}
+		}
+	}
+}
