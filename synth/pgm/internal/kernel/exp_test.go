@@ -37,7 +37,7 @@ func TestExp(t *testing.T) {
 		-745, -746, -1000, 1000, math.Inf(1), math.Inf(-1), math.NaN(), -math.Ln2 / 128, math.Ln2 / 128} {
 		check(x)
 	}
-	for range 1_000_000 {
+	for range 200_000 {
 		check(-rng.Float64() * 750)
 		check((rng.Float64()*2 - 1) * 40)
 		check((rng.Float64()*2 - 1) * 1e-6)
