@@ -125,10 +125,13 @@ const secureFilesDir = "secure-files"
 
 // setSystemVariables sets the process-wide GMS variables the server relies
 // on: secure_file_priv confines server-side file access (and silences GMS's
-// startup warning about it being empty).
+// startup warning about it being empty); local_infile allows LOAD DATA
+// LOCAL INFILE, which reads a file the client sends (the client must opt
+// in, and the user needs INSERT on the table).
 func setSystemVariables(dataDir string) error {
 	err := sql.SystemVariables.AssignValues(map[string]any{
 		"secure_file_priv": filepath.Join(dataDir, secureFilesDir),
+		"local_infile":     int8(1),
 	})
 	if err != nil {
 		return ErrInternal.Wrap(err, "setting system variables")

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"reflect"
 	"strconv"
@@ -428,5 +429,28 @@ func TestDemo(t *testing.T) {
 	s2 := startServer(t, dir, "--demo")
 	if got := queryStrings(t, s2.root(), "SELECT COUNT(*) FROM demo.census"); got[0][0] != "30000" {
 		t.Fatalf("demo rows after restart = %v (seeded twice?)", got)
+	}
+}
+
+func TestLoadDataLocalInfile(t *testing.T) {
+	mariadbCLI(t)
+	s := startServer(t, t.TempDir())
+	var rows [][]string
+	sum := 0
+	for i := range 500 {
+		rows = append(rows, []string{strconv.Itoa(i), "v" + strconv.Itoa(i%10)})
+		sum += i
+	}
+	path := writeCSV(t, []string{"a", "b"}, rows)
+	mustExec(t, s.root(), "CREATE DATABASE li", "CREATE TABLE li.t (a INT PRIMARY KEY, b VARCHAR(10))")
+	host, port, _ := strings.Cut(s.addr, ":")
+	out, err := exec.Command(mariadbCLI(t), "--local-infile=1", "-h"+host, "-P"+port, "-uroot", "-p"+rootPassword, "-e",
+		"LOAD DATA LOCAL INFILE '"+path+"' INTO TABLE li.t FIELDS TERMINATED BY ',' IGNORE 1 LINES").CombinedOutput()
+	if err != nil {
+		t.Fatalf("LOAD DATA LOCAL INFILE: %v\n%s", err, out)
+	}
+	got := queryStrings(t, s.root(), "SELECT COUNT(*), CAST(SUM(a) AS SIGNED) FROM li.t")
+	if got[0][0] != "500" || got[0][1] != strconv.Itoa(sum) {
+		t.Fatalf("loaded %v, want 500 rows summing to %d", got, sum)
 	}
 }
