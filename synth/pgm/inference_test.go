@@ -88,3 +88,33 @@ func TestMarginalWhereCountQuery(t *testing.T) {
 		t.Errorf("Marginal(nil) = %v, want [120]", all)
 	}
 }
+
+func TestMarginalConcurrent(t *testing.T) {
+	// Models are safe for concurrent use, including the lazily built tables
+	// of variable elimination (run with -race).
+	rng := rand.New(rand.NewPCG(35, 36))
+	dom := randomDomain(t, rng, 5, 3)
+	jt, err := newJunctionTree(dom, [][]int{{0, 1}, {1, 2}, {2, 3}, {3, 4}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	theta := make([]float64, jt.total)
+	for i := range theta {
+		theta[i] = rng.NormFloat64()
+	}
+	m := newModel(jt, theta, 10)
+	want := m.Marginal([]int{0, 4}) // computed before the tables exist
+	m2 := newModel(jt, theta, 10)
+	done := make(chan []float64)
+	for range 4 {
+		go func() { done <- m2.Marginal([]int{0, 4}) }()
+	}
+	for range 4 {
+		got := <-done
+		for i := range want {
+			if got[i] != want[i] {
+				t.Fatalf("concurrent Marginal cell %d = %v, want %v", i, got[i], want[i])
+			}
+		}
+	}
+}

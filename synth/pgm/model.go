@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"sync"
 
 	"github.com/dpsql/dpsql/synth/pgm/internal/kernel"
 )
@@ -19,11 +20,50 @@ type Model struct {
 	p     []float64 // clique marginals as probabilities, arena layout
 	logZ  float64
 	total float64
+	logs  *logTables // lazily computed, for variable elimination
+}
+
+// logTables holds, per clique v, log p_v and log p(v | sep(v)) in arena
+// layout (0/0 is taken as probability 0).
+type logTables struct {
+	once          sync.Once
+	logP, logCond []float64
+}
+
+// logTables returns the model's log tables, computing them on first use.
+func (m *Model) logTables() *logTables {
+	t := m.logs
+	t.once.Do(func() {
+		jt := m.jt
+		t.logP = make([]float64, jt.total)
+		t.logCond = make([]float64, jt.total)
+		for i, x := range m.p {
+			t.logP[i] = math.Log(x)
+		}
+		for v := range jt.cliques {
+			pv, lc := jt.block(m.p, v), jt.block(t.logCond, v)
+			if jt.parent[v] < 0 {
+				copy(lc, jt.block(t.logP, v))
+				continue
+			}
+			ps := make([]float64, m.dom.Cells(jt.sep[v]))
+			jt.upRed[v].Sum(ps, pv, make([]float64, jt.upRed[v].Scratch()))
+			idx := jt.upMap[v]
+			for i, x := range pv {
+				if x == 0 {
+					lc[i] = math.Inf(-1)
+				} else {
+					lc[i] = math.Log(x / ps[idx[i]])
+				}
+			}
+		}
+	})
+	return t
 }
 
 // newModel runs belief propagation on theta (which the model keeps).
 func newModel(jt *junctionTree, theta []float64, total float64) *Model {
-	m := &Model{dom: jt.dom, jt: jt, theta: theta, p: make([]float64, jt.total), total: total}
+	m := &Model{dom: jt.dom, jt: jt, theta: theta, p: make([]float64, jt.total), total: total, logs: &logTables{}}
 	m.logZ = newBPWork(jt).run(m.p, theta)
 	return m
 }
@@ -90,7 +130,8 @@ func (m *Model) MarginalWhere(attrs []int, weight map[int][]float64) []float64 {
 	var f factor
 	if k := m.jt.containing(sorted); k >= 0 && len(weight) == 0 {
 		f = factor{attrs: sorted, vals: make([]float64, m.dom.Cells(sorted))}
-		kernel.Project(f.vals, m.jt.block(m.p, k), m.jt.projMap(k, sorted))
+		red := m.jt.reduction(k, sorted)
+		red.Sum(f.vals, m.jt.block(m.p, k), make([]float64, red.Scratch()))
 	} else {
 		f = m.eliminate(sorted, weight)
 	}
@@ -179,25 +220,14 @@ func (m *Model) eliminate(attrs []int, weight map[int][]float64) factor {
 	}
 	var fs []factor
 	if kept[top] {
+		logs := m.logTables()
 		var walk func(v int)
 		walk = func(v int) {
-			pv := jt.block(m.p, v)
-			f := factor{attrs: jt.cliques[v], vals: make([]float64, len(pv))}
+			// The factors share the cached tables: variable elimination
+			// never writes into its inputs.
+			f := factor{attrs: jt.cliques[v], vals: jt.block(logs.logCond, v)}
 			if v == top {
-				for i, x := range pv {
-					f.vals[i] = math.Log(x)
-				}
-			} else {
-				ps := make([]float64, m.dom.Cells(jt.sep[v]))
-				kernel.Project(ps, pv, jt.upMap[v])
-				idx := jt.upMap[v]
-				for i, x := range pv {
-					if x == 0 {
-						f.vals[i] = math.Inf(-1)
-					} else {
-						f.vals[i] = math.Log(x / ps[idx[i]])
-					}
-				}
+				f.vals = jt.block(logs.logP, v)
 			}
 			fs = append(fs, f)
 			for _, c := range jt.children[v] {
