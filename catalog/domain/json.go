@@ -152,6 +152,9 @@ func (t *Table) UnmarshalJSON(b []byte) error {
 		return fmt.Errorf("domain: decoding table: %w", err)
 	}
 	tbl := Table{Columns: j.Columns}
+	if len(tbl.Columns) == 0 {
+		tbl.Columns = nil // one representation of the empty table
+	}
 	if err := tbl.Validate(); err != nil {
 		return fmt.Errorf("domain: decoding table: %w", err)
 	}
