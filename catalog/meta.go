@@ -69,7 +69,7 @@ type storedIndex struct {
 type storedColumn struct {
 	Name          string  `json:"name"`
 	Type          string  `json:"type"`
-	Collation     string  `json:"collation,omitempty"`
+	Collation     *uint16 `json:"collation_id,omitempty"`
 	Nullable      bool    `json:"nullable"`
 	Default       *string `json:"default,omitempty"`
 	Generated     *string `json:"generated,omitempty"`
@@ -109,7 +109,10 @@ func (m *tableMeta) marshal() ([]byte, error) {
 			Extra:         c.Extra,
 		}
 		if tc, ok := c.Type.(sql.TypeWithCollation); ok {
-			sc.Collation = tc.Collation().Name()
+			// Type.String omits the default collation, and parsing leaves
+			// it unspecified, so keep the exact ID.
+			id := uint16(tc.Collation())
+			sc.Collation = &id
 		}
 		st.Columns = append(st.Columns, sc)
 	}
@@ -134,6 +137,11 @@ func unmarshalMeta(id uint64, b []byte) (*tableMeta, error) {
 		typ, err := planbuilder.ParseColumnTypeString(sc.Type)
 		if err != nil {
 			return nil, fmt.Errorf("catalog: table %s column %s: type %q: %w", st.Name, sc.Name, sc.Type, err)
+		}
+		if tc, ok := typ.(sql.TypeWithCollation); ok && sc.Collation != nil && uint16(tc.Collation()) != *sc.Collation {
+			if typ, err = tc.WithNewCollation(sql.CollationID(*sc.Collation)); err != nil {
+				return nil, fmt.Errorf("catalog: table %s column %s: collation: %w", st.Name, sc.Name, err)
+			}
 		}
 		sch[i] = &sql.Column{
 			Name:          sc.Name,

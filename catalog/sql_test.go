@@ -179,6 +179,9 @@ var checksAfterReopen = []assertion{
 		{5, "eve", nil, nil, nil, nil, nil},
 	}},
 	{query: "INSERT INTO people (id, name) VALUES (5, 'dup')", err: sql.ErrPrimaryKeyViolation},
+	// Collations survive the reopen (LIKE and key weights depend on them).
+	{query: "SELECT name FROM people WHERE name LIKE 'bob%'", expected: []sql.Row{{"bobby"}}},
+	{query: "SELECT id FROM people WHERE name = 'eve'", expected: []sql.Row{{5}}},
 	{query: "INSERT INTO tags VALUES ('RED', 3)", err: sql.ErrPrimaryKeyViolation},
 	{query: "SELECT kind, COUNT(*) FROM events GROUP BY kind ORDER BY kind", expected: []sql.Row{{"a", 1}, {"b", 1}}},
 	{query: "INSERT INTO items (qty) VALUES (-1)", err: sql.ErrCheckConstraintViolated},
