@@ -64,3 +64,18 @@ func BenchmarkLoss(b *testing.B) {
 		obj.grad(g)
 	}
 }
+
+// BenchmarkModelSize is AIM's per-candidate call: the model size of the
+// benchmark's 34 cliques plus one candidate.
+func BenchmarkModelSize(b *testing.B) {
+	dom, meas, _ := adultShaped(b)
+	var cliques [][]int
+	for _, m := range meas {
+		cliques = append(cliques, m.Attrs)
+	}
+	cliques = append(cliques, []int{2, 9, 11})
+	b.ReportAllocs()
+	for b.Loop() {
+		ModelSize(dom, cliques)
+	}
+}

@@ -75,4 +75,17 @@ func (b bitset) attrs() []int {
 	return out
 }
 
+// cells is the product of the domain sizes of the members, as a float64 so
+// that it cannot overflow.
+func (b bitset) cells(dom *Domain) float64 {
+	c := 1.0
+	for i, w := range b {
+		for w != 0 {
+			c *= float64(dom.sizes[i*64+bits.TrailingZeros64(w)])
+			w &= w - 1
+		}
+	}
+	return c
+}
+
 func (b bitset) clone() bitset { return append(bitset(nil), b...) }

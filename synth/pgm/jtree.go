@@ -94,10 +94,7 @@ func eliminate(dom *Domain, sets []bitset, order []int) ([]int, []bitset) {
 						union.or(c)
 					}
 				}
-				cost := 1.0
-				for _, v := range union.attrs() {
-					cost *= float64(dom.sizes[v])
-				}
+				cost := union.cells(dom)
 				if cost < bestCost {
 					best, bestCost = a, cost
 				}
@@ -151,11 +148,7 @@ func ModelSize(dom *Domain, cliques [][]int) float64 {
 	_, maxi := eliminate(dom, sets, nil)
 	var cells float64
 	for _, m := range maxi {
-		c := 1.0
-		for _, a := range m.attrs() {
-			c *= float64(dom.sizes[a])
-		}
-		cells += c
+		cells += m.cells(dom)
 	}
 	return cells * 8 / (1 << 20)
 }
