@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -452,5 +453,44 @@ func TestLoadDataLocalInfile(t *testing.T) {
 	got := queryStrings(t, s.root(), "SELECT COUNT(*), CAST(SUM(a) AS SIGNED) FROM li.t")
 	if got[0][0] != "500" || got[0][1] != strconv.Itoa(sum) {
 		t.Fatalf("loaded %v, want 500 rows summing to %d", got, sum)
+	}
+}
+
+var generatedPassword = regexp.MustCompile(`generated root password.* password=(\S+)`)
+
+// TestGeneratedRootPassword starts without --root-password: the generated
+// password is logged once and works, also after a restart.
+func TestGeneratedRootPassword(t *testing.T) {
+	dir := t.TempDir()
+	s, err := launchArgs(t, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := generatedPassword.FindStringSubmatch(s.stderr.String())
+	if m == nil {
+		t.Fatalf("no generated password in the log:\n%s", s.stderr)
+	}
+	pw := m[1]
+	if err := s.open("root", pw).Ping(); err != nil {
+		t.Fatalf("generated password refused: %v", err)
+	}
+	s.stop(syscall.SIGTERM)
+	s2, err := launchArgs(t, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(s2.stderr.String(), pw) {
+		t.Error("the password was printed again on the second start")
+	}
+	if err := s2.open("root", pw).Ping(); err != nil {
+		t.Errorf("generated password refused after restart: %v", err)
+	}
+	s2.stop(syscall.SIGTERM)
+	s3 := startServer(t, dir) // --root-password replaces it
+	if err := s3.open("root", pw).Ping(); mysqlCode(err) != 1045 {
+		t.Errorf("old password after --root-password: %v, want 1045", err)
+	}
+	if err := s3.root().Ping(); err != nil {
+		t.Errorf("new password refused: %v", err)
 	}
 }

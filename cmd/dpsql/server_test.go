@@ -96,9 +96,15 @@ func startServer(t testing.TB, dir string, extra ...string) *server {
 	return s
 }
 
-// launch starts dpsql serve and waits for its ready line or its exit.
+// launch starts dpsql serve with root's password and waits for its ready
+// line or its exit.
 func launch(t testing.TB, dir string, extra ...string) (*server, error) {
-	args := append([]string{"serve", "--data-dir", dir, "--port", "0", "--root-password", rootPassword}, extra...)
+	return launchArgs(t, dir, append([]string{"--root-password", rootPassword}, extra...)...)
+}
+
+// launchArgs starts dpsql serve on dir and a free port with extra flags.
+func launchArgs(t testing.TB, dir string, extra ...string) (*server, error) {
+	args := append([]string{"serve", "--data-dir", dir, "--port", "0"}, extra...)
 	s := &server{t: t, dir: dir, cmd: exec.Command(binPath, args...), stderr: &syncBuffer{}, exited: make(chan struct{})}
 	s.cmd.Stderr = s.stderr
 	if err := s.cmd.Start(); err != nil {
