@@ -140,12 +140,13 @@ func (r *run) loop(ctx context.Context, sigma0 float64) (*synth.Result, error) {
 	var (
 		eligible []int
 		scores   []float64
-		est      = make(map[string][]float64)
+		sc       = newScorer(r)
 	)
 	for t := 1; ; t++ {
 		if err := ctx.Err(); err != nil {
 			return fail(err)
 		}
+		prevUsed := r.sched.used
 		sigma, eps, last := r.sched.next()
 		limit := r.opt.MaxModelSize * r.sched.used / r.sched.rho
 
@@ -154,27 +155,20 @@ func (r *run) loop(ctx context.Context, sigma0 float64) (*synth.Result, error) {
 			// Cannot happen: 1-way candidates are always in a clique.
 			panic("aim: no eligible candidate")
 		}
-		clear(est)
-		scores = scores[:0]
 		delta := 0.0
 		for _, i := range eligible {
 			delta = max(delta, r.cands[i].weight)
 		}
-		// Score larger sets first so their subsets are projections.
-		for k := len(eligible) - 1; k >= 0; k-- {
-			i := eligible[k]
-			c := &r.cands[i]
-			xhat := r.modelMarginal(est, c)
-			n := float64(len(xhat))
-			q := c.weight * (marginal.L1(r.answers[i], xhat) - sqrt2pi*sigma*n)
-			scores = append(scores, q)
+		var err error
+		if scores, err = sc.scores(ctx, scores, eligible, r.model, sigma); err != nil {
+			r.sched.used = prevUsed // this round selected and measured nothing
+			return fail(err)
 		}
-		slices.Reverse(scores)
 		pick := eligible[r.in.Noise.Exponential(scores, eps, delta)]
 		sel := r.cands[pick]
 		r.tracker.Round(t, eligible, r.model)
 
-		before := est[sel.key]
+		before := r.model.Marginal(sel.attrs)
 		r.measure(sel.attrs, r.answers[pick], sigma, eps, t)
 		if err := r.estimate(ctx, r.opt.PGMIters); err != nil {
 			return fail(fmt.Errorf("round %d estimation: %w", t, err))
@@ -210,27 +204,4 @@ func (r *run) loop(ctx context.Context, sigma0 float64) (*synth.Result, error) {
 	res.RhoUsed = r.sched.used
 	r.in.Report(synth.Status{Phase: "sample", Round: len(res.Rounds), RhoUsed: r.sched.used, ModelSize: r.model.Size()})
 	return res, nil
-}
-
-// modelMarginal returns M_c(p̂) for the current model, memoised in est for
-// this round; it projects from an already computed workload superset when
-// there is one, which is much cheaper than inference.
-func (r *run) modelMarginal(est map[string][]float64, c *candidate) []float64 {
-	if x, ok := est[c.key]; ok {
-		return x
-	}
-	best := -1
-	for _, p := range c.parents {
-		if _, ok := est[r.wkeys[p]]; ok && (best < 0 || r.dom.Cells(r.w[p].Attrs) < r.dom.Cells(r.w[best].Attrs)) {
-			best = p
-		}
-	}
-	var x []float64
-	if best >= 0 {
-		x = marginal.ProjectTo(nil, r.dom, r.w[best].Attrs, est[r.wkeys[best]], c.attrs)
-	} else {
-		x = r.model.Marginal(c.attrs)
-	}
-	est[c.key] = x
-	return x
 }

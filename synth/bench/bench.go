@@ -40,6 +40,8 @@ type Config struct {
 	Seeds     int            // runs, seeds 0..Seeds−1; 0 means 1
 	Options   []synth.Option // mechanism options
 	Rows      int            // synthetic rows; 0 means the model's estimate
+	// Progress, if non-nil, receives one line per progress report.
+	Progress io.Writer
 }
 
 // Report is the outcome of one seed.
@@ -49,7 +51,8 @@ type Report struct {
 	Rounds  int
 	RhoUsed float64
 	Wall    time.Duration
-	PeakMB  float64 // peak resident set so far (0 if unknown)
+	CPU     time.Duration // process CPU time (user + system) during the run
+	PeakMB  float64       // peak resident set so far (0 if unknown)
 }
 
 // Run executes the benchmark described by cfg and writes a table to w.
@@ -107,7 +110,7 @@ func Execute(ctx context.Context, cfg Config, w io.Writer) ([]Report, error) {
 	}
 	secret := noise.NewSecret()
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "seed\terror\trounds\tρ used\twall\tpeak MB\t")
+	fmt.Fprintln(tw, "seed\terror\trounds\tρ used\twall\tCPU\tpeak MB\t")
 	var reports []Report
 	for seed := range cfg.Seeds {
 		in := &synth.Input{
@@ -117,14 +120,20 @@ func Execute(ctx context.Context, cfg Config, w io.Writer) ([]Report, error) {
 			Noise:    noise.Derive(secret, int64(seed), "bench"),
 			Rows:     cfg.Rows,
 		}
-		start := time.Now()
+		start, cpu0 := time.Now(), cpuTime()
+		if pw := cfg.Progress; pw != nil {
+			in.Progress = func(s synth.Status) {
+				fmt.Fprintf(pw, "seed %d %6.1fs %-6s round %4d  ρ used %.6g  model %.2f MB\n",
+					seed, time.Since(start).Seconds(), s.Phase, s.Round, s.RhoUsed, s.ModelSize)
+			}
+		}
 		res, err := runner.Run(ctx, in)
-		wall := time.Since(start)
+		wall, cpu := time.Since(start), cpuTime()-cpu0
 		if err != nil {
 			tw.Flush()
 			return reports, fmt.Errorf("bench: seed %d: %w", seed, err)
 		}
-		r := Report{Seed: seed, Rounds: len(res.Rounds), RhoUsed: res.RhoUsed, Wall: wall, PeakMB: peakMB()}
+		r := Report{Seed: seed, Rounds: len(res.Rounds), RhoUsed: res.RhoUsed, Wall: wall, CPU: cpu, PeakMB: peakMB()}
 		if mech.Output() == synth.AnswersOnly {
 			r.Error, err = AnswerError(data.Domain(), truth, res.Measurements)
 		} else {
@@ -135,18 +144,19 @@ func Execute(ctx context.Context, cfg Config, w io.Writer) ([]Report, error) {
 			return reports, fmt.Errorf("bench: seed %d: %w", seed, err)
 		}
 		reports = append(reports, r)
-		fmt.Fprintf(tw, "%d\t%.4f\t%d\t%.6g\t%.1fs\t%.0f\t\n", seed, r.Error, r.Rounds, r.RhoUsed, wall.Seconds(), r.PeakMB)
-		tw.Flush()
+		fmt.Fprintf(tw, "%d\t%.4f\t%d\t%.6g\t%.1fs\t%.1fs\t%.0f\t\n", seed, r.Error, r.Rounds, r.RhoUsed,
+			wall.Seconds(), cpu.Seconds(), r.PeakMB)
 	}
 	var mean Report
 	for _, r := range reports {
 		mean.Error += r.Error / float64(len(reports))
 		mean.Wall += r.Wall / time.Duration(len(reports))
+		mean.CPU += r.CPU / time.Duration(len(reports))
 		mean.Rounds += r.Rounds
 		mean.PeakMB = max(mean.PeakMB, r.PeakMB)
 	}
-	fmt.Fprintf(tw, "mean\t%.4f\t%.1f\t\t%.1fs\t%.0f\t\n", mean.Error, float64(mean.Rounds)/float64(len(reports)),
-		mean.Wall.Seconds(), mean.PeakMB)
+	fmt.Fprintf(tw, "mean\t%.4f\t%.1f\t\t%.1fs\t%.1fs\t%.0f\t\n", mean.Error, float64(mean.Rounds)/float64(len(reports)),
+		mean.Wall.Seconds(), mean.CPU.Seconds(), mean.PeakMB)
 	return reports, tw.Flush()
 }
 

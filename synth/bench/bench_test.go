@@ -3,6 +3,7 @@ package bench
 import (
 	"bytes"
 	"context"
+	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -87,6 +88,30 @@ func adult(t *testing.T) (csv, domain string) {
 	return csv, domain
 }
 
+// envOptions parses DPSQL_ADULT_OPTS ("NAME=value,NAME=value").
+func envOptions(t *testing.T) []synth.Option {
+	var opts []synth.Option
+	for _, kv := range strings.Split(os.Getenv("DPSQL_ADULT_OPTS"), ",") {
+		if kv == "" {
+			continue
+		}
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok {
+			t.Fatalf("DPSQL_ADULT_OPTS: %q is not NAME=value", kv)
+		}
+		opts = append(opts, synth.Option{Name: k, Value: v})
+	}
+	return opts
+}
+
+// progress returns os.Stderr when DPSQL_ADULT_PROGRESS is set.
+func progress() io.Writer {
+	if os.Getenv("DPSQL_ADULT_PROGRESS") != "" {
+		return os.Stderr
+	}
+	return nil
+}
+
 // TestAdult checks the accuracy targets of reference/targets.md on adult
 // (ε = 1, δ = 1e-9, all 3-way marginals). It takes minutes, so it runs only
 // when DPSQL_ADULT names the mechanisms to check (e.g. "aim,mst") and the
@@ -108,6 +133,7 @@ func TestAdult(t *testing.T) {
 			var buf bytes.Buffer
 			reports, err := Execute(context.Background(), Config{
 				CSV: csv, Domain: domain, Mechanism: name, Epsilon: 1, Workload: "all-3way", Seeds: seeds,
+				Progress: progress(), Options: envOptions(t),
 			}, &buf)
 			t.Log("\n" + buf.String())
 			if err != nil {

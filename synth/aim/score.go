@@ -1,0 +1,124 @@
+package aim
+
+import (
+	"context"
+	"runtime"
+	"sync"
+	"sync/atomic"
+
+	"github.com/dpsql/dpsql/synth/internal/marginal"
+	"github.com/dpsql/dpsql/synth/pgm"
+)
+
+// scorer computes the selection scores of a round's eligible candidates in
+// parallel. Computing M_r(p̂) dominates AIM's running time (variable
+// elimination for sets that span cliques), so each eligible workload set is
+// computed once and its eligible subsets are projected from it; only the
+// scores are kept, not the marginals.
+type scorer struct {
+	r *run
+	// topCand[p] is the candidate index of workload set p.
+	topCand []int
+	// group bookkeeping, rebuilt each round.
+	pos    []int   // candidate → position in eligible, −1 if not eligible
+	groups []group // one per marginal computed by inference
+}
+
+// group is a candidate whose model marginal is computed by inference, and
+// the eligible candidates projected from it.
+type group struct {
+	root int   // candidate index
+	deps []int // candidate indexes of eligible strict subsets
+}
+
+func newScorer(r *run) *scorer {
+	s := &scorer{r: r, topCand: make([]int, len(r.w)), pos: make([]int, len(r.cands))}
+	byKey := make(map[string]int, len(r.cands))
+	for i, c := range r.cands {
+		byKey[c.key] = i
+	}
+	for p := range r.w {
+		s.topCand[p] = byKey[r.wkeys[p]]
+	}
+	return s
+}
+
+// scores writes into dst[k] the score of candidate eligible[k] against
+// model, with noise scale sigma, and returns dst.
+func (s *scorer) scores(ctx context.Context, dst []float64, eligible []int, model *pgm.Model, sigma float64) ([]float64, error) {
+	r := s.r
+	for i := range s.pos {
+		s.pos[i] = -1
+	}
+	for k, i := range eligible {
+		s.pos[i] = k
+	}
+	s.groups = s.groups[:0]
+	rootGroup := make(map[int]int)
+	// Eligible candidates in decreasing size: each either has an eligible
+	// workload superset to project from (the smallest one), or is a root.
+	for k := len(eligible) - 1; k >= 0; k-- {
+		i := eligible[k]
+		best := -1
+		for _, p := range r.cands[i].parents {
+			tc := s.topCand[p]
+			if tc == i || s.pos[tc] < 0 {
+				continue
+			}
+			if best < 0 || len(r.answers[tc]) < len(r.answers[best]) {
+				best = tc
+			}
+		}
+		if best < 0 {
+			rootGroup[i] = len(s.groups)
+			s.groups = append(s.groups, group{root: i})
+			continue
+		}
+		g, ok := rootGroup[best]
+		if !ok {
+			// best was itself projected from a larger workload set
+			// (workload sets may nest); compute it directly as well.
+			g = len(s.groups)
+			rootGroup[best] = g
+			s.groups = append(s.groups, group{root: best})
+		}
+		s.groups[g].deps = append(s.groups[g].deps, i)
+	}
+
+	if cap(dst) < len(eligible) {
+		dst = make([]float64, len(eligible))
+	}
+	dst = dst[:len(eligible)]
+	score := func(i int, xhat []float64) {
+		c := &r.cands[i]
+		dst[s.pos[i]] = c.weight * (marginal.L1(r.answers[i], xhat) - sqrt2pi*sigma*float64(len(xhat)))
+	}
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	workers := min(runtime.GOMAXPROCS(0), len(s.groups))
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var buf []float64
+			for {
+				g := int(next.Add(1)) - 1
+				if g >= len(s.groups) || ctx.Err() != nil {
+					return
+				}
+				grp := &s.groups[g]
+				x := model.Marginal(r.cands[grp.root].attrs)
+				score(grp.root, x)
+				for _, i := range grp.deps {
+					buf = marginal.ProjectTo(buf, r.dom, r.cands[grp.root].attrs, x, r.cands[i].attrs)
+					score(i, buf)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if err := ctx.Err(); err != nil {
+		return dst, err
+	}
+	return dst, nil
+}
