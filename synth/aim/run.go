@@ -50,6 +50,10 @@ func (o *Options) Run(ctx context.Context, in *synth.Input) (*synth.Result, erro
 	answers := make([][]float64, len(cands))
 	for i, c := range cands {
 		p := c.parents[0]
+		if len(c.attrs) == len(w[p].Attrs) {
+			answers[i] = topAns[p] // the workload set itself
+			continue
+		}
 		answers[i] = marginal.ProjectTo(nil, dom, w[p].Attrs, topAns[p], c.attrs)
 	}
 	topAns = nil

@@ -104,10 +104,6 @@ func Execute(ctx context.Context, cfg Config, w io.Writer) ([]Report, error) {
 	for i, m := range work {
 		sets[i] = m.Attrs
 	}
-	truth, err := data.Marginals(ctx, sets)
-	if err != nil {
-		return nil, fmt.Errorf("bench: %w", err)
-	}
 	secret := noise.NewSecret()
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "seed\terror\trounds\tρ used\twall\tCPU\tpeak MB\t")
@@ -135,9 +131,9 @@ func Execute(ctx context.Context, cfg Config, w io.Writer) ([]Report, error) {
 		}
 		r := Report{Seed: seed, Rounds: len(res.Rounds), RhoUsed: res.RhoUsed, Wall: wall, CPU: cpu, PeakMB: peakMB()}
 		if mech.Output() == synth.AnswersOnly {
-			r.Error, err = AnswerError(data.Domain(), truth, res.Measurements)
+			r.Error, err = AnswerError(data, res.Measurements)
 		} else {
-			r.Error, err = WorkloadError(ctx, data.Domain(), truth, sets, res.Rows)
+			r.Error, err = WorkloadError(data, sets, res.Rows)
 		}
 		if err != nil {
 			tw.Flush()
@@ -198,40 +194,44 @@ func Workload(name string, d int) ([]synth.Marginal, error) {
 }
 
 // WorkloadError is the mean over sets of ‖x/|x| − x̂/|x̂|‖₁ where x are the
-// true marginals (truth, in the order of sets) and x̂ those of the
-// column-major rows.
-func WorkloadError(ctx context.Context, dom *pgm.Domain, truth [][]float64, sets [][]int, rows [][]uint16) (float64, error) {
-	syn, err := pgm.NewDataset(dom, rows)
+// marginals of data and x̂ those of the column-major rows. It counts one
+// marginal at a time to keep memory low.
+func WorkloadError(data *pgm.Dataset, sets [][]int, rows [][]uint16) (float64, error) {
+	syn, err := pgm.NewDataset(data.Domain(), rows)
 	if err != nil {
 		return 0, fmt.Errorf("synthetic rows: %w", err)
 	}
 	if syn.Rows() == 0 {
 		return 0, errors.New("no synthetic rows")
 	}
-	est, err := syn.Marginals(ctx, sets)
-	if err != nil {
-		return 0, err
-	}
 	var sum float64
-	for i := range sets {
-		sum += normL1(truth[i], est[i])
+	var x, y []float64
+	for _, s := range sets {
+		x = data.MarginalTo(x, s)
+		y = syn.MarginalTo(y, s)
+		sum += normL1(x, y)
 	}
 	return sum / float64(len(sets)), nil
 }
 
-// AnswerError is WorkloadError for noisy answers (clipped at 0), in the
-// order of truth.
-func AnswerError(dom *pgm.Domain, truth [][]float64, ans []synth.Measurement) (float64, error) {
-	if len(ans) != len(truth) {
-		return 0, fmt.Errorf("%d answers for %d workload marginals", len(ans), len(truth))
+// AnswerError is WorkloadError for noisy answers (clipped at 0) to
+// marginals of data.
+func AnswerError(data *pgm.Dataset, ans []synth.Measurement) (float64, error) {
+	if len(ans) == 0 {
+		return 0, errors.New("no answers")
 	}
 	var sum float64
-	for i, a := range ans {
+	var x []float64
+	for _, a := range ans {
+		x = data.MarginalTo(x, a.Attrs)
+		if len(x) != len(a.Y) {
+			return 0, fmt.Errorf("answer over %v has %d cells, want %d", a.Attrs, len(a.Y), len(x))
+		}
 		y := make([]float64, len(a.Y))
 		for j, v := range a.Y {
 			y[j] = max(v, 0)
 		}
-		sum += normL1(truth[i], y)
+		sum += normL1(x, y)
 	}
 	return sum / float64(len(ans)), nil
 }

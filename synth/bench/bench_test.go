@@ -60,15 +60,14 @@ func TestWorkloadErrorOfData(t *testing.T) {
 	cols := [][]uint16{{0, 0, 1, 1}, {0, 1, 1, 1}}
 	ds, _ := pgm.NewDataset(dom, cols)
 	sets := [][]int{{0}, {1}, {0, 1}}
-	truth, _ := ds.Marginals(context.Background(), sets)
-	if e, err := WorkloadError(context.Background(), dom, truth, sets, cols); err != nil || e != 0 {
+	if e, err := WorkloadError(ds, sets, cols); err != nil || e != 0 {
 		t.Errorf("error of the data itself = %v, %v", e, err)
 	}
 	flipped := [][]uint16{cols[0], {1, 0, 0, 0}}
 	// a: unchanged → 0; b: (1/4, 3/4) vs (3/4, 1/4) → 1; ab: true pairs
 	// (0,0),(0,1),(1,1),(1,1) vs flipped (0,1),(0,0),(1,0),(1,0): cells
 	// (1/4, 1/4, 0, 1/2) vs (1/4, 1/4, 1/2, 0) → 1. Mean 2/3.
-	e, err := WorkloadError(context.Background(), dom, truth, sets, flipped)
+	e, err := WorkloadError(ds, sets, flipped)
 	if err != nil || math.Abs(e-2.0/3) > 1e-15 {
 		t.Errorf("error = %v, %v; want %v", e, err, 2.0/3)
 	}
@@ -147,5 +146,15 @@ func TestAdult(t *testing.T) {
 				t.Errorf("%s: mean error %.4f above target %.3f", name, mean, target)
 			}
 		})
+	}
+}
+
+func TestAnswerError(t *testing.T) {
+	dom, _ := pgm.NewDomain([]string{"a"}, []int{3})
+	ds, _ := pgm.NewDataset(dom, [][]uint16{{0, 1, 1, 2}})
+	ans := []synth.Measurement{{Measurement: pgm.Measurement{Attrs: []int{0}, Y: []float64{-5, 2, 2}, Sigma: 1}}}
+	// (1/4, 1/2, 1/4) vs clipped (0, 2, 2)/4 = (0, 1/2, 1/2) → 1/2.
+	if e, err := AnswerError(ds, ans); err != nil || math.Abs(e-0.5) > 1e-15 {
+		t.Errorf("AnswerError = %v, %v; want 0.5", e, err)
 	}
 }
