@@ -45,6 +45,10 @@
 // each statement is durable as soon as it completes, and ROLLBACK undoes
 // nothing.
 //
+// AUTO_INCREMENT values are reserved atomically, so concurrent sessions never
+// receive the same value; as in InnoDB, values reserved by a statement that
+// fails are not given back.
+//
 // Reads run in short read transactions of at most a few thousand rows, so a
 // long scan never blocks writers; a scan that races with concurrent writes
 // sees each chunk at its own commit point (read committed), not one snapshot.
