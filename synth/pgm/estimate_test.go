@@ -404,4 +404,3 @@ func lambdaMax(q *mat.Dense) float64 {
 	}
 	return lambda * (1 + 1e-6)
 }
-
