@@ -128,31 +128,76 @@ func reduceAxis(dst, src []float64, st step, isMax bool) {
 	for o := range st.outer {
 		d := dst[o*inner : (o+1)*inner]
 		base := src[o*s*inner : (o+1)*s*inner]
-		if inner == 1 {
-			if isMax {
-				d[0] = Max(base)
-			} else {
-				var acc float64
-				for _, v := range base {
-					acc += v
+		switch {
+		case inner < 16:
+			// Few outputs per block: reduce each in registers, with four
+			// independent accumulators to hide the add latency.
+			for i := range d {
+				if isMax {
+					d[i] = stridedMax(base[i:], s, inner)
+				} else {
+					d[i] = stridedSum(base[i:], s, inner)
 				}
-				d[0] = acc
 			}
-			continue
-		}
-		copy(d, base[:inner])
-		for j := 1; j < s; j++ {
-			row := base[j*inner : (j+1)*inner]
-			row = row[:len(d)]
-			if isMax {
+		case isMax:
+			copy(d, base[:inner])
+			for j := 1; j < s; j++ {
+				row := base[j*inner : (j+1)*inner]
+				row = row[:len(d)]
 				for i, v := range row {
-					d[i] = math.Max(d[i], v)
+					if v > d[i] {
+						d[i] = v
+					}
 				}
-			} else {
+			}
+		default:
+			copy(d, base[:inner])
+			for j := 1; j < s; j++ {
+				row := base[j*inner : (j+1)*inner]
+				row = row[:len(d)]
 				for i, v := range row {
 					d[i] += v
 				}
 			}
 		}
 	}
+}
+
+// stridedSum is Σ_{j<n} x[j·stride].
+func stridedSum(x []float64, n, stride int) float64 {
+	var a0, a1, a2, a3 float64
+	j, k := 0, 0
+	for ; j+3 < n; j += 4 {
+		a0 += x[k]
+		a1 += x[k+stride]
+		a2 += x[k+2*stride]
+		a3 += x[k+3*stride]
+		k += 4 * stride
+	}
+	for ; j < n; j++ {
+		a0 += x[k]
+		k += stride
+	}
+	return (a0 + a1) + (a2 + a3)
+}
+
+// stridedMax is max_{j<n} x[j·stride] (-Inf for n = 0). NaNs are skipped.
+func stridedMax(x []float64, n, stride int) float64 {
+	m0, m1 := math.Inf(-1), math.Inf(-1)
+	j, k := 0, 0
+	for ; j+1 < n; j += 2 {
+		if v := x[k]; v > m0 {
+			m0 = v
+		}
+		if v := x[k+stride]; v > m1 {
+			m1 = v
+		}
+		k += 2 * stride
+	}
+	if j < n {
+		if v := x[k]; v > m0 {
+			m0 = v
+		}
+	}
+	return math.Max(m0, m1)
 }
