@@ -104,7 +104,7 @@ func (w *bpWork) run(p, theta []float64) float64 {
 				clear(m)
 				kernel.Project(m, w.marg[n], jt.nestMap[c])
 			} else {
-				jt.downRed[c].Sum(m, pv, w.red)
+				jt.downRed[c].SumPar(m, pv, w.red, w.team.split)
 			}
 			d, acc := w.down[c], w.acc[c]
 			for s := range d {
@@ -149,11 +149,11 @@ func (w *bpWork) normalizeRoot(b []float64) float64 {
 func (w *bpWork) upward(v int, b []float64) {
 	jt := w.jt
 	shift, acc, idx := w.shift[v], w.acc[v], jt.upMap[v]
-	jt.upRed[v].Max(shift, b, w.red)
+	jt.upRed[v].MaxPar(shift, b, w.red, w.team.split)
 	w.team.run(len(b), 1, func(lo, hi, _ int) {
 		kernel.ExpShiftGather(b[lo:hi], shift, idx[lo:hi])
 	})
-	jt.upRed[v].Sum(acc, b, w.red)
+	jt.upRed[v].SumPar(acc, b, w.red, w.team.split)
 	m := w.msg[v]
 	for s := range m {
 		if math.IsInf(shift[s], -1) {

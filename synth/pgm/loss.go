@@ -120,7 +120,7 @@ func (o *objective) value(p []float64) float64 {
 		if m.red == nil {
 			copy(m.x, src)
 		} else {
-			m.red.Sum(m.x, src, o.red)
+			m.red.SumPar(m.x, src, o.red, o.team.split)
 		}
 		qx := m.x
 		if m.q != nil {

@@ -46,3 +46,23 @@ func (t team) run(n, align int, f func(lo, hi, part int)) {
 	f(min((k-1)*step, n), n, k-1)
 	wg.Wait()
 }
+
+// split runs f over parts(cells) contiguous ranges of [0, n) concurrently;
+// it is a kernel.Par.
+func (t team) split(cells, n int, f func(lo, hi int)) {
+	k := min(t.parts(cells), n)
+	if k <= 1 {
+		f(0, n)
+		return
+	}
+	var wg sync.WaitGroup
+	for p := range k - 1 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			f(p*n/k, (p+1)*n/k)
+		}()
+	}
+	f((k-1)*n/k, n)
+	wg.Wait()
+}

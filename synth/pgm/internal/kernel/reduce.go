@@ -93,7 +93,26 @@ func (r *Reduction) Sum(dst, src, scratch []float64) { r.apply(dst, src, scratch
 // Max is Sum with max instead of +; an empty reduction gives -Inf.
 func (r *Reduction) Max(dst, src, scratch []float64) { r.apply(dst, src, scratch, true) }
 
+// Par runs f over disjoint ranges [lo, hi) covering [0, n), possibly
+// concurrently, and returns when all have finished; cells is the amount of
+// work, for deciding how many ranges to use.
+type Par func(cells, n int, f func(lo, hi int))
+
+// SumPar is Sum with its first (largest) step split by par.
+func (r *Reduction) SumPar(dst, src, scratch []float64, par Par) {
+	r.applyPar(dst, src, scratch, false, par)
+}
+
+// MaxPar is Max with its first (largest) step split by par.
+func (r *Reduction) MaxPar(dst, src, scratch []float64, par Par) {
+	r.applyPar(dst, src, scratch, true, par)
+}
+
 func (r *Reduction) apply(dst, src, scratch []float64, isMax bool) {
+	r.applyPar(dst, src, scratch, isMax, nil)
+}
+
+func (r *Reduction) applyPar(dst, src, scratch []float64, isMax bool, par Par) {
 	if len(src) != r.in || len(dst) != r.out {
 		panic(errLength)
 	}
@@ -113,7 +132,21 @@ func (r *Reduction) apply(dst, src, scratch []float64, isMax bool) {
 		default:
 			next = scratch[half : half+st.outer*st.inner]
 		}
-		reduceAxis(next, cur, st, isMax)
+		switch {
+		case i > 0 || par == nil:
+			reduceAxis(next, cur, st, isMax)
+		case st.outer > 1:
+			// Blocks of the outer axis write disjoint parts of next.
+			in, out := st.s*st.inner, st.inner
+			par(len(cur), st.outer, func(lo, hi int) {
+				reduceAxis(next[lo*out:hi*out], cur[lo*in:hi*in], step{hi - lo, st.s, st.inner}, isMax)
+			})
+		default:
+			// One block: columns of the s × inner matrix are disjoint.
+			par(len(cur), st.inner, func(lo, hi int) {
+				reduceColumns(next[lo:hi], cur, st.s, st.inner, lo, isMax)
+			})
+		}
 		cur = next
 	}
 }
@@ -158,6 +191,26 @@ func reduceAxis(dst, src []float64, st step, isMax bool) {
 				for i, v := range row {
 					d[i] += v
 				}
+			}
+		}
+	}
+}
+
+// reduceColumns reduces columns [lo, lo+len(dst)) of the s × inner matrix
+// src into dst.
+func reduceColumns(dst, src []float64, s, inner, lo int, isMax bool) {
+	hi := lo + len(dst)
+	copy(dst, src[lo:hi])
+	for j := 1; j < s; j++ {
+		row := src[j*inner+lo : j*inner+hi]
+		row = row[:len(dst)]
+		for i, v := range row {
+			if isMax {
+				if v > dst[i] {
+					dst[i] = v
+				}
+			} else {
+				dst[i] += v
 			}
 		}
 	}

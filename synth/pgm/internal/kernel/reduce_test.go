@@ -40,6 +40,22 @@ func TestReductionAgainstMap(t *testing.T) {
 		gotMax, all2 := guarded(r.Out())
 		r.Max(gotMax, src, scratch)
 		checkGuard(t, "Max", gotMax, all2)
+		// The split variants, with ranges of one element run in reverse.
+		par := func(cells, n int, f func(lo, hi int)) {
+			for lo := n - 1; lo >= 0; lo-- {
+				f(lo, lo+1)
+			}
+		}
+		parSum := make([]float64, r.Out())
+		r.SumPar(parSum, src, scratch, par)
+		parMax := make([]float64, r.Out())
+		r.MaxPar(parMax, src, scratch, par)
+		for i := range wantSum {
+			if !close(parSum[i], wantSum[i]) || parMax[i] != wantMax[i] {
+				t.Fatalf("trial %d sizes %v keep %v cell %d: split sum %v max %v, want %v %v",
+					trial, sizes, keep, i, parSum[i], parMax[i], wantSum[i], wantMax[i])
+			}
+		}
 		for i := range wantSum {
 			if !close(gotSum[i], wantSum[i]) || gotMax[i] != wantMax[i] {
 				t.Fatalf("trial %d sizes %v keep %v cell %d: sum %v max %v, want %v %v",
