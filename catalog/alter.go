@@ -137,7 +137,7 @@ func (t *Table) rewrite(ctx *sql.Context, cols sql.Schema, src []int, conv int, 
 		}
 		sch := copySchema(sql.PrimaryKeySchema{Schema: cols, PkOrdinals: ords}, cur.name)
 		nm = newTableMeta(cur.id, cur.name, sch, cur.collation, cur.comment, cur.checks, cur.layout+1)
-		nm.indexes = remapIndexes(cur.indexes, cols, oldCol, conv)
+		nm.setIndexes(remapIndexes(cur.indexes, cols, oldCol, conv))
 		tb := tableBucket(tx, cur.id)
 		oldRows := tb.Bucket(rowsBucketName(cur.layout))
 		if oldRows == nil {
@@ -191,6 +191,18 @@ func (t *Table) rewrite(ctx *sql.Context, cols sql.Schema, src []int, conv int, 
 		}
 		if err := tb.DeleteBucket(rowsBucketName(cur.layout)); err != nil {
 			return err
+		}
+		// Rebuild unique indexes from the new rows (keys or values may have
+		// changed); drop the buckets of indexes that lost all columns.
+		for _, u := range cur.uniq {
+			if err := dropBucketIfExists(tx, cur.id, uniqBucketName(u.def.ID)); err != nil {
+				return err
+			}
+		}
+		for _, u := range nm.uniq {
+			if err := buildUniqTx(ctx, tx, nm, u); err != nil {
+				return err
+			}
 		}
 		return t.s.putMetaTx(tx, nm)
 	})

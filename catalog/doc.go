@@ -18,11 +18,12 @@
 //
 // Store.Provider returns a go-mysql-server sql.MutableDatabaseProvider. Its
 // tables support INSERT, UPDATE, DELETE, REPLACE, TRUNCATE, AUTO_INCREMENT,
-// CHECK constraints, ALTER TABLE ADD/DROP/MODIFY COLUMN, views and
-// primary-key point lookups. Non-unique secondary indexes (KEY, CREATE INDEX)
-// are recorded and shown but answered by filtered scans; UNIQUE secondary
-// indexes, foreign keys, triggers, stored procedures and temporary tables are
-// not supported.
+// CHECK constraints, ALTER TABLE ADD/DROP/MODIFY COLUMN, views, primary-key
+// point and range lookups, and secondary indexes. Secondary indexes are
+// answered by filtered scans; UNIQUE ones (on tables with a primary key) are
+// enforced through a bucket mapping each unique key to its row's primary key.
+// Foreign keys, triggers, stored procedures, temporary tables and unique
+// indexes on keyless tables or with prefix lengths are not supported.
 //
 // Every table has a stable numeric ID drawn from a bbolt sequence. IDs are
 // never reused: dropping a table and creating another under the same name

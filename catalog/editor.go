@@ -48,6 +48,11 @@ func (t *Table) Truncate(ctx *sql.Context) (int, error) {
 		if _, err := tb.CreateBucket(rowsBucketName(m.layout)); err != nil {
 			return err
 		}
+		for _, u := range m.uniq {
+			if err := buildUniqTx(ctx, tx, m, u); err != nil {
+				return err
+			}
+		}
 		if err := tb.Put(keyCount, u64(0)); err != nil {
 			return err
 		}
@@ -74,15 +79,19 @@ type editor struct {
 	// remove.
 	inserts [][]byte
 	deletes map[string]int
+	// Unique secondary keys claimed by pending rows: index tag + key -> PK.
+	uowner map[string]string
 }
 
 type pendingRow struct {
-	val       []byte // encoded row; nil means deleted
-	mustBeNew bool   // the key was absent when inserted; recheck at commit
+	val       []byte   // encoded row; nil means deleted
+	mustBeNew bool     // the key was absent when inserted; recheck at commit
+	ukeys     []string // entries of uowner claimed by this row
 }
 
 func (t *Table) newEditor() *editor {
-	return &editor{t: t, m: t.meta, pending: make(map[string]*pendingRow), deletes: make(map[string]int)}
+	return &editor{t: t, m: t.meta, pending: make(map[string]*pendingRow), deletes: make(map[string]int),
+		uowner: make(map[string]string)}
 }
 
 // StatementBegin implements sql.EditOpenerCloser.
@@ -112,6 +121,7 @@ func (e *editor) Close(ctx *sql.Context) error {
 func (e *editor) reset() {
 	clear(e.pending)
 	clear(e.deletes)
+	clear(e.uowner)
 	e.inserts = e.inserts[:0]
 }
 
@@ -143,9 +153,95 @@ func (e *editor) Insert(ctx *sql.Context, row sql.Row) error {
 	if err := e.checkAbsent(ctx, key, row); err != nil {
 		return err
 	}
+	ukeys, err := e.checkUnique(ctx, row, key)
+	if err != nil {
+		return err
+	}
 	p, ok := e.pending[key]
-	e.pending[key] = &pendingRow{val: val, mustBeNew: !ok || p.mustBeNew}
+	e.setPending(key, &pendingRow{val: val, mustBeNew: !ok || p.mustBeNew, ukeys: ukeys})
 	return nil
+}
+
+// setPending records the statement's new state of key, moving the unique
+// keys it claims.
+func (e *editor) setPending(key string, p *pendingRow) {
+	if old, ok := e.pending[key]; ok {
+		for _, uk := range old.ukeys {
+			if e.uowner[uk] == key {
+				delete(e.uowner, uk)
+			}
+		}
+	}
+	if p == nil {
+		delete(e.pending, key)
+		return
+	}
+	for _, uk := range p.ukeys {
+		e.uowner[uk] = key
+	}
+	e.pending[key] = p
+}
+
+// checkUnique returns the unique-index entries row (stored under primary
+// key key) would claim, or a unique-key error if another row, stored or
+// pending, holds one of them.
+func (e *editor) checkUnique(ctx *sql.Context, row sql.Row, key string) ([]string, error) {
+	if len(e.m.uniq) == 0 {
+		return nil, nil
+	}
+	var claims []string
+	for _, u := range e.m.uniq {
+		uk, ok, err := u.encode(ctx, row)
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			continue
+		}
+		claim := u.tag + string(uk)
+		if owner, ok := e.uowner[claim]; ok && owner != key {
+			ex, err := e.m.rows.decode(ctx, e.pending[owner].val)
+			if err != nil {
+				return nil, err
+			}
+			return nil, u.dupErr(row, ex)
+		}
+		var existing sql.Row
+		err = e.t.s.db.View(func(tx *bbolt.Tx) error {
+			tb := tableBucket(tx, e.m.id)
+			if tb == nil {
+				return ErrSchemaChanged
+			}
+			b := tb.Bucket(uniqBucketName(u.def.ID))
+			if b == nil {
+				return ErrSchemaChanged
+			}
+			owner := b.Get(uk)
+			if owner == nil || string(owner) == key {
+				return nil
+			}
+			if _, ok := e.pending[string(owner)]; ok {
+				// The owner row is deleted or rewritten by this statement; if
+				// it still claims uk, uowner caught it above.
+				return nil
+			}
+			v := tb.Bucket(rowsBucketName(e.m.layout)).Get(owner)
+			if v == nil {
+				return nil
+			}
+			var err error
+			existing, err = e.m.rows.decode(ctx, v)
+			return err
+		})
+		if err != nil {
+			return nil, err
+		}
+		if existing != nil {
+			return nil, u.dupErr(row, existing)
+		}
+		claims = append(claims, claim)
+	}
+	return claims, nil
 }
 
 // checkAbsent returns a duplicate-key error if key exists, taking the
@@ -203,10 +299,10 @@ func (e *editor) Delete(ctx *sql.Context, row sql.Row) error {
 		return nil
 	}
 	if p, ok := e.pending[key]; ok && p.mustBeNew {
-		delete(e.pending, key) // inserted by this statement: never existed
+		e.setPending(key, nil) // inserted by this statement: never existed
 		return nil
 	}
-	e.pending[key] = &pendingRow{}
+	e.setPending(key, &pendingRow{})
 	return nil
 }
 
@@ -226,18 +322,33 @@ func (e *editor) Update(ctx *sql.Context, old, new sql.Row) error {
 		return nil
 	}
 	if oldKey == newKey {
+		ukeys, err := e.checkUnique(ctx, new, newKey)
+		if err != nil {
+			return err
+		}
 		p, ok := e.pending[newKey]
-		e.pending[newKey] = &pendingRow{val: newVal, mustBeNew: ok && p.mustBeNew}
+		e.setPending(newKey, &pendingRow{val: newVal, mustBeNew: ok && p.mustBeNew, ukeys: ukeys})
 		return nil
 	}
 	if err := e.checkAbsent(ctx, newKey, new); err != nil {
 		return err
 	}
+	// Release the old row's keys before checking the new row's, and put
+	// them back if the check fails (UPDATE IGNORE carries on).
+	prev, hadPrev := e.pending[oldKey]
 	if err := e.Delete(ctx, old); err != nil {
 		return err
 	}
+	ukeys, err := e.checkUnique(ctx, new, newKey)
+	if err != nil {
+		e.setPending(oldKey, nil)
+		if hadPrev {
+			e.setPending(oldKey, prev)
+		}
+		return err
+	}
 	p, ok := e.pending[newKey]
-	e.pending[newKey] = &pendingRow{val: newVal, mustBeNew: !ok || p.mustBeNew}
+	e.setPending(newKey, &pendingRow{val: newVal, mustBeNew: !ok || p.mustBeNew, ukeys: ukeys})
 	return nil
 }
 
@@ -279,6 +390,9 @@ func (e *editor) applyTx(ctx *sql.Context, tx *bbolt.Tx, st *autoIncState) error
 			keys = append(keys, k)
 		}
 		sort.Strings(keys) // sequential puts are cheaper for the B+tree
+		if err := e.unindexTx(ctx, tb, rows, keys); err != nil {
+			return err
+		}
 		for _, k := range keys {
 			p := e.pending[k]
 			existing := rows.Get([]byte(k))
@@ -309,6 +423,9 @@ func (e *editor) applyTx(ctx *sql.Context, tx *bbolt.Tx, st *autoIncState) error
 			if err := rows.Put([]byte(k), p.val); err != nil {
 				return err
 			}
+		}
+		if err := e.indexTx(ctx, tb, rows, keys); err != nil {
+			return err
 		}
 	} else {
 		if len(e.deletes) > 0 {
@@ -347,6 +464,83 @@ func (e *editor) applyTx(ctx *sql.Context, tx *bbolt.Tx, st *autoIncState) error
 		st.mu.Unlock()
 		if next > getU64(tb.Get(keyAutoInc)) {
 			if err := tb.Put(keyAutoInc, u64(next)); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// unindexTx removes the unique-index entries of the stored rows that keys
+// replace or delete. It runs before any row changes, so entries can move
+// between rows within one statement.
+func (e *editor) unindexTx(ctx *sql.Context, tb, rows *bbolt.Bucket, keys []string) error {
+	if len(e.m.uniq) == 0 {
+		return nil
+	}
+	for _, k := range keys {
+		old := rows.Get([]byte(k))
+		if old == nil {
+			continue
+		}
+		row, err := e.m.rows.decode(ctx, old)
+		if err != nil {
+			return err
+		}
+		for _, u := range e.m.uniq {
+			uk, ok, err := u.encode(ctx, row)
+			if err != nil {
+				return err
+			}
+			b := tb.Bucket(uniqBucketName(u.def.ID))
+			if b == nil {
+				return ErrSchemaChanged
+			}
+			if ok && string(b.Get(uk)) == k {
+				if err := b.Delete(uk); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// indexTx adds the unique-index entries of the rows written under keys,
+// failing if another row holds one (including one committed concurrently).
+func (e *editor) indexTx(ctx *sql.Context, tb, rows *bbolt.Bucket, keys []string) error {
+	if len(e.m.uniq) == 0 {
+		return nil
+	}
+	for _, k := range keys {
+		p := e.pending[k]
+		if p.val == nil {
+			continue
+		}
+		row, err := e.m.rows.decode(ctx, p.val)
+		if err != nil {
+			return err
+		}
+		for _, u := range e.m.uniq {
+			uk, ok, err := u.encode(ctx, row)
+			if err != nil {
+				return err
+			}
+			if !ok {
+				continue
+			}
+			b := tb.Bucket(uniqBucketName(u.def.ID))
+			if b == nil {
+				return ErrSchemaChanged
+			}
+			if owner := b.Get(uk); owner != nil && string(owner) != k {
+				ex, err := e.m.rows.decode(ctx, rows.Get(owner))
+				if err != nil {
+					return err
+				}
+				return u.dupErr(row, ex)
+			}
+			if err := b.Put(uk, []byte(k)); err != nil {
 				return err
 			}
 		}

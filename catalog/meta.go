@@ -20,7 +20,8 @@ type tableMeta struct {
 	collation sql.CollationID
 	comment   string
 	checks    []sql.CheckDefinition
-	indexes   []storedIndex // secondary (non-unique) indexes: access paths only
+	indexes   []storedIndex // secondary indexes
+	uniq      []*uniqIndex  // the unique ones among indexes
 	layout    uint64        // bumped by every change of columns; stored in each row
 
 	rows    *rowCodec
@@ -58,12 +59,15 @@ type storedTable struct {
 	Layout     uint64                `json:"layout"`
 }
 
-// storedIndex is a secondary index definition. Secondary indexes are kept as
-// metadata and served by filtered scans; they are never unique.
+// storedIndex is a secondary index definition. Secondary indexes are served
+// by filtered scans; a unique one also has a bucket mapping each unique key
+// to the primary key of its row, used to enforce uniqueness.
 type storedIndex struct {
 	Name    string   `json:"name"`
 	Columns []string `json:"columns"`
 	Comment string   `json:"comment,omitempty"`
+	Unique  bool     `json:"unique,omitempty"`
+	ID      uint64   `json:"id,omitempty"` // names the bucket of a unique index
 }
 
 type storedColumn struct {
@@ -163,7 +167,7 @@ func unmarshalMeta(id uint64, b []byte) (*tableMeta, error) {
 		pk.PkOrdinals = []int{}
 	}
 	m := newTableMeta(id, st.Name, pk, coll, st.Comment, st.Checks, st.Layout)
-	m.indexes = st.Indexes
+	m.setIndexes(st.Indexes)
 	return m, nil
 }
 

@@ -126,10 +126,22 @@ var scripts = []scriptTest{
 			{query: "SELECT id FROM ix WHERE v = 10 ORDER BY id", expected: []sql.Row{{1}, {3}}},
 			{query: "SELECT id FROM ix WHERE w > 'a' ORDER BY id", expected: []sql.Row{{2}, {3}}},
 			{query: "SELECT MAX(v), MIN(w) FROM ix", expected: []sql.Row{{20, "a"}}},
-			{query: "CREATE UNIQUE INDEX u ON ix (w)", anyErr: true},
+			{query: "CREATE UNIQUE INDEX uv ON ix (v)", err: sql.ErrUniqueKeyViolation}, // v = 10 twice
+			{query: "CREATE UNIQUE INDEX u ON ix (w)", expected: []sql.Row{{"ok(0)"}}},
+			{query: "INSERT INTO ix VALUES (4, 1, 'a')", err: sql.ErrUniqueKeyViolation},
+			{query: "INSERT INTO ix VALUES (4, 1, 'd'), (5, 1, 'd')", err: sql.ErrUniqueKeyViolation},
+			{query: "INSERT INTO ix VALUES (4, 1, NULL), (5, 1, NULL)", expected: []sql.Row{{"ok(2)"}}}, // NULLs never collide
+			{query: "UPDATE ix SET w = 'b' WHERE id = 1", err: sql.ErrUniqueKeyViolation},
+			// Checked row by row, as InnoDB does: the first row collides with the second's old value.
+			{query: "UPDATE ix SET w = CASE id WHEN 1 THEN 'b' ELSE 'a' END WHERE id IN (1, 2)", err: sql.ErrUniqueKeyViolation},
+			{query: "UPDATE ix SET w = 'z' WHERE id = 1", expected: []sql.Row{{"ok(1)"}}},
+			{query: "UPDATE ix SET w = 'a' WHERE id = 2", expected: []sql.Row{{"ok(1)"}}}, // 'a' was freed above
+			{query: "UPDATE ix SET id = id + 10 WHERE id = 2", expected: []sql.Row{{"ok(1)"}}}, // key moves, unique value stays
+			{query: "INSERT IGNORE INTO ix VALUES (6, 1, 'a'), (7, 1, 'e')", expected: []sql.Row{{"ok(1)"}}},
+			{query: "SELECT id, w FROM ix ORDER BY id", expected: []sql.Row{{1, "z"}, {3, "c"}, {4, nil}, {5, nil}, {7, "e"}, {12, "a"}}},
 			{query: "DROP INDEX w_idx ON ix", expected: []sql.Row{{"ok(0)"}}},
-			{query: "SELECT index_name FROM information_schema.statistics WHERE table_schema = 'mydb' AND table_name = 'ix' ORDER BY index_name",
-				expected: []sql.Row{{"PRIMARY"}, {"v_idx"}}},
+			{query: "SELECT index_name, non_unique FROM information_schema.statistics WHERE table_schema = 'mydb' AND table_name = 'ix' ORDER BY index_name",
+				expected: []sql.Row{{"PRIMARY", 0}, {"u", 0}, {"v_idx", 1}}},
 		},
 	},
 	{
@@ -193,13 +205,16 @@ var checksAfterReopen = []assertion{
 	{query: "UPDATE alt SET cc = 500 WHERE id = 1", err: sql.ErrCheckConstraintViolated},
 	{query: "SELECT id, v FROM tmp2", expected: []sql.Row{{1, 4}}},
 	{query: "SELECT id FROM ix WHERE v = 10 ORDER BY id", expected: []sql.Row{{1}, {3}}},
+	{query: "INSERT INTO ix VALUES (9, 1, 'c')", err: sql.ErrUniqueKeyViolation},
+	{query: "ALTER TABLE ix MODIFY COLUMN w VARCHAR(10) COLLATE utf8mb4_0900_ai_ci", expected: []sql.Row{{"ok(0)"}}},
+	{query: "INSERT INTO ix VALUES (9, 1, 'C')", err: sql.ErrUniqueKeyViolation}, // rebuilt under the new collation
 	{query: "INSERT INTO seq (v) VALUES (3)", expected: []sql.Row{{"ok(1)"}}},
 	{query: "SELECT MAX(id) FROM seq", expected: []sql.Row{{101}}},
 	{query: "SHOW DATABASES", expected: []sql.Row{{"information_schema"}, {"mydb"}}},
 	{query: "SELECT name FROM adults ORDER BY name", expected: []sql.Row{{"annie"}, {"bobby"}}},
 	{query: "SHOW TABLES", expected: []sql.Row{{"adults"}, {"alt"}, {"events"}, {"items"}, {"ix"}, {"people"}, {"seq"}, {"tags"}, {"tmp2"}, {"visits"}}},
 	{query: "SELECT table_name, table_rows FROM information_schema.tables WHERE table_schema = 'mydb' AND table_type = 'BASE TABLE' ORDER BY table_name",
-		expected: []sql.Row{{"alt", 2}, {"events", 2}, {"items", 5}, {"ix", 3}, {"people", 3}, {"seq", 3}, {"tags", 2}, {"tmp2", 1}, {"visits", 3}}},
+		expected: []sql.Row{{"alt", 2}, {"events", 2}, {"items", 5}, {"ix", 6}, {"people", 3}, {"seq", 3}, {"tags", 2}, {"tmp2", 1}, {"visits", 3}}},
 	{query: "SELECT column_name, column_type, is_nullable, column_key FROM information_schema.columns WHERE table_schema = 'mydb' AND table_name = 'items' ORDER BY ordinal_position",
 		expected: []sql.Row{
 			{"id", "bigint unsigned", "NO", "PRI"},

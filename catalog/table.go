@@ -255,7 +255,7 @@ func (t *Table) GetChecks(*sql.Context) ([]sql.CheckDefinition, error) {
 
 // CreateCheck implements sql.CheckAlterableTable.
 func (t *Table) CreateCheck(ctx *sql.Context, check *sql.CheckDefinition) error {
-	return t.alterMeta(func(m *tableMeta) (*tableMeta, error) {
+	return t.alterMeta(func(tx *bbolt.Tx, m *tableMeta) (*tableMeta, error) {
 		def := *check
 		if def.Name == "" {
 			def.Name = m.checkName()
@@ -267,14 +267,14 @@ func (t *Table) CreateCheck(ctx *sql.Context, check *sql.CheckDefinition) error 
 		}
 		checks := append(append([]sql.CheckDefinition(nil), m.checks...), def)
 		nm := newTableMeta(m.id, m.name, m.schema, m.collation, m.comment, checks, m.layout)
-		nm.indexes = m.indexes
+		nm.setIndexes(m.indexes)
 		return nm, nil
 	})
 }
 
 // DropCheck implements sql.CheckAlterableTable.
 func (t *Table) DropCheck(ctx *sql.Context, name string) error {
-	return t.alterMeta(func(m *tableMeta) (*tableMeta, error) {
+	return t.alterMeta(func(tx *bbolt.Tx, m *tableMeta) (*tableMeta, error) {
 		var checks []sql.CheckDefinition
 		for _, c := range m.checks {
 			if !strings.EqualFold(c.Name, name) {
@@ -285,7 +285,7 @@ func (t *Table) DropCheck(ctx *sql.Context, name string) error {
 			return nil, sql.ErrUnknownConstraint.New(name)
 		}
 		nm := newTableMeta(m.id, m.name, m.schema, m.collation, m.comment, checks, m.layout)
-		nm.indexes = m.indexes
+		nm.setIndexes(m.indexes)
 		return nm, nil
 	})
 }
@@ -309,7 +309,7 @@ func (m *tableMeta) checkName() string {
 }
 
 // alterMeta replaces the table's metadata (not its rows) in one transaction.
-func (t *Table) alterMeta(fn func(*tableMeta) (*tableMeta, error)) error {
+func (t *Table) alterMeta(fn func(*bbolt.Tx, *tableMeta) (*tableMeta, error)) error {
 	var nm *tableMeta
 	err := t.s.db.Update(func(tx *bbolt.Tx) error {
 		cur, err := t.s.meta(tx, t.meta.id)
@@ -319,7 +319,7 @@ func (t *Table) alterMeta(fn func(*tableMeta) (*tableMeta, error)) error {
 		if cur.layout != t.meta.layout {
 			return ErrSchemaChanged
 		}
-		if nm, err = fn(cur); err != nil {
+		if nm, err = fn(tx, cur); err != nil {
 			return err
 		}
 		return t.s.putMetaTx(tx, nm)
@@ -338,11 +338,12 @@ type pkIndex struct {
 	m       *tableMeta
 	name    string
 	comment string
+	unique  bool
 	exprs   []sql.Expression
 }
 
 func newPKIndex(db string, m *tableMeta) *pkIndex {
-	idx := &pkIndex{db: db, m: m, name: "PRIMARY"}
+	idx := &pkIndex{db: db, m: m, name: "PRIMARY", unique: true}
 	for _, o := range m.schema.PkOrdinals {
 		c := m.schema.Schema[o]
 		idx.exprs = append(idx.exprs, expression.NewGetFieldWithTable(o, 0, c.Type, db, m.name, c.Name, c.Nullable))
@@ -351,7 +352,7 @@ func newPKIndex(db string, m *tableMeta) *pkIndex {
 }
 
 func newSecondaryIndex(db string, m *tableMeta, si storedIndex) *pkIndex {
-	idx := &pkIndex{db: db, m: m, name: si.Name, comment: si.Comment}
+	idx := &pkIndex{db: db, m: m, name: si.Name, comment: si.Comment, unique: si.Unique}
 	for _, n := range si.Columns {
 		o := m.schema.Schema.IndexOfColName(n)
 		if o < 0 {
@@ -368,7 +369,7 @@ func (i *pkIndex) primary() bool { return i.name == "PRIMARY" }
 func (i *pkIndex) ID() string        { return i.name }
 func (i *pkIndex) Database() string  { return i.db }
 func (i *pkIndex) Table() string     { return i.m.name }
-func (i *pkIndex) IsUnique() bool    { return i.primary() }
+func (i *pkIndex) IsUnique() bool    { return i.unique }
 func (i *pkIndex) IsSpatial() bool   { return false }
 func (i *pkIndex) IsFullText() bool  { return false }
 func (i *pkIndex) IsVector() bool    { return false }
@@ -409,38 +410,75 @@ func (t *Table) GetIndexes(*sql.Context) ([]sql.Index, error) {
 	return out, nil
 }
 
-// CreateIndex implements sql.IndexAlterableTable. Only plain (non-unique)
-// indexes are supported; they are recorded and answered by filtered scans.
+// CreateIndex implements sql.IndexAlterableTable. Plain indexes are
+// recorded and answered by filtered scans; UNIQUE indexes (on tables with a
+// primary key, without prefix lengths) are also enforced.
 func (t *Table) CreateIndex(ctx *sql.Context, def sql.IndexDef) error {
-	if def.Constraint != sql.IndexConstraint_None {
+	unique := def.Constraint == sql.IndexConstraint_Unique
+	if def.Constraint != sql.IndexConstraint_None && !unique {
 		return plan.ErrNotIndexable.New()
 	}
-	return t.alterMeta(func(m *tableMeta) (*tableMeta, error) {
+	if unique {
+		if t.meta.key == nil {
+			return plan.ErrNotIndexable.New()
+		}
+		for _, c := range def.Columns {
+			if c.Length > 0 {
+				return plan.ErrNotIndexable.New()
+			}
+		}
+	}
+	var nm *tableMeta
+	err := t.s.db.Update(func(tx *bbolt.Tx) error {
+		m, err := t.s.meta(tx, t.meta.id)
+		if err != nil {
+			return err
+		}
+		if m.layout != t.meta.layout {
+			return ErrSchemaChanged
+		}
 		name := def.Name
 		if name == "" {
 			name = def.Columns[0].Name
 		}
 		for _, si := range m.indexes {
 			if strings.EqualFold(si.Name, name) {
-				return nil, sql.ErrDuplicateKey.New(name)
+				return sql.ErrDuplicateKey.New(name)
 			}
 		}
-		si := storedIndex{Name: name, Comment: def.Comment}
+		si := storedIndex{Name: name, Comment: def.Comment, Unique: unique}
 		for _, c := range def.Columns {
 			if m.schema.Schema.IndexOfColName(c.Name) < 0 {
-				return nil, sql.ErrTableColumnNotFound.New(m.name, c.Name)
+				return sql.ErrTableColumnNotFound.New(m.name, c.Name)
 			}
 			si.Columns = append(si.Columns, c.Name)
 		}
-		nm := newTableMeta(m.id, m.name, m.schema, m.collation, m.comment, m.checks, m.layout)
-		nm.indexes = append(append([]storedIndex(nil), m.indexes...), si)
-		return nm, nil
+		if unique {
+			if si.ID, err = tableBucket(tx, m.id).NextSequence(); err != nil {
+				return err
+			}
+		}
+		nm = newTableMeta(m.id, m.name, m.schema, m.collation, m.comment, m.checks, m.layout)
+		nm.setIndexes(append(append([]storedIndex(nil), m.indexes...), si))
+		for _, u := range nm.uniq {
+			if u.def.ID == si.ID {
+				if err := buildUniqTx(ctx, tx, nm, u); err != nil {
+					return err
+				}
+			}
+		}
+		return t.s.putMetaTx(tx, nm)
 	})
+	if err != nil {
+		return wrapf(err, "catalog: create index on %s", t.meta.name)
+	}
+	t.meta = nm
+	return nil
 }
 
 // DropIndex implements sql.IndexAlterableTable.
 func (t *Table) DropIndex(ctx *sql.Context, name string) error {
-	return t.alterMeta(func(m *tableMeta) (*tableMeta, error) {
+	return t.alterMeta(func(tx *bbolt.Tx, m *tableMeta) (*tableMeta, error) {
 		var keep []storedIndex
 		for _, si := range m.indexes {
 			if !strings.EqualFold(si.Name, name) {
@@ -450,15 +488,22 @@ func (t *Table) DropIndex(ctx *sql.Context, name string) error {
 		if len(keep) == len(m.indexes) {
 			return nil, sql.ErrIndexNotFound.New(name)
 		}
+		for _, u := range m.uniq {
+			if strings.EqualFold(u.def.Name, name) {
+				if err := dropBucketIfExists(tx, m.id, uniqBucketName(u.def.ID)); err != nil {
+					return nil, err
+				}
+			}
+		}
 		nm := newTableMeta(m.id, m.name, m.schema, m.collation, m.comment, m.checks, m.layout)
-		nm.indexes = keep
+		nm.setIndexes(keep)
 		return nm, nil
 	})
 }
 
 // RenameIndex implements sql.IndexAlterableTable.
 func (t *Table) RenameIndex(ctx *sql.Context, from, to string) error {
-	return t.alterMeta(func(m *tableMeta) (*tableMeta, error) {
+	return t.alterMeta(func(tx *bbolt.Tx, m *tableMeta) (*tableMeta, error) {
 		idxs := append([]storedIndex(nil), m.indexes...)
 		found := false
 		for i := range idxs {
@@ -473,7 +518,7 @@ func (t *Table) RenameIndex(ctx *sql.Context, from, to string) error {
 			return nil, sql.ErrIndexNotFound.New(from)
 		}
 		nm := newTableMeta(m.id, m.name, m.schema, m.collation, m.comment, m.checks, m.layout)
-		nm.indexes = idxs
+		nm.setIndexes(idxs)
 		return nm, nil
 	})
 }
@@ -706,3 +751,11 @@ func (a autoIncSetter) AcquireAutoIncrementLock(*sql.Context) (func(), error) {
 }
 
 func (a autoIncSetter) Close(*sql.Context) error { return nil }
+
+func dropBucketIfExists(tx *bbolt.Tx, id uint64, name []byte) error {
+	tb := tableBucket(tx, id)
+	if tb == nil || tb.Bucket(name) == nil {
+		return nil
+	}
+	return tb.DeleteBucket(name)
+}

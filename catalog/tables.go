@@ -220,7 +220,7 @@ func (s *Store) renameTableTx(tx *bbolt.Tx, db, oldName, newName string) error {
 		return err
 	}
 	nm := newTableMeta(id, newName, copySchema(m.schema, newName), m.collation, m.comment, m.checks, m.layout)
-	nm.indexes = m.indexes
+	nm.setIndexes(m.indexes)
 	if err := s.putMetaTx(tx, nm); err != nil {
 		return err
 	}
