@@ -170,3 +170,24 @@ func TestRoundCounts(t *testing.T) {
 		}
 	}
 }
+
+func TestSynthesizeEdges(t *testing.T) {
+	rng := rand.New(rand.NewPCG(37, 38))
+	m := randomModel(t, rng, 3, 10)
+	if _, err := m.Synthesize(nil, 5); err == nil {
+		t.Error("Synthesize without a random source succeeded")
+	}
+	if _, err := m.Synthesize(rng, -1); err == nil {
+		t.Error("Synthesize of -1 rows succeeded")
+	}
+	cols, err := m.Synthesize(rng, 0)
+	if err != nil || len(cols) != 3 || len(cols[0]) != 0 {
+		t.Errorf("Synthesize of 0 rows = %v, %v", cols, err)
+	}
+	// The same seed gives the same records.
+	a, _ := m.Synthesize(rand.New(rand.NewPCG(1, 1)), 100)
+	b, _ := m.Synthesize(rand.New(rand.NewPCG(1, 1)), 100)
+	if !slices.EqualFunc(a, b, slices.Equal) {
+		t.Error("Synthesize is not reproducible from its seed")
+	}
+}
