@@ -1,0 +1,392 @@
+package bounds
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+
+	"github.com/dpsql/dpsql/synth"
+	"github.com/dpsql/dpsql/synth/internal/marginal"
+	"github.com/dpsql/dpsql/synth/pgm"
+)
+
+// DefaultConfidence is the confidence used when none is given.
+const DefaultConfidence = 0.95
+
+// totalShare is the fraction of λ = 1 − confidence spent on the record
+// count N in the normalised bounds of Marginals.
+const totalShare = 0.1
+
+var (
+	// ErrNoBounds is wrapped by the error for a release whose mechanism
+	// has no error bounds ("no bounds for mechanism mst").
+	ErrNoBounds = errors.New("no bounds")
+	// ErrUncovered is wrapped by the error of Cells for an attribute set
+	// that was neither measured nor ever a selection candidate.
+	ErrUncovered = errors.New("no bound for this marginal")
+	// ErrInvalid is wrapped by the errors for a malformed release or
+	// argument.
+	ErrInvalid = errors.New("invalid bounds input")
+)
+
+// Release is what the bounds are derived from: the final model and the
+// parts of a synth.Result that record how it was made. Everything in it is
+// differentially private, so the server may store it and the bounds are
+// post-processing.
+type Release struct {
+	// Mechanism is the mechanism's registry name; only "aim" has bounds.
+	Mechanism string
+	// Model is the final model, whose answers the bounds are about.
+	Model *pgm.Model
+	// Workload is the workload the mechanism was run with (in any form
+	// synth.CanonicalWorkload accepts: it is canonicalised as AIM does).
+	Workload      []synth.Marginal
+	Measurements  []synth.Measurement
+	Rounds        []synth.Round
+	LastCandidate []synth.CandidateRound
+	Snapshots     []synth.Snapshot
+}
+
+// FromResult is the Release of a mechanism's result.
+func FromResult(mechanism string, res *synth.Result, workload []synth.Marginal) *Release {
+	return &Release{
+		Mechanism:     mechanism,
+		Model:         res.Model,
+		Workload:      workload,
+		Measurements:  res.Measurements,
+		Rounds:        res.Rounds,
+		LastCandidate: res.LastCandidate,
+		Snapshots:     res.Snapshots,
+	}
+}
+
+// MarginalBound is the error bound of one workload marginal.
+type MarginalBound struct {
+	Attrs  []int   // the marginal's attributes, ascending
+	Weight float64 // its workload weight
+	// L1 bounds ‖M_r(D)/N − M_r(p̂)/N̂‖₁, the L1 error of the model's
+	// normalised marginal (each side divided by its own total), at the
+	// requested confidence; it is at most 2, the trivial bound.
+	L1 float64
+	// Supported marginals are contained in a measured set; the bound of the
+	// others comes from the exponential mechanism's guarantee.
+	Supported bool
+	// Round is, for a supported marginal, the last round that measured a
+	// superset of it; for an unsupported one, the last round in which it
+	// was a candidate. It is 0 for an unsupported marginal that never was a
+	// candidate, whose L1 is then the trivial 2.
+	Round int
+}
+
+// CellBound is a confidence interval for one cell of a marginal, on the
+// count scale.
+type CellBound struct {
+	Estimate float64 // the model's expected count
+	Lower    float64 // lower end of the interval for the true count (≥ 0)
+	Upper    float64 // upper end
+}
+
+// Marginals returns the error bound of every marginal of rel's workload
+// (canonical order: attribute sets ascending, duplicates merged) at the
+// given confidence in (0, 1). Each bound holds with at least that
+// probability on its own; they are not simultaneous. See the package
+// documentation for the derivation.
+func Marginals(ctx context.Context, rel *Release, confidence float64) ([]MarginalBound, error) {
+	a, err := newAnalysis(rel, confidence)
+	if err != nil {
+		return nil, err
+	}
+	lambda := 1 - confidence
+	lamN := totalShare * lambda
+	lamR := lambda - lamN
+	// |N − N̂| ≤ slack with probability 1 − λ_N.
+	slack := math.Abs(a.total-a.model.Total()) + zTwoSided(lamN)*a.totalSD
+	out := make([]MarginalBound, 0, len(a.w))
+	for _, m := range a.w {
+		if err := ctx.Err(); err != nil {
+			return nil, fmt.Errorf("bounds: %w", err)
+		}
+		b, round, sup, err := a.countBound(m.Attrs, lamR)
+		if err != nil && !errors.Is(err, ErrUncovered) {
+			return nil, err
+		}
+		l1 := 2.0
+		if err == nil {
+			if den := a.model.Total() - slack; den > 0 {
+				l1 = min(2, (b+slack)/den)
+			}
+		}
+		out = append(out, MarginalBound{Attrs: m.Attrs, Weight: m.Weight, L1: l1, Supported: sup, Round: round})
+	}
+	return out, nil
+}
+
+// Cells returns a confidence interval for every cell of the marginal on
+// attrs (distinct attributes in any order; the cells follow that order, the
+// last attribute varying fastest, as pgm.Model.Marginal lays them out).
+// Each interval covers its cell's true count with at least the given
+// probability (per cell, not simultaneously). supported says whether the
+// intervals come from measurements or, for an unsupported marginal, from
+// its L1 bound. An attribute set that was neither measured nor a selection
+// candidate has no bound (ErrUncovered).
+func Cells(ctx context.Context, rel *Release, attrs []int, confidence float64) (cells []CellBound, supported bool, err error) {
+	a, err := newAnalysis(rel, confidence)
+	if err != nil {
+		return nil, false, err
+	}
+	if err := a.checkAttrs(attrs); err != nil {
+		return nil, false, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, false, fmt.Errorf("bounds: %w", err)
+	}
+	sorted := slices.Clone(attrs)
+	slices.Sort(sorted)
+	lambda := 1 - confidence
+	est := a.model.Marginal(attrs)
+	cells = make([]CellBound, len(est))
+	if ybar, sd, _, ok := a.combined(sorted); ok {
+		ybar = reorder(a.dom, sorted, ybar, attrs)
+		h := zTwoSided(lambda) * sd
+		for i, e := range est {
+			cells[i] = CellBound{Estimate: e, Lower: max(0, ybar[i]-h), Upper: ybar[i] + h}
+		}
+		return cells, true, nil
+	}
+	b, _, _, err := a.countBound(sorted, lambda)
+	if err != nil {
+		return nil, false, err
+	}
+	for i, e := range est {
+		cells[i] = CellBound{Estimate: e, Lower: max(0, e-b), Upper: e + b}
+	}
+	return cells, false, nil
+}
+
+// analysis indexes a release for bound computations.
+type analysis struct {
+	model *pgm.Model
+	dom   *pgm.Domain
+	w     []synth.Marginal // canonical workload
+	meas  []synth.Measurement
+	// selected[t] is the measurement taken in round t ≥ 1.
+	selected map[int]*synth.Measurement
+	rounds   map[int]*synth.Round
+	last     map[string]int // synth.Key(attrs) → last candidate round
+	snaps    map[int]*pgm.Model
+	// total is the inverse-variance estimate of N from the measurements,
+	// totalSD its standard deviation.
+	total, totalSD float64
+	// observed caches, per round t, ‖y_t − M_{r_t}(p̂_{t−1})‖₁.
+	observed map[int]float64
+}
+
+func newAnalysis(rel *Release, confidence float64) (*analysis, error) {
+	if !strings.EqualFold(rel.Mechanism, "aim") {
+		return nil, fmt.Errorf("%w for mechanism %s", ErrNoBounds, rel.Mechanism)
+	}
+	if !(confidence > 0 && confidence < 1) {
+		return nil, fmt.Errorf("bounds: %w: confidence %v is not in (0, 1)", ErrInvalid, confidence)
+	}
+	if rel.Model == nil {
+		return nil, fmt.Errorf("bounds: %w: no model", ErrInvalid)
+	}
+	dom := rel.Model.Domain()
+	w, err := synth.CanonicalWorkload(dom.Len(), rel.Workload)
+	if err != nil {
+		return nil, fmt.Errorf("bounds: %w: workload: %w", ErrInvalid, err)
+	}
+	a := &analysis{
+		model: rel.Model, dom: dom, w: w,
+		selected: map[int]*synth.Measurement{},
+		rounds:   map[int]*synth.Round{},
+		last:     map[string]int{},
+		snaps:    map[int]*pgm.Model{},
+		observed: map[int]float64{},
+	}
+	prec := 0.0 // Σ 1/Var of the per-measurement total estimates
+	for i := range rel.Measurements {
+		m := &rel.Measurements[i]
+		if m.Query != nil || m.Coarse != nil {
+			continue // AIM measures identities only
+		}
+		if len(m.Y) != dom.Cells(m.Attrs) || !(m.Sigma > 0) {
+			return nil, fmt.Errorf("bounds: %w: measurement %d on %v is malformed", ErrInvalid, i, m.Attrs)
+		}
+		a.meas = append(a.meas, *m)
+		v := m.Sigma * m.Sigma * float64(len(m.Y))
+		a.total += sum(m.Y) / v
+		prec += 1 / v
+	}
+	// a.selected points into a.meas, which no longer grows.
+	for i := range a.meas {
+		if r := a.meas[i].Round; r > 0 {
+			a.selected[r] = &a.meas[i]
+		}
+	}
+	if prec == 0 {
+		return nil, fmt.Errorf("bounds: %w: no measurements", ErrInvalid)
+	}
+	a.total /= prec
+	a.totalSD = math.Sqrt(1 / prec)
+	for i := range rel.Rounds {
+		a.rounds[rel.Rounds[i].Round] = &rel.Rounds[i]
+	}
+	for _, c := range rel.LastCandidate {
+		a.last[synth.Key(c.Attrs)] = c.Round
+	}
+	for _, s := range rel.Snapshots {
+		a.snaps[s.Round] = s.Model
+	}
+	return a, nil
+}
+
+func (a *analysis) checkAttrs(attrs []int) error {
+	if len(attrs) == 0 {
+		return fmt.Errorf("bounds: %w: no attributes", ErrInvalid)
+	}
+	for i, x := range attrs {
+		if x < 0 || x >= a.dom.Len() || slices.Contains(attrs[:i], x) {
+			return fmt.Errorf("bounds: %w: attributes %v", ErrInvalid, attrs)
+		}
+	}
+	return nil
+}
+
+// combined returns the inverse-variance combination ȳ_r of every
+// measurement of a superset of attrs (sorted), summed down to attrs, with its
+// per-cell standard deviation σ̄_r and the last round among those
+// measurements; ok is false when no measurement contains attrs.
+func (a *analysis) combined(attrs []int) (ybar []float64, sd float64, round int, ok bool) {
+	n := a.dom.Cells(attrs)
+	var buf []float64
+	prec := 0.0
+	for i := range a.meas {
+		m := &a.meas[i]
+		if !marginal.Subset(attrs, m.Attrs) {
+			continue
+		}
+		if ybar == nil {
+			ybar = make([]float64, n)
+		}
+		// Summing n_{r_i}/n_r independent cells: variance σ_i²·n_{r_i}/n_r.
+		v := m.Sigma * m.Sigma * float64(len(m.Y)) / float64(n)
+		buf = marginal.ProjectTo(buf, a.dom, m.Attrs, m.Y, attrs)
+		for c, y := range buf {
+			ybar[c] += y / v
+		}
+		prec += 1 / v
+		round = max(round, m.Round)
+	}
+	if prec == 0 {
+		return nil, 0, 0, false
+	}
+	for c := range ybar {
+		ybar[c] /= prec
+	}
+	return ybar, math.Sqrt(1 / prec), round, true
+}
+
+// candWeight is AIM's candidate weight w_r = Σ_i c_i·|r ∩ r_i|.
+func (a *analysis) candWeight(attrs []int) float64 {
+	w := 0.0
+	for _, m := range a.w {
+		w += m.Weight * float64(marginal.Intersect(attrs, m.Attrs))
+	}
+	return w
+}
+
+// countBound bounds ‖M_r(D) − M_r(p̂)‖₁ for sorted attrs with probability
+// at least 1 − lambda.
+func (a *analysis) countBound(attrs []int, lambda float64) (b float64, round int, supported bool, err error) {
+	xhat := a.model.Marginal(attrs)
+	if ybar, sd, round, ok := a.combined(attrs); ok {
+		return marginal.L1(xhat, ybar) + sd*l1NoiseBound(len(ybar), lambda), round, true, nil
+	}
+	t := a.last[synth.Key(attrs)]
+	if t == 0 {
+		return 0, 0, false, fmt.Errorf("bounds: %w: %v was neither measured nor a selection candidate", ErrUncovered, attrs)
+	}
+	rd, meas, snap := a.rounds[t], a.selected[t], a.snaps[t]
+	if rd == nil || meas == nil || snap == nil || !slices.Equal(rd.Selected, meas.Attrs) || !(rd.Epsilon > 0) || !(rd.Sensitivity > 0) {
+		return 0, 0, false, fmt.Errorf("bounds: %w: round %d (last candidate round of %v) is not recorded with its measurement and snapshot", ErrInvalid, t, attrs)
+	}
+	prev := snap.Marginal(attrs) // M_r(p̂_{t−1})
+	ar, err := a.selectionBound(attrs, t, rd, meas, snap, lambda)
+	if err != nil {
+		return 0, 0, false, err
+	}
+	return ar + marginal.L1(prev, xhat), t, false, nil
+}
+
+// selectionBound bounds ‖M_r(D) − M_r(p̂_{t−1})‖₁ for a candidate r of
+// round t that was not selected, with probability at least 1 − lambda
+// (λ₁ = λ₂ = λ/2).
+func (a *analysis) selectionBound(attrs []int, t int, rd *synth.Round, meas *synth.Measurement, snap *pgm.Model, lambda float64) (float64, error) {
+	lam1, lam2 := lambda/2, lambda/2
+	wr := a.candWeight(attrs)
+	if !(wr > 0) {
+		return math.Inf(1), nil // a zero-weight candidate's score says nothing
+	}
+	o, ok := a.observed[t]
+	if !ok {
+		o = marginal.L1(meas.Y, snap.Marginal(meas.Attrs))
+		a.observed[t] = o
+	}
+	nt := len(meas.Y)
+	lt := signalBound(o, meas.Sigma, nt, lam2) // ‖M_{r_t}(D) − M_{r_t}(p̂_{t−1})‖₁
+	qt := a.candWeight(meas.Attrs) * (lt - sqrt2pi*rd.Sigma*float64(nt))
+	others := max(1, float64(rd.Candidates-1))
+	gap := 2 * rd.Sensitivity / rd.Epsilon * math.Log(others/lam1)
+	nr := float64(a.dom.Cells(attrs))
+	return max(0, sqrt2pi*rd.Sigma*nr+(qt+gap)/wr), nil
+}
+
+// zTwoSided is Φ⁻¹(1 − λ/2).
+func zTwoSided(lambda float64) float64 {
+	return stdNormal.Quantile(1 - lambda/2)
+}
+
+func sum(x []float64) float64 {
+	s := 0.0
+	for _, v := range x {
+		s += v
+	}
+	return s
+}
+
+// reorder lays out x, a marginal over sorted, over order (the same
+// attributes in another order).
+func reorder(dom *pgm.Domain, sorted []int, x []float64, order []int) []float64 {
+	if slices.Equal(sorted, order) {
+		return x
+	}
+	k := len(order)
+	// stride[j] is the stride in x of order[j].
+	stride := make([]int, k)
+	s := 1
+	for i := len(sorted) - 1; i >= 0; i-- {
+		j := slices.Index(order, sorted[i])
+		stride[j] = s
+		s *= dom.Size(sorted[i])
+	}
+	out := make([]float64, len(x))
+	idx := make([]int, k)
+	src := 0
+	for i := range out {
+		out[i] = x[src]
+		for j := k - 1; j >= 0; j-- {
+			idx[j]++
+			src += stride[j]
+			if idx[j] < dom.Size(order[j]) {
+				break
+			}
+			src -= stride[j] * idx[j]
+			idx[j] = 0
+		}
+	}
+	return out
+}
