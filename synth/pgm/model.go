@@ -112,7 +112,10 @@ func (m *Model) Marginal(attrs []int) []float64 {
 // MarginalWhere is Marginal with evidence: weight[a][v] multiplies the
 // probability of attribute a taking value v (e.g. a 0/1 indicator of a set
 // of allowed values) before attributes outside attrs are summed out.
-// The count where a ∈ S and b = v is MarginalWhere(nil, {a: 1_S, b: e_v})[0].
+// Weights must be finite and non-negative (elimination runs in log space);
+// a signed query is the difference of two weighted ones. The count where
+// a ∈ S and b = v is MarginalWhere(nil, {a: 1_S, b: e_v})[0]; the sum of a
+// over the records is MarginalWhere(nil, {a: [0, 1, 2, …]})[0].
 func (m *Model) MarginalWhere(attrs []int, weight map[int][]float64) []float64 {
 	n := m.dom.Len()
 	for i, a := range attrs {
@@ -123,6 +126,11 @@ func (m *Model) MarginalWhere(attrs []int, weight map[int][]float64) []float64 {
 	for a, w := range weight {
 		if a < 0 || a >= n || len(w) != m.dom.sizes[a] {
 			panic(fmt.Sprintf("pgm: weight for attribute %d has %d entries", a, len(w)))
+		}
+		for _, x := range w {
+			if !(x >= 0) || math.IsInf(x, 1) {
+				panic(fmt.Sprintf("pgm: weight for attribute %d is not finite and non-negative", a))
+			}
 		}
 	}
 	sorted := slices.Clone(attrs)
