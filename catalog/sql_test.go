@@ -135,7 +135,7 @@ var scripts = []scriptTest{
 			// Checked row by row, as InnoDB does: the first row collides with the second's old value.
 			{query: "UPDATE ix SET w = CASE id WHEN 1 THEN 'b' ELSE 'a' END WHERE id IN (1, 2)", err: sql.ErrUniqueKeyViolation},
 			{query: "UPDATE ix SET w = 'z' WHERE id = 1", expected: []sql.Row{{"ok(1)"}}},
-			{query: "UPDATE ix SET w = 'a' WHERE id = 2", expected: []sql.Row{{"ok(1)"}}}, // 'a' was freed above
+			{query: "UPDATE ix SET w = 'a' WHERE id = 2", expected: []sql.Row{{"ok(1)"}}},      // 'a' was freed above
 			{query: "UPDATE ix SET id = id + 10 WHERE id = 2", expected: []sql.Row{{"ok(1)"}}}, // key moves, unique value stays
 			{query: "INSERT IGNORE INTO ix VALUES (6, 1, 'a'), (7, 1, 'e')", expected: []sql.Row{{"ok(1)"}}},
 			{query: "SELECT id, w FROM ix ORDER BY id", expected: []sql.Row{{1, "z"}, {3, "c"}, {4, nil}, {5, nil}, {7, "e"}, {12, "a"}}},
