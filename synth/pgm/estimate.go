@@ -53,7 +53,10 @@ type EstimateOptions struct {
 	// measurements by inverse-variance weighting.
 	Total float64
 	// WarmStart, if non-nil, initialises the potentials from a previous model
-	// (its cliques must be covered by the new junction tree).
+	// over the same domain: each of its cliques' potentials is added to the
+	// first new clique containing it (so the start is the previous model when
+	// all are covered); potentials of cliques that the new triangulation does
+	// not cover are dropped.
 	WarmStart *Model
 	// ExtraCliques are added to the model structure even if not measured.
 	ExtraCliques [][]int
@@ -207,7 +210,10 @@ func warmStart(theta []float64, jt *junctionTree, ws *Model) error {
 	for k, c := range ws.jt.cliques {
 		to := jt.containing(c)
 		if to < 0 {
-			return fmt.Errorf("pgm: warm start clique %v is not covered by the new junction tree", c)
+			// A new triangulation need not contain every old clique. The
+			// warm start is only an initial point, so its potential is
+			// dropped rather than failing the fit.
+			continue
 		}
 		kernel.Expand(jt.block(theta, to), ws.jt.block(ws.theta, k), jt.projMap(to, c))
 	}

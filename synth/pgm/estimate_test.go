@@ -273,10 +273,18 @@ func TestEstimateOptions(t *testing.T) {
 	if after.Loss > before.Loss {
 		t.Errorf("warm start loss %v, cold fit %v", after.Loss, before.Loss)
 	}
-	// A warm start whose cliques the new structure lacks is refused.
+	// A warm start whose cliques the new structure lacks still fits: the
+	// uncovered potential is dropped, and the fit converges as a cold one.
 	big, _ := Estimate(ctx, dom, measure(ds, [][]int{{0, 3}}, 5, rng), &EstimateOptions{Iters: 5})
-	if _, err := Estimate(ctx, dom, small, &EstimateOptions{Iters: 1, WarmStart: big}); err == nil {
-		t.Error("uncovered warm start accepted")
+	var warm EstimateStats
+	if _, err := Estimate(ctx, dom, small, &EstimateOptions{Iters: 200, WarmStart: big, Stats: &warm}); err != nil {
+		t.Errorf("uncovered warm start: %v", err)
+	} else if !near(warm.Loss, before.Loss, 1e-3) {
+		t.Errorf("fit from an uncovered warm start: loss %v, cold %v", warm.Loss, before.Loss)
+	}
+	other, _ := NewDomain([]string{"x"}, []int{2})
+	if _, err := Estimate(ctx, dom, small, &EstimateOptions{Iters: 1, WarmStart: newModel(mustJT(t, other), []float64{0, 0}, 1)}); err == nil {
+		t.Error("warm start over another domain accepted")
 	}
 	// ExtraCliques enter the structure.
 	m, err := Estimate(ctx, dom, small, &EstimateOptions{Iters: 1, ExtraCliques: [][]int{{0, 3}}})
@@ -403,4 +411,13 @@ func lambdaMax(q *mat.Dense) float64 {
 		lambda = next
 	}
 	return lambda * (1 + 1e-6)
+}
+
+func mustJT(t *testing.T, dom *Domain) *junctionTree {
+	t.Helper()
+	jt, err := newJunctionTree(dom, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return jt
 }
