@@ -177,6 +177,12 @@ func exprString(d *sql.ColumnDefaultValue) *string {
 	if d == nil {
 		return nil
 	}
+	if u, ok := d.Expr.(sql.UnresolvedColumnDefault); ok {
+		// Loaded from disk and not yet resolved: keep the text as stored,
+		// or every metadata rewrite would wrap it in more parentheses.
+		s := u.ExprString
+		return &s
+	}
 	e, _, err := transform.Expr(d, func(e sql.Expression) (sql.Expression, transform.TreeIdentity, error) {
 		if gf, ok := e.(*expression.GetField); ok {
 			ne := expression.NewGetField(gf.Index(), gf.Type(), gf.Name(), gf.IsNullable())
