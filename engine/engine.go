@@ -62,7 +62,7 @@ func New(ctx context.Context, cfg Config) (*Engine, error) {
 		return nil, err
 	}
 	if err := e.listen(); err != nil {
-		st.Close()
+		e.Close()
 		return nil, err
 	}
 	return e, nil
