@@ -1,0 +1,179 @@
+package planner
+
+import (
+	"fmt"
+	"math"
+	"slices"
+
+	"github.com/shopspring/decimal"
+)
+
+// ExecOptions configures ModelQuery.Execute; the zero value (or nil) means
+// integer counts scaled to the model's total.
+type ExecOptions struct {
+	// Unrounded returns expected counts and ratios as float64 instead of
+	// int64 counts and decimal ratios.
+	Unrounded bool
+	// Total, if positive, scales the counts to this many records (the
+	// synthetic table's row count) instead of the model's total.
+	Total float64
+}
+
+// groupCount is a group index of the count query and its count.
+type groupCount struct {
+	g int
+	c float64
+}
+
+// Execute answers mq from the model m. Each group's count is its expected
+// count scaled to the total (ExecOptions.Total, or m.Total()) and rounded
+// half away from zero; groups whose count rounds to 0 are omitted, as an
+// empty GROUP BY group would be (a query without GROUP BY always returns its
+// one row). Then HAVING filters on the count, ORDER BY sorts (stably; without
+// ORDER BY the groups come in code order, the last group-by column varying
+// fastest) and LIMIT cuts. A ratio is k·count / total computed as
+// go-mysql-server divides integers: a decimal with 4 places, or NULL for an
+// empty table.
+//
+// The returned columns are mq.Columns; each row has one value per column
+// (see ColumnKind for the Go types).
+func (mq *ModelQuery) Execute(m ModelSource, opts *ExecOptions) ([]ResultColumn, [][]any, error) {
+	var o ExecOptions
+	if opts != nil {
+		o = *opts
+	}
+	q := mq.Query
+	counts, err := mq.counts(m)
+	if err != nil {
+		return nil, nil, err
+	}
+	if want := q.Groups(); len(counts) != want {
+		return nil, nil, fmt.Errorf("planner: the model answered %d groups, want %d", len(counts), want)
+	}
+	mt := m.Total()
+	scale, total := 1.0, mt
+	if o.Total > 0 {
+		total = o.Total
+		scale = 0
+		if mt > 0 {
+			scale = o.Total / mt
+		}
+	}
+	if !o.Unrounded {
+		total = math.Round(total)
+	}
+
+	grouped := len(q.GroupBy) > 0
+	keep := make([]groupCount, 0, min(len(counts), 1024))
+	for g, x := range counts {
+		c := x * scale
+		r := math.Round(c)
+		if grouped && r == 0 {
+			continue
+		}
+		if !o.Unrounded {
+			c = r
+		}
+		if mq.having != nil && mq.having.eval(c) != True {
+			continue
+		}
+		keep = append(keep, groupCount{g: g, c: c})
+	}
+
+	k := len(q.GroupBy)
+	var codes []int // codes[i*k+j]: code of group-by column j in keep[i]
+	if k > 0 {
+		codes = make([]int, len(keep)*k)
+		for i, gc := range keep {
+			q.GroupCodes(gc.g, codes[i*k:(i+1)*k])
+		}
+	}
+	if len(mq.order) > 0 {
+		idx := make([]int, len(keep))
+		for i := range idx {
+			idx[i] = i
+		}
+		slices.SortStableFunc(idx, func(x, y int) int {
+			for _, key := range mq.order {
+				c := 0
+				if it := mq.items[key.col]; it.kind == GroupColumn {
+					rk := mq.ranks[it.group]
+					c = rk[codes[x*k+it.group]] - rk[codes[y*k+it.group]]
+				} else {
+					// Counts and ratios (k > 0, one total) order alike.
+					c = cmpFloat(keep[x].c, keep[y].c)
+				}
+				if key.desc {
+					c = -c
+				}
+				if c != 0 {
+					return c
+				}
+			}
+			return 0
+		})
+		sorted := make([]groupCount, len(keep))
+		sortedCodes := make([]int, len(codes))
+		for i, j := range idx {
+			sorted[i] = keep[j]
+			copy(sortedCodes[i*k:(i+1)*k], codes[j*k:(j+1)*k])
+		}
+		keep, codes = sorted, sortedCodes
+	}
+	lo := int(min(mq.offset, int64(len(keep))))
+	hi := len(keep)
+	if mq.limit >= 0 {
+		hi = int(min(int64(lo)+mq.limit, int64(len(keep))))
+	}
+
+	var dtotal decimal.Decimal
+	if !o.Unrounded && total > 0 {
+		dtotal = decimal.NewFromFloat(total)
+	}
+	rows := make([][]any, 0, hi-lo)
+	for i := lo; i < hi; i++ {
+		gc := keep[i]
+		row := make([]any, len(mq.items))
+		for j, it := range mq.items {
+			switch it.kind {
+			case GroupColumn:
+				row[j] = mq.values[it.group][codes[i*k+it.group]]
+			case CountColumn:
+				if o.Unrounded {
+					row[j] = gc.c
+				} else {
+					row[j] = int64(gc.c)
+				}
+			case RatioColumn:
+				switch {
+				case !(total > 0):
+					row[j] = nil
+				case o.Unrounded:
+					row[j] = float64(it.mult) * gc.c / total
+				default:
+					row[j] = divInts(decimal.NewFromInt(it.mult*int64(gc.c)), dtotal)
+				}
+			}
+		}
+		rows = append(rows, row)
+	}
+	return slices.Clone(mq.Columns), rows, nil
+}
+
+// divInts divides two integers as go-mysql-server v0.20 does for the
+// outermost division of integer operands: 9 extra digits plus 2 guard
+// digits, truncated to 9, then rounded half away from zero to
+// div_precision_increment (4) places.
+func divInts(l, r decimal.Decimal) decimal.Decimal {
+	return l.DivRound(r, 9+2).Truncate(9).Round(divPrecInc)
+}
+
+func cmpFloat(x, y float64) int {
+	switch {
+	case x < y:
+		return -1
+	case x > y:
+		return 1
+	}
+	return 0
+}
