@@ -41,9 +41,9 @@ type Engine struct {
 	closed atomic.Bool
 }
 
-// New opens the data directory (creating it on first start), loads users and
-// grants, bootstraps root and dp_internal, seeds the demo database if asked
-// and binds the listener. The caller must call Serve or Close.
+// New opens the data directory (creating it on first start), binds the
+// listener, loads users and grants, bootstraps root and dp_internal and
+// seeds the demo database if asked. The caller must call Serve or Close.
 func New(ctx context.Context, cfg Config) (*Engine, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
@@ -56,12 +56,20 @@ func New(ctx context.Context, cfg Config) (*Engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	e, err := build(ctx, cfg, dir, st)
+	// Bind before the slow start-up work, so a busy port fails fast.
+	ln, err := listen(cfg.addr())
 	if err != nil {
 		st.Close()
 		return nil, err
 	}
-	if err := e.listen(); err != nil {
+	e, err := build(ctx, cfg, dir, st)
+	if err != nil {
+		ln.Close()
+		st.Close()
+		return nil, err
+	}
+	if err := e.newServer(ln); err != nil {
+		ln.Close()
 		e.Close()
 		return nil, err
 	}
@@ -139,16 +147,20 @@ func setSystemVariables(dataDir string) error {
 	return nil
 }
 
-// listen binds the configured address and creates the MySQL server.
-func (e *Engine) listen() error {
-	addr := e.cfg.addr()
+// listen binds addr.
+func listen(addr string) (net.Listener, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		if errors.Is(err, syscall.EADDRINUSE) {
-			return ErrListen.New("cannot listen on %s: address already in use (is another server running? pick another --port)", addr)
+			return nil, ErrListen.New("cannot listen on %s: address already in use (is another server running? pick another --port)", addr)
 		}
-		return ErrListen.Wrap(err, "cannot listen on %s", addr)
+		return nil, ErrListen.Wrap(err, "cannot listen on %s", addr)
 	}
+	return ln, nil
+}
+
+// newServer creates the MySQL server on ln.
+func (e *Engine) newServer(ln net.Listener) error {
 	logrus.SetLevel(logrus.WarnLevel)
 	srv, err := server.NewServer(server.Config{
 		Protocol: "tcp",
@@ -156,8 +168,7 @@ func (e *Engine) listen() error {
 		Listener: ln,
 	}, e.sqle, sql.NewContext, e.newConnSession, nil)
 	if err != nil {
-		ln.Close()
-		return ErrListen.Wrap(err, "cannot start server on %s", addr)
+		return ErrListen.Wrap(err, "cannot start server on %s", ln.Addr())
 	}
 	e.srv = srv
 	return nil
