@@ -50,7 +50,12 @@
 // receive the same value; as in InnoDB, values reserved by a statement that
 // fails are not given back.
 //
-// Reads run in short read transactions of at most a few thousand rows, so a
+// Within a statement, reads do not see the statement's own pending writes
+// (INSERT ... SELECT from the same table reads the rows as they were). Note
+// that the engine creates a table before its secondary indexes and checks,
+// so a CREATE TABLE whose index is refused leaves the table without it.
+//
+// Reads run in short read transactions of at most 1024 rows, so a
 // long scan never blocks writers; a scan that races with concurrent writes
 // sees each chunk at its own commit point (read committed), not one snapshot.
 // Schema changes (ALTER TABLE) rewrite the table in one write transaction; a
