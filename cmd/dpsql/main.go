@@ -43,7 +43,10 @@ var commands = []command{
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
-	defer stop()
+	go func() {
+		<-ctx.Done()
+		stop() // a second signal kills at once
+	}()
 	os.Exit(run(ctx, os.Args[1:], os.Stdout, os.Stderr))
 }
 
