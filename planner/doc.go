@@ -44,4 +44,15 @@
 // while c <= e_i and c = x are not. For an integer column a bin is the set
 // of integers it contains, so c < n, c <= n-1 and, for bins holding a
 // single integer, c = n are aligned when n is the first integer of a bin.
+//
+// # Answering from a model
+//
+// RouteSelect decides whether a SELECT on a synthetic table is a count query
+// that the table's fitted model can answer exactly (expected counts, no
+// sampling noise): the workload form above plus percentages
+// COUNT(*) / (SELECT COUNT(*) FROM syn), HAVING on COUNT(*), ORDER BY and
+// LIMIT. The resulting ModelQuery executes against any ModelSource (a
+// *pgm.Model, or a ModelCache that remembers its marginals) and returns rows
+// with the values the synthetic rows' SQL would give. A query that is not
+// routed comes with the reason, and runs on the synthetic rows instead.
 package planner
