@@ -23,6 +23,7 @@ type compiled struct {
 	x      []float64 // projected marginal (probabilities)
 	r      []float64 // c·(Q·total·x − y)
 	g      []float64 // gradient over attrs, accumulated from dependants
+	pseudo bool      // an unmeasured intermediate table: no loss of its own
 	own    []float64 // Qᵀ r (dense queries only)
 	qx     *mat.VecDense
 	xv     *mat.VecDense
@@ -42,6 +43,8 @@ type objective struct {
 
 func newObjective(jt *junctionTree, meas []Measurement, loss Loss, total float64) *objective {
 	o := &objective{jt: jt, loss: loss, total: total, team: newTeam()}
+	nreal := len(meas)
+	meas = append(slices.Clip(meas), intermediates(jt, meas)...)
 	scratch := 0
 	order := make([]int, len(meas))
 	clique := make([]int, len(meas))
@@ -61,11 +64,16 @@ func newObjective(jt *junctionTree, meas []Measurement, loss Loss, total float64
 		m := meas[i]
 		k := clique[i]
 		n := jt.dom.Cells(m.Attrs)
-		cm := compiled{clique: k, src: -1, c: 1 / m.Sigma, q: m.Query, y: m.Y, x: make([]float64, n), r: make([]float64, len(m.Y)), g: make([]float64, n)}
+		cm := compiled{clique: k, src: -1, q: m.Query, y: m.Y, x: make([]float64, n), r: make([]float64, len(m.Y)), g: make([]float64, n)}
+		if i < nreal {
+			cm.c = 1 / m.Sigma
+		} else {
+			cm.pseudo = true
+		}
 		srcAttrs := jt.cliques[k]
 		for j := pos - 1; j >= 0 && o.meas[j].clique == k; j-- {
 			a := meas[order[j]].Attrs
-			if len(a) < len(srcAttrs) && isSubset(m.Attrs, a) {
+			if jt.dom.Cells(a) < jt.dom.Cells(srcAttrs) && isSubset(m.Attrs, a) {
 				cm.src, srcAttrs = j, a
 			}
 		}
@@ -86,6 +94,57 @@ func newObjective(jt *junctionTree, meas []Measurement, loss Loss, total float64
 	}
 	o.red = make([]float64, scratch)
 	return o
+}
+
+// intermediates returns unmeasured tables worth projecting once per clique
+// so that several measurements are reduced from them instead of from the
+// clique: for each clique whose measurements need at least two sweeps, the
+// clique minus the attribute that the most of those measurements lack (ties
+// to the larger attribute).
+func intermediates(jt *junctionTree, meas []Measurement) []Measurement {
+	var out []Measurement
+	for k, cl := range jt.cliques {
+		// The measurements of k that no other measurement of k contains.
+		var top [][]int
+		for _, m := range meas {
+			if jt.containing(m.Attrs) != k || len(m.Attrs) == len(cl) {
+				continue
+			}
+			inside := false
+			for _, o := range meas {
+				if len(o.Attrs) > len(m.Attrs) && len(o.Attrs) < len(cl) && isSubset(m.Attrs, o.Attrs) {
+					inside = true
+					break
+				}
+			}
+			if !inside && !slices.ContainsFunc(top, func(t []int) bool { return slices.Equal(t, m.Attrs) }) {
+				top = append(top, m.Attrs)
+			}
+		}
+		if len(top) < 2 {
+			continue
+		}
+		best, bestCount := -1, 1
+		for _, a := range cl {
+			n := 0
+			for _, t := range top {
+				if !slices.Contains(t, a) {
+					n++
+				}
+			}
+			if n > bestCount || (n == bestCount && best >= 0 && jt.dom.sizes[a] > jt.dom.sizes[best]) {
+				best, bestCount = a, n
+			}
+		}
+		if best < 0 {
+			continue
+		}
+		t := slices.DeleteFunc(slices.Clone(cl), func(x int) bool { return x == best })
+		if !slices.ContainsFunc(meas, func(m Measurement) bool { return slices.Equal(m.Attrs, t) }) {
+			out = append(out, Measurement{Attrs: t})
+		}
+	}
+	return out
 }
 
 // isSubset reports whether the ascending a is a subset of the ascending b.
@@ -121,6 +180,9 @@ func (o *objective) value(p []float64) float64 {
 			copy(m.x, src)
 		} else {
 			m.red.SumPar(m.x, src, o.red, o.team.split)
+		}
+		if m.pseudo {
+			continue
 		}
 		qx := m.x
 		if m.q != nil {
@@ -162,17 +224,19 @@ func (o *objective) grad(dst []float64) {
 	}
 	for i := len(o.meas) - 1; i >= 0; i-- {
 		m := &o.meas[i]
-		if o.loss == L1 {
-			for j, d := range m.r {
-				m.r[j] = sign(d)
+		if !m.pseudo {
+			if o.loss == L1 {
+				for j, d := range m.r {
+					m.r[j] = sign(d)
+				}
 			}
+			own := m.r
+			if m.q != nil {
+				m.ov.MulVec(m.q.T(), m.rv)
+				own = m.own
+			}
+			kernel.Axpy(m.g, m.c, own)
 		}
-		own := m.r
-		if m.q != nil {
-			m.ov.MulVec(m.q.T(), m.rv)
-			own = m.own
-		}
-		kernel.Axpy(m.g, m.c, own)
 		var to []float64
 		if m.src < 0 {
 			to = o.jt.block(dst, m.clique)
