@@ -82,16 +82,25 @@ func (w *bpWork) run(p, theta []float64) float64 {
 				kernel.Expand(w.comb[n], w.comb[c], jt.nestMap[c])
 			}
 		}
-		w.team.run(len(b), 1, func(lo, hi, _ int) {
+		root := jt.parent[v] < 0
+		var partMax [maxParts]float64
+		w.team.run(len(b), 1, func(lo, hi, part int) {
 			copy(b[lo:hi], th[lo:hi])
 			for _, c := range kids {
 				if jt.nest[c] < 0 {
 					kernel.Expand(b[lo:hi], w.comb[c], jt.downMap[c][lo:hi])
 				}
 			}
+			if root { // fused here to save a sweep of the largest clique
+				partMax[part] = kernel.Max(b[lo:hi])
+			}
 		})
-		if jt.parent[v] < 0 {
-			logZ = w.normalizeRoot(b)
+		if root {
+			mx := math.Inf(-1)
+			for _, x := range partMax[:w.team.parts(len(b))] {
+				mx = math.Max(mx, x)
+			}
+			logZ = w.normalizeRoot(b, mx)
 			continue
 		}
 		w.upward(v, b)
@@ -123,15 +132,10 @@ func (w *bpWork) run(p, theta []float64) float64 {
 	return logZ
 }
 
-// normalizeRoot turns the root's log belief b into probabilities and
-// returns log Z.
-func (w *bpWork) normalizeRoot(b []float64) float64 {
+// normalizeRoot turns the root's log belief b, whose maximum is mx, into
+// probabilities and returns log Z.
+func (w *bpWork) normalizeRoot(b []float64, mx float64) float64 {
 	var part [maxParts]float64
-	w.team.run(len(b), 1, func(lo, hi, k int) { part[k] = kernel.Max(b[lo:hi]) })
-	mx := math.Inf(-1)
-	for _, x := range part[:w.team.parts(len(b))] {
-		mx = math.Max(mx, x)
-	}
 	w.team.run(len(b), 1, func(lo, hi, k int) { part[k] = kernel.ExpShiftTotal(b[lo:hi], mx) })
 	var sum float64
 	for _, x := range part[:w.team.parts(len(b))] {
