@@ -5,8 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"runtime"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 
 	"github.com/dpsql/dpsql/synth"
 	"github.com/dpsql/dpsql/synth/internal/marginal"
@@ -89,85 +92,30 @@ type CellBound struct {
 	Upper    float64 // upper end
 }
 
-// Marginals returns the error bound of every marginal of rel's workload
-// (canonical order: attribute sets ascending, duplicates merged) at the
-// given confidence in (0, 1). Each bound holds with at least that
-// probability on its own; they are not simultaneous. See the package
-// documentation for the derivation.
+// Marginals is Analyze followed by Analysis.Marginals.
 func Marginals(ctx context.Context, rel *Release, confidence float64) ([]MarginalBound, error) {
-	a, err := newAnalysis(rel, confidence)
+	a, err := Analyze(rel)
 	if err != nil {
 		return nil, err
 	}
-	lambda := 1 - confidence
-	lamN := totalShare * lambda
-	lamR := lambda - lamN
-	// |N − N̂| ≤ slack with probability 1 − λ_N.
-	slack := math.Abs(a.total-a.model.Total()) + zTwoSided(lamN)*a.totalSD
-	out := make([]MarginalBound, 0, len(a.w))
-	for _, m := range a.w {
-		if err := ctx.Err(); err != nil {
-			return nil, fmt.Errorf("bounds: %w", err)
-		}
-		b, round, sup, err := a.countBound(m.Attrs, lamR)
-		if err != nil && !errors.Is(err, ErrUncovered) {
-			return nil, err
-		}
-		l1 := 2.0
-		if err == nil {
-			if den := a.model.Total() - slack; den > 0 {
-				l1 = min(2, (b+slack)/den)
-			}
-		}
-		out = append(out, MarginalBound{Attrs: m.Attrs, Weight: m.Weight, L1: l1, Supported: sup, Round: round})
-	}
-	return out, nil
+	return a.Marginals(ctx, confidence)
 }
 
-// Cells returns a confidence interval for every cell of the marginal on
-// attrs (distinct attributes in any order; the cells follow that order, the
-// last attribute varying fastest, as pgm.Model.Marginal lays them out).
-// Each interval covers its cell's true count with at least the given
-// probability (per cell, not simultaneously). supported says whether the
-// intervals come from measurements or, for an unsupported marginal, from
-// its L1 bound. An attribute set that was neither measured nor a selection
-// candidate has no bound (ErrUncovered).
+// Cells is Analyze followed by Analysis.Cells.
 func Cells(ctx context.Context, rel *Release, attrs []int, confidence float64) (cells []CellBound, supported bool, err error) {
-	a, err := newAnalysis(rel, confidence)
+	a, err := Analyze(rel)
 	if err != nil {
 		return nil, false, err
 	}
-	if err := a.checkAttrs(attrs); err != nil {
-		return nil, false, err
-	}
-	if err := ctx.Err(); err != nil {
-		return nil, false, fmt.Errorf("bounds: %w", err)
-	}
-	sorted := slices.Clone(attrs)
-	slices.Sort(sorted)
-	lambda := 1 - confidence
-	est := a.model.Marginal(attrs)
-	cells = make([]CellBound, len(est))
-	if ybar, sd, _, ok := a.combined(sorted); ok {
-		ybar = reorder(a.dom, sorted, ybar, attrs)
-		h := zTwoSided(lambda) * sd
-		for i, e := range est {
-			cells[i] = CellBound{Estimate: e, Lower: max(0, ybar[i]-h), Upper: ybar[i] + h}
-		}
-		return cells, true, nil
-	}
-	b, _, _, err := a.countBound(sorted, lambda)
-	if err != nil {
-		return nil, false, err
-	}
-	for i, e := range est {
-		cells[i] = CellBound{Estimate: e, Lower: max(0, e-b), Upper: e + b}
-	}
-	return cells, false, nil
+	return a.Cells(ctx, attrs, confidence)
 }
 
-// analysis indexes a release for bound computations.
-type analysis struct {
+// Analysis holds what the bounds of a release need, computed once: the
+// expensive part of a bound (model marginals, their distances to the
+// measurements and to the snapshots) does not depend on the confidence, so
+// keep one Analysis per release to answer many requests. It is safe for
+// concurrent use.
+type Analysis struct {
 	model *pgm.Model
 	dom   *pgm.Domain
 	w     []synth.Marginal // canonical workload
@@ -180,16 +128,29 @@ type analysis struct {
 	// total is the inverse-variance estimate of N from the measurements,
 	// totalSD its standard deviation.
 	total, totalSD float64
-	// observed caches, per round t, ‖y_t − M_{r_t}(p̂_{t−1})‖₁.
-	observed map[int]float64
+
+	mu       sync.Mutex
+	stats    map[string]*stats // synth.Key(attrs) → its statistics
+	observed map[int]float64   // round t → ‖y_t − M_{r_t}(p̂_{t−1})‖₁
 }
 
-func newAnalysis(rel *Release, confidence float64) (*analysis, error) {
+// stats are the confidence-independent parts of one marginal's bound.
+type stats struct {
+	err       error // ErrUncovered, or a malformed release
+	supported bool
+	round     int
+	n         int // cells
+	// Supported: ‖M_r(p̂) − ȳ_r‖₁ and σ̄_r.
+	dist, sd float64
+	// Unsupported: ‖M_r(p̂_{t−1}) − M_r(p̂)‖₁ and ‖y_t − M_{r_t}(p̂_{t−1})‖₁.
+	drift, observed float64
+}
+
+// Analyze indexes rel for bound computations. It fails with ErrNoBounds for
+// mechanisms other than AIM and with ErrInvalid for a malformed release.
+func Analyze(rel *Release) (*Analysis, error) {
 	if !strings.EqualFold(rel.Mechanism, "aim") {
 		return nil, fmt.Errorf("%w for mechanism %s", ErrNoBounds, rel.Mechanism)
-	}
-	if !(confidence > 0 && confidence < 1) {
-		return nil, fmt.Errorf("bounds: %w: confidence %v is not in (0, 1)", ErrInvalid, confidence)
 	}
 	if rel.Model == nil {
 		return nil, fmt.Errorf("bounds: %w: no model", ErrInvalid)
@@ -199,12 +160,13 @@ func newAnalysis(rel *Release, confidence float64) (*analysis, error) {
 	if err != nil {
 		return nil, fmt.Errorf("bounds: %w: workload: %w", ErrInvalid, err)
 	}
-	a := &analysis{
+	a := &Analysis{
 		model: rel.Model, dom: dom, w: w,
 		selected: map[int]*synth.Measurement{},
 		rounds:   map[int]*synth.Round{},
 		last:     map[string]int{},
 		snaps:    map[int]*pgm.Model{},
+		stats:    map[string]*stats{},
 		observed: map[int]float64{},
 	}
 	prec := 0.0 // Σ 1/Var of the per-measurement total estimates
@@ -213,7 +175,7 @@ func newAnalysis(rel *Release, confidence float64) (*analysis, error) {
 		if m.Query != nil || m.Coarse != nil {
 			continue // AIM measures identities only
 		}
-		if len(m.Y) != dom.Cells(m.Attrs) || !(m.Sigma > 0) {
+		if len(m.Attrs) == 0 || len(m.Y) != dom.Cells(m.Attrs) || !(m.Sigma > 0) {
 			return nil, fmt.Errorf("bounds: %w: measurement %d on %v is malformed", ErrInvalid, i, m.Attrs)
 		}
 		a.meas = append(a.meas, *m)
@@ -221,14 +183,13 @@ func newAnalysis(rel *Release, confidence float64) (*analysis, error) {
 		a.total += sum(m.Y) / v
 		prec += 1 / v
 	}
-	// a.selected points into a.meas, which no longer grows.
+	if prec == 0 {
+		return nil, fmt.Errorf("bounds: %w: no measurements", ErrInvalid)
+	}
 	for i := range a.meas {
 		if r := a.meas[i].Round; r > 0 {
 			a.selected[r] = &a.meas[i]
 		}
-	}
-	if prec == 0 {
-		return nil, fmt.Errorf("bounds: %w: no measurements", ErrInvalid)
 	}
 	a.total /= prec
 	a.totalSD = math.Sqrt(1 / prec)
@@ -244,7 +205,173 @@ func newAnalysis(rel *Release, confidence float64) (*analysis, error) {
 	return a, nil
 }
 
-func (a *analysis) checkAttrs(attrs []int) error {
+func checkConfidence(confidence float64) error {
+	if !(confidence > 0 && confidence < 1) {
+		return fmt.Errorf("bounds: %w: confidence %v is not in (0, 1)", ErrInvalid, confidence)
+	}
+	return nil
+}
+
+// Marginals returns the error bound of every marginal of the workload
+// (canonical order: attribute sets ascending, duplicates merged) at the
+// given confidence in (0, 1). Each bound holds with at least that
+// probability on its own; they are not simultaneous. See the package
+// documentation for the derivation. The first call computes the model
+// marginals the bounds need, on all cores.
+func (a *Analysis) Marginals(ctx context.Context, confidence float64) ([]MarginalBound, error) {
+	if err := checkConfidence(confidence); err != nil {
+		return nil, err
+	}
+	sets := make([][]int, len(a.w))
+	for i, m := range a.w {
+		sets[i] = m.Attrs
+	}
+	st, err := a.statsOf(ctx, sets)
+	if err != nil {
+		return nil, err
+	}
+	lambda := 1 - confidence
+	lamN := totalShare * lambda
+	lamR := lambda - lamN
+	// |N − N̂| ≤ slack with probability 1 − λ_N.
+	slack := math.Abs(a.total-a.model.Total()) + zTwoSided(lamN)*a.totalSD
+	out := make([]MarginalBound, 0, len(a.w))
+	for i, m := range a.w {
+		s := st[i]
+		if s.err != nil && !errors.Is(s.err, ErrUncovered) {
+			return nil, s.err
+		}
+		l1 := 2.0
+		if s.err == nil {
+			b := a.countBound(m.Attrs, s, lamR)
+			if den := a.model.Total() - slack; den > 0 {
+				l1 = min(2, (b+slack)/den)
+			}
+		}
+		out = append(out, MarginalBound{Attrs: m.Attrs, Weight: m.Weight, L1: l1, Supported: s.supported, Round: s.round})
+	}
+	return out, nil
+}
+
+// Cells returns a confidence interval for every cell of the marginal on
+// attrs (distinct attributes in any order; the cells follow that order, the
+// last attribute varying fastest, as pgm.Model.Marginal lays them out).
+// Each interval covers its cell's true count with at least the given
+// probability (per cell, not simultaneously). supported says whether the
+// intervals come from measurements or, for an unsupported marginal, from
+// its L1 bound. An attribute set that was neither measured nor a selection
+// candidate has no bound (ErrUncovered).
+func (a *Analysis) Cells(ctx context.Context, attrs []int, confidence float64) (cells []CellBound, supported bool, err error) {
+	if err := checkConfidence(confidence); err != nil {
+		return nil, false, err
+	}
+	if err := a.checkAttrs(attrs); err != nil {
+		return nil, false, err
+	}
+	sorted := slices.Clone(attrs)
+	slices.Sort(sorted)
+	st, err := a.statsOf(ctx, [][]int{sorted})
+	if err != nil {
+		return nil, false, err
+	}
+	s := st[0]
+	if s.err != nil {
+		return nil, false, s.err
+	}
+	lambda := 1 - confidence
+	est := a.model.Marginal(attrs)
+	cells = make([]CellBound, len(est))
+	if s.supported {
+		ybar, sd, _, _ := a.combined(sorted)
+		ybar = reorder(a.dom, sorted, ybar, attrs)
+		h := zTwoSided(lambda) * sd
+		for i, e := range est {
+			cells[i] = CellBound{Estimate: e, Lower: max(0, ybar[i]-h), Upper: ybar[i] + h}
+		}
+		return cells, true, nil
+	}
+	b := a.countBound(sorted, s, lambda)
+	for i, e := range est {
+		cells[i] = CellBound{Estimate: e, Lower: max(0, e-b), Upper: e + b}
+	}
+	return cells, false, nil
+}
+
+// statsOf returns the statistics of the sorted attribute sets, computing
+// the missing ones in parallel.
+func (a *Analysis) statsOf(ctx context.Context, sets [][]int) ([]*stats, error) {
+	out := make([]*stats, len(sets))
+	var todo []int
+	a.mu.Lock()
+	for i, s := range sets {
+		if st, ok := a.stats[synth.Key(s)]; ok {
+			out[i] = st
+		} else {
+			todo = append(todo, i)
+		}
+	}
+	a.mu.Unlock()
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range min(runtime.GOMAXPROCS(0), len(todo)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				k := int(next.Add(1)) - 1
+				if k >= len(todo) || ctx.Err() != nil {
+					return
+				}
+				out[todo[k]] = a.compute(sets[todo[k]])
+			}
+		}()
+	}
+	wg.Wait()
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("bounds: %w", err)
+	}
+	a.mu.Lock()
+	for _, i := range todo {
+		a.stats[synth.Key(sets[i])] = out[i]
+	}
+	a.mu.Unlock()
+	return out, nil
+}
+
+// compute derives the statistics of a sorted attribute set.
+func (a *Analysis) compute(attrs []int) *stats {
+	s := &stats{n: a.dom.Cells(attrs)}
+	xhat := a.model.Marginal(attrs)
+	if ybar, sd, round, ok := a.combined(attrs); ok {
+		s.supported, s.round, s.dist, s.sd = true, round, marginal.L1(xhat, ybar), sd
+		return s
+	}
+	t := a.last[synth.Key(attrs)]
+	if t == 0 {
+		s.err = fmt.Errorf("bounds: %w: %v was neither measured nor a selection candidate", ErrUncovered, attrs)
+		return s
+	}
+	rd, meas, snap := a.rounds[t], a.selected[t], a.snaps[t]
+	if rd == nil || meas == nil || snap == nil || !slices.Equal(rd.Selected, meas.Attrs) || !(rd.Epsilon > 0) || !(rd.Sensitivity > 0) {
+		s.err = fmt.Errorf("bounds: %w: round %d (last candidate round of %v) is not recorded with its measurement and snapshot", ErrInvalid, t, attrs)
+		return s
+	}
+	s.round = t
+	s.drift = marginal.L1(snap.Marginal(attrs), xhat)
+	a.mu.Lock()
+	o, ok := a.observed[t]
+	a.mu.Unlock()
+	if !ok {
+		o = marginal.L1(meas.Y, snap.Marginal(meas.Attrs))
+		a.mu.Lock()
+		a.observed[t] = o
+		a.mu.Unlock()
+	}
+	s.observed = o
+	return s
+}
+
+func (a *Analysis) checkAttrs(attrs []int) error {
 	if len(attrs) == 0 {
 		return fmt.Errorf("bounds: %w: no attributes", ErrInvalid)
 	}
@@ -260,7 +387,7 @@ func (a *analysis) checkAttrs(attrs []int) error {
 // measurement of a superset of attrs (sorted), summed down to attrs, with its
 // per-cell standard deviation σ̄_r and the last round among those
 // measurements; ok is false when no measurement contains attrs.
-func (a *analysis) combined(attrs []int) (ybar []float64, sd float64, round int, ok bool) {
+func (a *Analysis) combined(attrs []int) (ybar []float64, sd float64, round int, ok bool) {
 	n := a.dom.Cells(attrs)
 	var buf []float64
 	prec := 0.0
@@ -291,7 +418,7 @@ func (a *analysis) combined(attrs []int) (ybar []float64, sd float64, round int,
 }
 
 // candWeight is AIM's candidate weight w_r = Σ_i c_i·|r ∩ r_i|.
-func (a *analysis) candWeight(attrs []int) float64 {
+func (a *Analysis) candWeight(attrs []int) float64 {
 	w := 0.0
 	for _, m := range a.w {
 		w += m.Weight * float64(marginal.Intersect(attrs, m.Attrs))
@@ -299,50 +426,31 @@ func (a *analysis) candWeight(attrs []int) float64 {
 	return w
 }
 
-// countBound bounds ‖M_r(D) − M_r(p̂)‖₁ for sorted attrs with probability
-// at least 1 − lambda.
-func (a *analysis) countBound(attrs []int, lambda float64) (b float64, round int, supported bool, err error) {
-	xhat := a.model.Marginal(attrs)
-	if ybar, sd, round, ok := a.combined(attrs); ok {
-		return marginal.L1(xhat, ybar) + sd*l1NoiseBound(len(ybar), lambda), round, true, nil
+// countBound bounds ‖M_r(D) − M_r(p̂)‖₁ for sorted attrs with statistics s
+// (no error) with probability at least 1 − lambda.
+func (a *Analysis) countBound(attrs []int, s *stats, lambda float64) float64 {
+	if s.supported {
+		return s.dist + s.sd*l1NoiseBound(s.n, lambda)
 	}
-	t := a.last[synth.Key(attrs)]
-	if t == 0 {
-		return 0, 0, false, fmt.Errorf("bounds: %w: %v was neither measured nor a selection candidate", ErrUncovered, attrs)
-	}
-	rd, meas, snap := a.rounds[t], a.selected[t], a.snaps[t]
-	if rd == nil || meas == nil || snap == nil || !slices.Equal(rd.Selected, meas.Attrs) || !(rd.Epsilon > 0) || !(rd.Sensitivity > 0) {
-		return 0, 0, false, fmt.Errorf("bounds: %w: round %d (last candidate round of %v) is not recorded with its measurement and snapshot", ErrInvalid, t, attrs)
-	}
-	prev := snap.Marginal(attrs) // M_r(p̂_{t−1})
-	ar, err := a.selectionBound(attrs, t, rd, meas, snap, lambda)
-	if err != nil {
-		return 0, 0, false, err
-	}
-	return ar + marginal.L1(prev, xhat), t, false, nil
+	return a.selectionBound(attrs, s, lambda) + s.drift
 }
 
 // selectionBound bounds ‖M_r(D) − M_r(p̂_{t−1})‖₁ for a candidate r of
-// round t that was not selected, with probability at least 1 − lambda
-// (λ₁ = λ₂ = λ/2).
-func (a *analysis) selectionBound(attrs []int, t int, rd *synth.Round, meas *synth.Measurement, snap *pgm.Model, lambda float64) (float64, error) {
+// round t = s.round that was not measured, with probability at least
+// 1 − lambda (λ₁ = λ₂ = λ/2).
+func (a *Analysis) selectionBound(attrs []int, s *stats, lambda float64) float64 {
 	lam1, lam2 := lambda/2, lambda/2
+	rd, meas := a.rounds[s.round], a.selected[s.round]
 	wr := a.candWeight(attrs)
 	if !(wr > 0) {
-		return math.Inf(1), nil // a zero-weight candidate's score says nothing
-	}
-	o, ok := a.observed[t]
-	if !ok {
-		o = marginal.L1(meas.Y, snap.Marginal(meas.Attrs))
-		a.observed[t] = o
+		return math.Inf(1) // a zero-weight candidate's score says nothing
 	}
 	nt := len(meas.Y)
-	lt := signalBound(o, meas.Sigma, nt, lam2) // ‖M_{r_t}(D) − M_{r_t}(p̂_{t−1})‖₁
+	lt := signalBound(s.observed, meas.Sigma, nt, lam2) // ‖M_{r_t}(D) − M_{r_t}(p̂_{t−1})‖₁
 	qt := a.candWeight(meas.Attrs) * (lt - sqrt2pi*rd.Sigma*float64(nt))
 	others := max(1, float64(rd.Candidates-1))
 	gap := 2 * rd.Sensitivity / rd.Epsilon * math.Log(others/lam1)
-	nr := float64(a.dom.Cells(attrs))
-	return max(0, sqrt2pi*rd.Sigma*nr+(qt+gap)/wr), nil
+	return max(0, sqrt2pi*rd.Sigma*float64(s.n)+(qt+gap)/wr)
 }
 
 // zTwoSided is Φ⁻¹(1 − λ/2).

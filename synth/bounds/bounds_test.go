@@ -247,7 +247,7 @@ func TestSupportedCoverage(t *testing.T) {
 			var failL1, failCell, cells int
 			for range trials {
 				rel := smallRelease(t, data, sets, sigmas, rng, base.Model)
-				a, err := newAnalysis(rel, conf)
+				a, err := Analyze(rel)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -283,7 +283,7 @@ func TestSupportedCoverage(t *testing.T) {
 	}
 	// The 1-way marginal of attribute 1 is supported by both measurements:
 	// its per-cell variance is the inverse of the summed precisions.
-	a, err := newAnalysis(base, 0.95)
+	a, err := Analyze(base)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -432,5 +432,45 @@ func TestCellsLayout(t *testing.T) {
 	}
 	if !sawSup || !sawUnsup {
 		t.Errorf("want both kinds of marginal in this release: supported seen %v, unsupported seen %v", sawSup, sawUnsup)
+	}
+}
+
+// TestAnalysisReuse checks that one Analysis answers like fresh ones at
+// every confidence, concurrently, and that bounds grow with the confidence.
+func TestAnalysisReuse(t *testing.T) {
+	rel, _ := aimRelease(t)
+	ctx := context.Background()
+	a, err := Analyze(rel)
+	if err != nil {
+		t.Fatal(err)
+	}
+	confs := []float64{0.5, 0.8, 0.95, 0.99, 0.999}
+	got := make([][]MarginalBound, len(confs))
+	done := make(chan error, len(confs))
+	for i, c := range confs {
+		go func() {
+			var err error
+			got[i], err = a.Marginals(ctx, c)
+			done <- err
+		}()
+	}
+	for range confs {
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i, c := range confs {
+		fresh, err := Marginals(ctx, rel, c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for k := range fresh {
+			if fresh[k].L1 != got[i][k].L1 || fresh[k].Supported != got[i][k].Supported || fresh[k].Round != got[i][k].Round {
+				t.Errorf("confidence %v, %v: reused %+v, fresh %+v", c, fresh[k].Attrs, got[i][k], fresh[k])
+			}
+			if i > 0 && got[i][k].L1 < got[i-1][k].L1 {
+				t.Errorf("%v: bound %v at confidence %v below %v at %v", fresh[k].Attrs, got[i][k].L1, c, got[i-1][k].L1, confs[i-1])
+			}
+		}
 	}
 }

@@ -73,9 +73,13 @@ func coverageRun(t *testing.T, data *pgm.Dataset, w []synth.Marginal, rho float6
 	if err != nil {
 		t.Fatal(err)
 	}
+	start := time.Now()
 	bs, err := Marginals(ctx, FromResult("aim", res, w), conf)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if testing.Verbose() {
+		t.Logf("seed %d: %d rounds, bounds of %d marginals in %v", seed, len(res.Rounds), len(bs), time.Since(start).Round(time.Millisecond))
 	}
 	n := float64(data.Rows())
 	for _, b := range bs {

@@ -8,6 +8,14 @@
 // supported: other mechanisms give an error wrapping ErrNoBounds
 // ("no bounds for mechanism mst").
 //
+// Analyze indexes a Release (the final model and the measurements, rounds,
+// last-candidate rounds and snapshots of a synth.Result); its Marginals
+// method gives the L1 bound of every workload marginal (SHOW ERROR BOUNDS)
+// and Cells a per-cell interval for any measured or candidate attribute set
+// (dp_marginal). The model marginals a bound needs do not depend on the
+// confidence and are computed once per Analysis, so a server keeps one per
+// synthetic table.
+//
 // # Notation
 //
 // D is the sensitive data with N records, p̂ the final model with total N̂
