@@ -307,10 +307,18 @@ func (r *router) route() (*ModelQuery, error) {
 	}
 	if ev, ok := q.Evidence(); ok {
 		r.mq.evidence = ev
+	} else if cells := q.Cells(); cells > MaxJointCells {
+		return nil, reject(KindTooLarge, q.Where.SQL,
+			"the predicate couples columns, so the model would build the marginal on %s (%d cells, more than %d)", names(r.syn.Domain, q.Attrs), cells, MaxJointCells)
 	}
 	r.mq.values, r.mq.ranks = groupTables(r.syn.Domain, q.GroupBy)
 	return r.mq, nil
 }
+
+// MaxJointCells bounds the marginal a routed query whose predicate couples
+// columns (an OR or NOT across columns) may need: its answer is summed from
+// the model's marginal on every column the query mentions.
+const MaxJointCells = 1 << 22
 
 // divPrecInc is MySQL's default div_precision_increment: the scale a
 // division adds to that of its dividend.

@@ -177,3 +177,12 @@ func cmpFloat(x, y float64) int {
 	}
 	return 0
 }
+
+// Cells is the number of cells of the marginal on q.Attrs.
+func (q *Query) Cells() int {
+	n := 1
+	for _, s := range q.sizes {
+		n *= s
+	}
+	return n
+}
