@@ -126,7 +126,9 @@ type CandidateRound struct {
 }
 
 // Snapshot is the model p̂_{Round−1} that round Round scored its candidates
-// against (its pre-measurement model).
+// against (its pre-measurement model). A nil Model means the uniform
+// distribution with total 1 (MWEM+PGM's first round, before any
+// measurement).
 type Snapshot struct {
 	Round int
 	Model *pgm.Model

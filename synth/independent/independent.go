@@ -7,8 +7,8 @@
 //
 // # Options
 //
-//	PGM_ITERS  int, default 200: estimation iterations. A model of 1-way
-//	           cliques converges in few.
+//	PGM_ITERS  int, default 1000: estimation iterations (on adult, 200
+//	           iterations leave the workload error 2% higher).
 package independent
 
 import (
@@ -21,7 +21,7 @@ import (
 )
 
 // DefaultPGMIters is the default number of estimation iterations.
-const DefaultPGMIters = 200
+const DefaultPGMIters = 1000
 
 // Options configures Independent; zero fields mean defaults.
 type Options struct {
@@ -29,7 +29,7 @@ type Options struct {
 }
 
 var schema = synth.Schema{
-	{Name: "PGM_ITERS", Kind: synth.Int, Default: "200", Min: 1, Max: 1e6,
+	{Name: "PGM_ITERS", Kind: synth.Int, Default: "1000", Min: 1, Max: 1e6,
 		Doc: "estimation iterations"},
 }
 

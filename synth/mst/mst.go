@@ -25,7 +25,7 @@
 // # Options
 //
 //	PGM_ITERS  int, default DefaultPGMIters: iterations of the final
-//	           estimation (and of the lift to the full domain).
+//	           estimation (the reference implementation uses 5000).
 package mst
 
 import (
@@ -43,8 +43,12 @@ import (
 const DefaultPGMIters = 1000
 
 // selectIters is the number of iterations of the 1-way model used for
-// selection; a model of 1-way cliques converges in few.
-const selectIters = 200
+// selection (as in the reference implementation).
+const selectIters = 1000
+
+// liftIters bounds the iterations of the lift to the full domain: it fits
+// exactly consistent tree marginals, which converges quickly.
+const liftIters = 500
 
 // Options configures MST; zero fields mean defaults.
 type Options struct {
@@ -177,7 +181,7 @@ func (o *Options) Run(ctx context.Context, in *synth.Input) (*synth.Result, erro
 	}
 	comp.expand(rows, in.Noise.Rand().IntN)
 	res.Rows = rows
-	if res.Model, err = comp.lift(ctx, dom, model, meas, iters); err != nil {
+	if res.Model, err = comp.lift(ctx, dom, model, meas, min(iters, liftIters)); err != nil {
 		return fail(fmt.Errorf("lift model: %w", err))
 	}
 	in.Report(synth.Status{Phase: "sample", Round: 1, RhoUsed: res.RhoUsed, ModelSize: res.Model.Size()})
