@@ -724,3 +724,42 @@ func mustSelect(t *testing.T, q string) *sqlparser.Select {
 	}
 	return stmt.(*sqlparser.Select)
 }
+
+// FuzzRoute checks that routing never panics and that whatever it routes
+// executes on a model with rows of the declared shape.
+func FuzzRoute(f *testing.F) {
+	for _, s := range append(slices.Clone(fuzzSeeds),
+		"SELECT race AS r, COUNT(*) n, 100 * COUNT(*) / (SELECT COUNT(*) FROM t) FROM t GROUP BY race HAVING n > 3 ORDER BY n DESC, 1 LIMIT 2, 3",
+		"SELECT COUNT(*) / (SELECT COUNT(*) FROM db.t) FROM t WHERE age > 3 OR sex = 'F'",
+		"SELECT sex, COUNT(*) FROM t GROUP BY sex HAVING NOT COUNT(*) BETWEEN NULL AND 4 LIMIT 1 OFFSET 1",
+	) {
+		f.Add(s)
+	}
+	model := randomModel(f, synRef.Domain, [][]int{{0, 1}, {1, 2}, {2, 3, 7}, {4, 5}, {5, 6}, {0, 6}}, 5)
+	f.Fuzz(func(t *testing.T, text string) {
+		mq, reason, ok := RouteSQL(text, synRef)
+		if !ok {
+			if reason == "" {
+				t.Fatal("rejected without a reason")
+			}
+			return
+		}
+		if mq.ExplainString() == "" {
+			t.Fatal("empty explain")
+		}
+		for _, opts := range []*ExecOptions{nil, {Unrounded: true}} {
+			cols, rows, err := mq.Execute(model, opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if mq.limit >= 0 && int64(len(rows)) > mq.limit {
+				t.Fatalf("%d rows over LIMIT %d", len(rows), mq.limit)
+			}
+			for _, row := range rows {
+				if len(row) != len(cols) {
+					t.Fatalf("row %v for %d columns", row, len(cols))
+				}
+			}
+		}
+	})
+}
