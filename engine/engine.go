@@ -39,6 +39,12 @@ type Engine struct {
 
 	srv    *server.Server
 	closed atomic.Bool
+
+	// dp is the state of the differential-privacy statements; its fields
+	// are nil when the storage is not the durable catalog (unit tests over
+	// the memory provider), and those statements then fail with
+	// ErrNeedsCatalog.
+	dp dpState
 }
 
 // New opens the data directory (creating it on first start), binds the
@@ -94,6 +100,9 @@ func build(ctx context.Context, cfg Config, dataDir string, st Storage) (*Engine
 		return nil, err
 	}
 	if err := e.loadUsers(ctx); err != nil {
+		return nil, err
+	}
+	if err := e.openDP(); err != nil {
 		return nil, err
 	}
 	if cfg.Demo {

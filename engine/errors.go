@@ -86,6 +86,37 @@ var (
 	ErrUnsupported = &Kind{"not supported", mysql.ERNotSupportedYet, mysql.SSClientError}
 	// ErrInternal: a failure inside the server (MySQL ER_UNKNOWN_ERROR).
 	ErrInternal = &Kind{"internal error", mysql.ERUnknownError, mysql.SSUnknownSQLState}
+
+	// ErrNoSuchTable: the table does not exist or the user may not use it.
+	// The two are deliberately indistinguishable, so that an analyst cannot
+	// probe for raw tables (MySQL ER_NO_SUCH_TABLE).
+	ErrNoSuchTable = &Kind{"no such table", mysql.ERNoSuchTable, mysql.SSUnknownTable}
+	// ErrAccessDenied: the user may see the table but lacks the privilege
+	// the statement needs (MySQL ER_TABLEACCESS_DENIED_ERROR).
+	ErrAccessDenied = &Kind{"access denied", 1142, mysql.SSClientError}
+	// ErrNeedsCatalog: a dpsql statement that needs durable storage was run
+	// on a server without it (unit tests over the memory provider).
+	ErrNeedsCatalog = &Kind{"needs durable storage", 9106, mysql.SSUnknownSQLState}
+	// ErrBudgetExhausted: the request costs more than the table's remaining
+	// privacy budget; nothing was spent.
+	ErrBudgetExhausted = &Kind{"privacy budget exhausted", 9110, mysql.SSUnknownSQLState}
+	// ErrNoBudget: the table has no privacy budget, so no DP statement may
+	// use it until its owner sets one.
+	ErrNoBudget = &Kind{"no privacy budget", 9111, mysql.SSUnknownSQLState}
+	// ErrBadParameter: an invalid ε, δ, option or other statement parameter.
+	ErrBadParameter = &Kind{"invalid parameter", 9112, mysql.SSClientError}
+	// ErrDomain: a column lacks a public domain, or a domain declaration is
+	// invalid.
+	ErrDomain = &Kind{"domain error", 9113, mysql.SSClientError}
+	// ErrWorkload: a workload query is not a supported marginal query.
+	ErrWorkload = &Kind{"unsupported workload", 9114, mysql.SSClientError}
+	// ErrMechanism: an unknown mechanism or a mechanism failure.
+	ErrMechanism = &Kind{"mechanism error", 9115, mysql.SSUnknownSQLState}
+	// ErrCancelled: the statement was cancelled (KILL QUERY or a closed
+	// connection) (MySQL ER_QUERY_INTERRUPTED).
+	ErrCancelled = &Kind{"query interrupted", mysql.ERQueryInterrupted, mysql.SSQueryInterrupted}
+	// ErrExists: the target table already exists (MySQL ER_TABLE_EXISTS_ERROR).
+	ErrExists = &Kind{"table exists", mysql.ERTableExists, "42S01"}
 )
 
 // SQLError flattens err into the MySQL error a client sees. It is the single
