@@ -8,6 +8,9 @@ import (
 	"testing"
 
 	"github.com/dpsql/dpsql/catalog/domain"
+	"github.com/dpsql/dpsql/synth"
+	"github.com/dpsql/dpsql/synth/aim"
+	"github.com/dpsql/dpsql/synth/noise"
 	"github.com/dpsql/dpsql/synth/pgm"
 	"github.com/dpsql/dpsql/synth/pgm/pgmcsv"
 )
@@ -26,10 +29,12 @@ var adultCliques = [][]string{
 	{"age", "relationship", "income>50K"},
 }
 
-// adultModel fits a model to adult's exact 1-way marginals and the
-// benchmark cliques (no privacy: only the model's shape matters here), or
-// skips when ../shared/data is absent.
-func adultModel(b *testing.B) (*pgm.Model, *domain.Table) {
+// adultModels returns two models of adult: one fitted to the exact 1-way
+// marginals and the benchmark cliques (no privacy: only the model's shape
+// matters here), and one made by AIM on the all-2way workload at ε = 1
+// (δ = 1e-9, ρ from spec/aim.md's sanity values). It skips when
+// ../shared/data is absent.
+func adultModels(b *testing.B) (cliques, aimModel *pgm.Model, dom *domain.Table) {
 	b.Helper()
 	dir := filepath.Join("..", "..", "shared", "data")
 	csvPath, domPath := filepath.Join(dir, "adult.csv"), filepath.Join(dir, "adult-domain.json")
@@ -65,15 +70,32 @@ func adultModel(b *testing.B) (*pgm.Model, *domain.Table) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	return m, &dt
+
+	var w []synth.Marginal
+	for i := range pd.Len() {
+		for j := i + 1; j < pd.Len(); j++ {
+			w = append(w, synth.Marginal{Attrs: []int{i, j}, Weight: 1})
+		}
+	}
+	r, err := aim.Mechanism{}.New([]synth.Option{{Name: "PGM_ITERS", Value: 20}, {Name: "FINAL_ITERS", Value: 200}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	in := &synth.Input{Data: data, Workload: w, Rho: 1.4973e-2, Rows: 1,
+		Noise: noise.Derive([]byte("planner benchmark secret, not real"), 0, "bench")}
+	res, err := r.Run(context.Background(), in)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return m, res.Model, &dt
 }
 
 // BenchmarkRouteAdult times routing and answering 3-way COUNT GROUP BY
-// queries from a model of adult: attributes inside one clique (projection)
+// queries from models of adult: attributes inside one clique (projection)
 // and spread over cliques (variable elimination), with and without a
 // predicate, cold (every query recomputes) and through a warm ModelCache.
 func BenchmarkRouteAdult(b *testing.B) {
-	model, dom := adultModel(b)
+	cliqueModel, aimModel, dom := adultModels(b)
 	ref := SyntheticRef{DB: "db", Name: "adult", Domain: dom}
 	queries := []struct{ name, sql string }{
 		{"clique", "SELECT age, relationship, `income>50K`, COUNT(*) FROM adult GROUP BY age, relationship, `income>50K`"},
@@ -81,36 +103,41 @@ func BenchmarkRouteAdult(b *testing.B) {
 		{"spread-where", "SELECT sex, race, workclass, COUNT(*) FROM adult WHERE age >= 30 AND `income>50K` = 1 GROUP BY sex, race, workclass ORDER BY 4 DESC LIMIT 10"},
 		{"large", "SELECT age, `hours-per-week`, `native-country`, COUNT(*) FROM adult GROUP BY age, `hours-per-week`, `native-country`"},
 	}
-	for _, q := range queries {
-		for _, cached := range []bool{false, true} {
-			name := q.name + "/cold"
-			var src ModelSource = model
-			if cached {
-				name = q.name + "/cached"
-				src = NewModelCache(model, 0)
-			}
-			b.Run(name, func(b *testing.B) {
-				run := func() int {
-					mq, reason, ok := RouteSQL(q.sql, ref)
-					if !ok {
-						b.Fatal(reason)
-					}
-					_, rs, err := mq.Execute(src, nil)
-					if err != nil {
-						b.Fatal(err)
-					}
-					return len(rs)
-				}
+	for _, mod := range []struct {
+		name  string
+		model *pgm.Model
+	}{{"cliques", cliqueModel}, {"aim", aimModel}} {
+		for _, q := range queries {
+			for _, cached := range []bool{false, true} {
+				name := mod.name + "/" + q.name + "/cold"
+				var src ModelSource = mod.model
 				if cached {
-					run() // warm the cache: the loop measures hits
+					name = mod.name + "/" + q.name + "/cached"
+					src = NewModelCache(mod.model, 0)
 				}
-				b.ReportAllocs()
-				rows := 0
-				for b.Loop() {
-					rows = run()
-				}
-				b.ReportMetric(float64(rows), "rows")
-			})
+				b.Run(name, func(b *testing.B) {
+					run := func() int {
+						mq, reason, ok := RouteSQL(q.sql, ref)
+						if !ok {
+							b.Fatal(reason)
+						}
+						_, rs, err := mq.Execute(src, nil)
+						if err != nil {
+							b.Fatal(err)
+						}
+						return len(rs)
+					}
+					if cached {
+						run() // warm the cache: the loop measures hits
+					}
+					b.ReportAllocs()
+					rows := 0
+					for b.Loop() {
+						rows = run()
+					}
+					b.ReportMetric(float64(rows), "rows")
+				})
+			}
 		}
 	}
 }
