@@ -113,7 +113,7 @@ func BenchmarkRouteAdult(b *testing.B) {
 				var src ModelSource = mod.model
 				if cached {
 					name = mod.name + "/" + q.name + "/cached"
-					src = NewModelCache(mod.model, 0)
+					src = NewModelCache(mod.model, dom.Sizes(), 0)
 				}
 				b.Run(name, func(b *testing.B) {
 					run := func() int {

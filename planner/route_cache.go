@@ -20,6 +20,7 @@ const DefaultCacheCells = 1 << 22
 // modified; Execute does not modify them.
 type ModelCache struct {
 	m        ModelSource
+	size     []int // domain size of each attribute
 	capacity int
 
 	mu       sync.Mutex
@@ -32,8 +33,9 @@ type ModelCache struct {
 }
 
 type cacheEntry struct {
-	key string
-	x   []float64
+	key   string
+	attrs []int // nil for MarginalWhere entries
+	x     []float64
 }
 
 type flight struct {
@@ -43,22 +45,105 @@ type flight struct {
 
 var _ ModelSource = (*ModelCache)(nil)
 
-// NewModelCache caches m's marginals, up to capacity cells in all
+// NewModelCache caches the marginals of m, a model over attributes with the
+// given domain sizes (domain.Table.Sizes), up to capacity cells in all
 // (DefaultCacheCells if capacity ≤ 0). A marginal larger than the capacity is
 // computed every time.
-func NewModelCache(m ModelSource, capacity int) *ModelCache {
+func NewModelCache(m ModelSource, sizes []int, capacity int) *ModelCache {
 	if capacity <= 0 {
 		capacity = DefaultCacheCells
 	}
-	return &ModelCache{m: m, capacity: capacity, lru: list.New(), entries: map[string]*list.Element{}, inflight: map[string]*flight{}}
+	return &ModelCache{m: m, size: slices.Clone(sizes), capacity: capacity, lru: list.New(),
+		entries: map[string]*list.Element{}, inflight: map[string]*flight{}}
 }
 
 // Total is the model's total.
 func (c *ModelCache) Total() float64 { return c.m.Total() }
 
-// Marginal is the model's Marginal, cached.
+// Marginal is the model's Marginal, cached. A marginal that is not cached
+// but is contained in a cached one of at most 2^18 cells (in any attribute
+// order) is summed from the smallest such one instead of asking the model.
 func (c *ModelCache) Marginal(attrs []int) []float64 {
-	return c.get(cacheKey(attrs, nil), func() []float64 { return c.m.Marginal(attrs) })
+	return c.getAttrs(cacheKey(attrs, nil), attrs, func() []float64 {
+		if sup, x := c.superset(attrs); x != nil {
+			return sumDown(x, sup, c.sizes(sup), attrs)
+		}
+		return c.m.Marginal(attrs)
+	})
+}
+
+// sizes returns the domain sizes of attrs.
+func (c *ModelCache) sizes(attrs []int) []int {
+	out := make([]int, len(attrs))
+	for i, a := range attrs {
+		out[i] = c.size[a]
+	}
+	return out
+}
+
+// maxSumDown bounds the cells of a cached marginal that superset offers:
+// summing down a larger one can cost more than the model's own clique
+// projection.
+const maxSumDown = 1 << 18
+
+// superset returns the smallest cached marginal (Marginal entries only, at
+// most maxSumDown cells) whose attributes contain attrs, or nil.
+func (c *ModelCache) superset(attrs []int) (sup []int, x []float64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for e := c.lru.Front(); e != nil; e = e.Next() {
+		ce := e.Value.(*cacheEntry)
+		if ce.attrs == nil || len(ce.attrs) < len(attrs) || len(ce.x) > maxSumDown || (x != nil && len(ce.x) >= len(x)) {
+			continue
+		}
+		if containsAll(ce.attrs, attrs) {
+			sup, x = ce.attrs, ce.x
+		}
+	}
+	return sup, x
+}
+
+func containsAll(set, sub []int) bool {
+	for _, a := range sub {
+		if !slices.Contains(set, a) {
+			return false
+		}
+	}
+	return true
+}
+
+// sumDown sums the marginal x over attrs (with the given sizes, the last
+// varying fastest) down to sub, a subset of attrs in any order, laid out in
+// sub's order.
+func sumDown(x []float64, attrs, sizes, sub []int) []float64 {
+	n := 1
+	for _, a := range sub {
+		n *= sizes[slices.Index(attrs, a)]
+	}
+	// stride[k] is the stride in the output of attrs[k] (0 if summed out).
+	stride := make([]int, len(attrs))
+	s := 1
+	for j := len(sub) - 1; j >= 0; j-- {
+		k := slices.Index(attrs, sub[j])
+		stride[k] = s
+		s *= sizes[k]
+	}
+	out := make([]float64, n)
+	idx := make([]int, len(attrs))
+	o := 0
+	for _, v := range x {
+		out[o] += v
+		for k := len(attrs) - 1; k >= 0; k-- {
+			idx[k]++
+			o += stride[k]
+			if idx[k] < sizes[k] {
+				break
+			}
+			o -= stride[k] * idx[k]
+			idx[k] = 0
+		}
+	}
+	return out
 }
 
 // MarginalWhere is the model's MarginalWhere, cached by attributes and
@@ -75,6 +160,13 @@ func (c *ModelCache) Stats() (hits, misses uint64) {
 }
 
 func (c *ModelCache) get(key string, compute func() []float64) []float64 {
+	return c.getAttrs(key, nil, compute)
+}
+
+// getAttrs returns the cached value of key, or computes and caches it;
+// attrs is recorded for Marginal entries, so that later requests may sum
+// them down.
+func (c *ModelCache) getAttrs(key string, attrs []int, compute func() []float64) []float64 {
 	c.mu.Lock()
 	if e, ok := c.entries[key]; ok {
 		c.lru.MoveToFront(e)
@@ -100,7 +192,7 @@ func (c *ModelCache) get(key string, compute func() []float64) []float64 {
 		c.mu.Lock()
 		delete(c.inflight, key)
 		if f.x != nil && len(f.x) <= c.capacity {
-			c.entries[key] = c.lru.PushFront(&cacheEntry{key: key, x: f.x})
+			c.entries[key] = c.lru.PushFront(&cacheEntry{key: key, attrs: slices.Clone(attrs), x: f.x})
 			c.cells += len(f.x)
 			for c.cells > c.capacity {
 				old := c.lru.Remove(c.lru.Back()).(*cacheEntry)
