@@ -1,11 +1,17 @@
 package engine
 
 import (
+	"bytes"
+	"encoding/binary"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
+	"time"
 
 	"github.com/dolthub/go-mysql-server/sql"
 
+	"github.com/dpsql/dpsql/catalog"
 	"github.com/dpsql/dpsql/catalog/domain"
 )
 
@@ -44,8 +50,92 @@ func (e *Engine) tableDomain(ctx *sql.Context, t tableRef) (*domain.Table, error
 	return &dom, nil
 }
 
+// Declared domains are stored in the catalog's metadata bucket
+// domainsBucket, one record per column, keyed by the table's stable ID
+// (8 bytes, big-endian) followed by the lower-cased column name. Keying by
+// ID means a table dropped and re-created under the same name starts with
+// no declarations.
+//
+// A declaration applies while the column keeps its name and SQL type: the
+// record keeps the type the declaration was validated against, and
+// declaredDomains ignores records whose column was dropped, renamed or
+// changed type (SHOW DOMAIN then reports the column as missing, and the
+// owner declares it again). Stale records are never used; SET DOMAIN on
+// the table removes them.
+const domainsBucket = "dp_domains"
+
+// declaration is the stored form of one SET DOMAIN.
+type declaration struct {
+	Column   string        `json:"column"`   // column name as declared
+	Type     string        `json:"type"`     // the column's SQL type when declared
+	Domain   domain.Column `json:"domain"`   // the declared domain
+	User     string        `json:"user"`     // who declared it
+	Declared time.Time     `json:"declared"` // when
+}
+
+// tableKey is the prefix of every metadata key of a table.
+func tableKey(id uint64) []byte {
+	return binary.BigEndian.AppendUint64(make([]byte, 0, 8+16), id)
+}
+
+// domainKey is the key of column's declaration on table id.
+func domainKey(id uint64, column string) []byte {
+	return append(tableKey(id), strings.ToLower(column)...)
+}
+
+// forEachPrefix calls fn for every key of metadata bucket bucket that
+// starts with prefix, in key order.
+func forEachPrefix(tx *catalog.Tx, bucket string, prefix []byte, fn func(k, v []byte) error) error {
+	b := tx.Bolt().Bucket([]byte("meta_" + bucket))
+	if b == nil {
+		return nil
+	}
+	c := b.Cursor()
+	for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
+		if err := fn(bytes.Clone(k), bytes.Clone(v)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// storedDeclarations returns every declaration recorded for table id,
+// current or stale, keyed by lower-cased column name.
+func (e *Engine) storedDeclarations(ctx *sql.Context, id uint64) (map[string]declaration, error) {
+	decls := make(map[string]declaration)
+	err := e.dp.cat.View(ctx, func(tx *catalog.Tx) error {
+		return forEachPrefix(tx, domainsBucket, tableKey(id), func(k, v []byte) error {
+			var d declaration
+			if err := json.Unmarshal(v, &d); err != nil {
+				return fmt.Errorf("declaration %q: %w", k[8:], err)
+			}
+			decls[string(k[8:])] = d
+			return nil
+		})
+	})
+	if err != nil {
+		return nil, ErrInternal.Wrap(err, "reading the domain declarations of table %d", id)
+	}
+	return decls, nil
+}
+
 // declaredDomains returns the owner's domain declarations for t, keyed by
-// column name.
+// column name, for the columns that still exist with the type they were
+// declared for.
 func (e *Engine) declaredDomains(ctx *sql.Context, t tableRef) (map[string]domain.Column, error) {
-	return nil, nil
+	if err := e.needCatalog("domain declarations"); err != nil {
+		return nil, err
+	}
+	decls, err := e.storedDeclarations(ctx, t.ID)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]domain.Column, len(decls))
+	for _, sc := range t.Table.Schema() {
+		d, ok := decls[strings.ToLower(sc.Name)]
+		if ok && d.Type == sc.Type.String() {
+			out[sc.Name] = d.Domain
+		}
+	}
+	return out, nil
 }
