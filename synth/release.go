@@ -1,0 +1,320 @@
+package synth
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+
+	"gonum.org/v1/gonum/mat"
+
+	"github.com/dpsql/dpsql/synth/pgm"
+)
+
+// The release encoding stores what a Result released besides its final
+// model and rows: the measurements, the adaptive rounds, the last candidate
+// round of every candidate and the snapshots. It is what error bounds are
+// computed from after the fact, so the server keeps it with the synthetic
+// table. Everything in it is differentially private.
+//
+// Layout (all integers as uvarints or zig-zag varints, floats as IEEE 754
+// bits in 8 bytes, little-endian):
+//
+//	magic "DPRL", version (1)
+//	RhoUsed
+//	measurements: count, then per measurement
+//	    attrs, round (varint), epsilon, sigma, Y (count, floats),
+//	    query (0 = identity, else rows+1 then cols and rows·cols floats),
+//	    coarse (0 = nil, else count+1 then per attribute a list of ints)
+//	rounds: count, then round (varint), epsilon, sigma, sensitivity,
+//	    candidates, selected, rho used, model size
+//	last candidates: count, then attrs and round (varint)
+//	snapshots: count, then round (varint) and the model
+//	    (0 = nil, else length+1 then pgm's MarshalBinary)
+//
+// A list of ints is its count followed by the values.
+
+const (
+	releaseMagic   = "DPRL"
+	releaseVersion = 1
+)
+
+// ErrRelease is wrapped by UnmarshalRelease's errors for malformed input.
+var ErrRelease = errors.New("synth: malformed release encoding")
+
+// MarshalRelease encodes r's release: everything but Model and Rows.
+func MarshalRelease(r *Result) ([]byte, error) {
+	w := releaseWriter{b: append([]byte(nil), releaseMagic...)}
+	w.uint(releaseVersion)
+	w.float(r.RhoUsed)
+	w.uint(uint64(len(r.Measurements)))
+	for i := range r.Measurements {
+		m := &r.Measurements[i]
+		w.ints(m.Attrs)
+		w.int(int64(m.Round))
+		w.float(m.Epsilon)
+		w.float(m.Sigma)
+		w.floats(m.Y)
+		if m.Query == nil {
+			w.uint(0)
+		} else {
+			rows, cols := m.Query.Dims()
+			w.uint(uint64(rows) + 1)
+			w.uint(uint64(cols))
+			for i := range rows {
+				for j := range cols {
+					w.float(m.Query.At(i, j))
+				}
+			}
+		}
+		if m.Coarse == nil {
+			w.uint(0)
+		} else {
+			w.uint(uint64(len(m.Coarse)) + 1)
+			for _, c := range m.Coarse {
+				w.ints(c)
+			}
+		}
+	}
+	w.uint(uint64(len(r.Rounds)))
+	for _, rd := range r.Rounds {
+		w.int(int64(rd.Round))
+		w.float(rd.Epsilon)
+		w.float(rd.Sigma)
+		w.float(rd.Sensitivity)
+		w.uint(uint64(rd.Candidates))
+		w.ints(rd.Selected)
+		w.float(rd.RhoUsed)
+		w.float(rd.ModelSize)
+	}
+	w.uint(uint64(len(r.LastCandidate)))
+	for _, c := range r.LastCandidate {
+		w.ints(c.Attrs)
+		w.int(int64(c.Round))
+	}
+	w.uint(uint64(len(r.Snapshots)))
+	for _, s := range r.Snapshots {
+		w.int(int64(s.Round))
+		if s.Model == nil {
+			w.uint(0)
+			continue
+		}
+		b, err := s.Model.MarshalBinary()
+		if err != nil {
+			return nil, fmt.Errorf("synth: encoding snapshot of round %d: %w", s.Round, err)
+		}
+		w.uint(uint64(len(b)) + 1)
+		w.b = append(w.b, b...)
+	}
+	return w.b, nil
+}
+
+// UnmarshalRelease decodes a release written by MarshalRelease into a
+// Result whose Model and Rows are nil.
+func UnmarshalRelease(b []byte) (*Result, error) {
+	if len(b) < len(releaseMagic) || string(b[:len(releaseMagic)]) != releaseMagic {
+		return nil, fmt.Errorf("%w: bad magic", ErrRelease)
+	}
+	rd := releaseReader{b: b[len(releaseMagic):]}
+	if v := rd.uint(); rd.err == nil && v != releaseVersion {
+		return nil, fmt.Errorf("%w: unknown version %d", ErrRelease, v)
+	}
+	r := &Result{RhoUsed: rd.float()}
+	n := rd.count(1)
+	for range n {
+		var m Measurement
+		m.Attrs = rd.ints()
+		m.Round = int(rd.int())
+		m.Epsilon = rd.float()
+		m.Sigma = rd.float()
+		m.Y = rd.floats()
+		if rows := rd.uint(); rows > 0 {
+			rows--
+			cols := rd.uint()
+			if rd.err == nil && (rows == 0 || cols == 0 || rows*cols/cols != rows || rows*cols > uint64(len(rd.b))/8) {
+				rd.fail("query matrix %d×%d", rows, cols)
+			}
+			if rd.err == nil {
+				data := make([]float64, rows*cols)
+				for i := range data {
+					data[i] = rd.float()
+				}
+				m.Query = mat.NewDense(int(rows), int(cols), data)
+			}
+		}
+		if k := rd.uint(); k > 0 {
+			k = min(k-1, rd.maxCount(1))
+			m.Coarse = make([][]int, k)
+			for i := range m.Coarse {
+				m.Coarse[i] = rd.ints()
+			}
+		}
+		if rd.err != nil {
+			break
+		}
+		r.Measurements = append(r.Measurements, m)
+	}
+	n = rd.count(1)
+	for range n {
+		var x Round
+		x.Round = int(rd.int())
+		x.Epsilon = rd.float()
+		x.Sigma = rd.float()
+		x.Sensitivity = rd.float()
+		x.Candidates = int(rd.uint())
+		x.Selected = rd.ints()
+		x.RhoUsed = rd.float()
+		x.ModelSize = rd.float()
+		if rd.err != nil {
+			break
+		}
+		r.Rounds = append(r.Rounds, x)
+	}
+	n = rd.count(1)
+	for range n {
+		c := CandidateRound{Attrs: rd.ints(), Round: int(rd.int())}
+		if rd.err != nil {
+			break
+		}
+		r.LastCandidate = append(r.LastCandidate, c)
+	}
+	n = rd.count(1)
+	for range n {
+		s := Snapshot{Round: int(rd.int())}
+		if l := rd.uint(); l > 0 && rd.err == nil {
+			l--
+			if l > uint64(len(rd.b)) {
+				rd.fail("snapshot of %d bytes", l)
+				break
+			}
+			m, err := pgm.UnmarshalModel(rd.b[:l])
+			if err != nil {
+				return nil, fmt.Errorf("%w: snapshot of round %d: %w", ErrRelease, s.Round, err)
+			}
+			rd.b = rd.b[l:]
+			s.Model = m
+		}
+		if rd.err != nil {
+			break
+		}
+		r.Snapshots = append(r.Snapshots, s)
+	}
+	if rd.err == nil && len(rd.b) != 0 {
+		rd.fail("%d trailing bytes", len(rd.b))
+	}
+	if rd.err != nil {
+		return nil, rd.err
+	}
+	return r, nil
+}
+
+type releaseWriter struct{ b []byte }
+
+func (w *releaseWriter) uint(v uint64) { w.b = binary.AppendUvarint(w.b, v) }
+func (w *releaseWriter) int(v int64)   { w.b = binary.AppendVarint(w.b, v) }
+func (w *releaseWriter) float(f float64) {
+	w.b = binary.LittleEndian.AppendUint64(w.b, math.Float64bits(f))
+}
+
+func (w *releaseWriter) ints(s []int) {
+	w.uint(uint64(len(s)))
+	for _, v := range s {
+		w.int(int64(v))
+	}
+}
+
+func (w *releaseWriter) floats(s []float64) {
+	w.uint(uint64(len(s)))
+	for _, f := range s {
+		w.float(f)
+	}
+}
+
+// releaseReader decodes; after the first error every read returns zero.
+type releaseReader struct {
+	b   []byte
+	err error
+}
+
+func (r *releaseReader) fail(format string, args ...any) {
+	if r.err == nil {
+		r.err = fmt.Errorf("%w: "+format, append([]any{ErrRelease}, args...)...)
+	}
+}
+
+func (r *releaseReader) uint() uint64 {
+	if r.err != nil {
+		return 0
+	}
+	v, n := binary.Uvarint(r.b)
+	if n <= 0 {
+		r.fail("truncated integer")
+		return 0
+	}
+	r.b = r.b[n:]
+	return v
+}
+
+func (r *releaseReader) int() int64 {
+	if r.err != nil {
+		return 0
+	}
+	v, n := binary.Varint(r.b)
+	if n <= 0 {
+		r.fail("truncated integer")
+		return 0
+	}
+	r.b = r.b[n:]
+	return v
+}
+
+func (r *releaseReader) float() float64 {
+	if r.err != nil {
+		return 0
+	}
+	if len(r.b) < 8 {
+		r.fail("truncated float")
+		return 0
+	}
+	f := math.Float64frombits(binary.LittleEndian.Uint64(r.b))
+	r.b = r.b[8:]
+	return f
+}
+
+// maxCount bounds a count by the bytes left, each element taking at least
+// size bytes, so a corrupt count cannot make the decoder allocate much.
+func (r *releaseReader) maxCount(size int) uint64 { return uint64(len(r.b) / size) }
+
+// count reads a count of elements of at least size bytes each.
+func (r *releaseReader) count(size int) int {
+	n := r.uint()
+	if n > r.maxCount(size) {
+		r.fail("count %d exceeds the input", n)
+		return 0
+	}
+	return int(n)
+}
+
+func (r *releaseReader) ints() []int {
+	n := r.count(1)
+	if r.err != nil || n == 0 {
+		return nil
+	}
+	s := make([]int, n)
+	for i := range s {
+		s[i] = int(r.int())
+	}
+	return s
+}
+
+func (r *releaseReader) floats() []float64 {
+	n := r.count(8)
+	if r.err != nil || n == 0 {
+		return nil
+	}
+	s := make([]float64, n)
+	for i := range s {
+		s[i] = r.float()
+	}
+	return s
+}

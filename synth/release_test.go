@@ -1,0 +1,136 @@
+package synth
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"math/rand/v2"
+	"reflect"
+	"testing"
+
+	"gonum.org/v1/gonum/mat"
+
+	"github.com/dpsql/dpsql/synth/pgm"
+)
+
+// testRelease builds a Result with every kind of field set, including a
+// query matrix, a coarse mapping and snapshots with and without a model.
+func testRelease(t *testing.T, rng *rand.Rand) *Result {
+	t.Helper()
+	dom, err := pgm.NewDomain([]string{"a", "b", "c"}, []int{2, 3, 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	randY := func(n int) []float64 {
+		y := make([]float64, n)
+		for i := range y {
+			y[i] = rng.NormFloat64() * 100
+		}
+		return y
+	}
+	meas := []pgm.Measurement{
+		{Attrs: []int{0}, Y: randY(2), Sigma: 3},
+		{Attrs: []int{1, 2}, Y: randY(12), Sigma: 2.5},
+	}
+	model, err := pgm.Estimate(context.Background(), dom, meas, &pgm.EstimateOptions{Iters: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := mat.NewDense(2, 3, []float64{1, 1, 0, 0, 0, 1})
+	return &Result{
+		Model: model,
+		Measurements: []Measurement{
+			{Measurement: meas[0]},
+			{Measurement: pgm.Measurement{Attrs: []int{1}, Query: q, Y: randY(2), Sigma: 1.5}, Round: 2, Epsilon: 0.25,
+				Coarse: [][]int{{0, 0, 1}}},
+			{Measurement: meas[1], Round: 3, Epsilon: 0.5},
+		},
+		Rounds: []Round{
+			{Round: 1, Epsilon: 0.1, Sigma: 4, Sensitivity: 2, Candidates: 6, Selected: []int{1, 2}, RhoUsed: 0.01, ModelSize: 0.001},
+			{Round: 2, Epsilon: 0.2, Sigma: 2, Sensitivity: 2, Candidates: 5, Selected: []int{0, 1}, RhoUsed: 0.02, ModelSize: 0.002},
+		},
+		LastCandidate: []CandidateRound{{Attrs: []int{0, 1}, Round: 2}, {Attrs: []int{0, 2}, Round: 0}},
+		Snapshots:     []Snapshot{{Round: 1}, {Round: 2, Model: model}},
+		Rows:          [][]uint16{{0, 1}, {2, 2}, {3, 0}},
+		RhoUsed:       0.02,
+	}
+}
+
+func TestReleaseRoundTrip(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	tests := []struct {
+		name string
+		r    *Result
+	}{
+		{"empty", &Result{}},
+		{"answers only", &Result{RhoUsed: 0.5, Measurements: []Measurement{
+			{Measurement: pgm.Measurement{Attrs: []int{0, 1}, Y: []float64{1, -2, 3.5, 0}, Sigma: 7}}}}},
+		{"adaptive", testRelease(t, rng)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b, err := MarshalRelease(tt.r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := UnmarshalRelease(b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.Model != nil || got.Rows != nil {
+				t.Error("decoded release has a model or rows")
+			}
+			want := *tt.r
+			want.Model, want.Rows = nil, nil
+			// Snapshot models are compared by their encoding.
+			if len(got.Snapshots) != len(want.Snapshots) {
+				t.Fatalf("%d snapshots, want %d", len(got.Snapshots), len(want.Snapshots))
+			}
+			for i := range want.Snapshots {
+				g, w := got.Snapshots[i], want.Snapshots[i]
+				if g.Round != w.Round || (g.Model == nil) != (w.Model == nil) {
+					t.Fatalf("snapshot %d = %+v, want %+v", i, g, w)
+				}
+				if w.Model != nil {
+					gb, _ := g.Model.MarshalBinary()
+					wb, _ := w.Model.MarshalBinary()
+					if !bytes.Equal(gb, wb) {
+						t.Errorf("snapshot %d model differs", i)
+					}
+				}
+			}
+			got.Snapshots, want.Snapshots = nil, nil
+			if !reflect.DeepEqual(got, &want) {
+				t.Errorf("round trip\n got %+v\nwant %+v", got, &want)
+			}
+			// Encoding is deterministic.
+			if b2, _ := MarshalRelease(tt.r); !bytes.Equal(b, b2) {
+				t.Error("two encodings of the same release differ")
+			}
+		})
+	}
+}
+
+func TestReleaseMalformed(t *testing.T) {
+	b, err := MarshalRelease(testRelease(t, rand.New(rand.NewPCG(3, 4))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Every strict prefix is refused: nothing is silently dropped.
+	for n := range len(b) {
+		if _, err := UnmarshalRelease(b[:n]); !errors.Is(err, ErrRelease) {
+			t.Fatalf("prefix of %d/%d bytes: err = %v, want ErrRelease", n, len(b), err)
+		}
+	}
+	bad := [][]byte{
+		append(bytes.Clone(b), 0),                                              // trailing byte
+		append([]byte("DPRX"), b[4:]...),                                       // magic
+		append([]byte("DPRL\x02"), b[5:]...),                                   // version
+		[]byte("DPRL\x01\x00\x00\x00\x00\x00\x00\x00\x00\xff\xff\xff\xff\x0f"), // huge count
+	}
+	for i, in := range bad {
+		if _, err := UnmarshalRelease(in); !errors.Is(err, ErrRelease) {
+			t.Errorf("case %d: err = %v, want ErrRelease", i, err)
+		}
+	}
+}
