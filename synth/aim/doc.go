@@ -15,8 +15,17 @@
 //	MAX_MODEL_SIZE  float, MB, default 80: the junction-tree size limit S_max.
 //	ROUNDS          int, default 16·d: T, which sets the initial per-round
 //	                budget (the actual number of rounds adapts).
-//	PGM_ITERS       int, default DefaultPGMIters: estimation iterations per
-//	                round (warm-started from the previous model).
-//	FINAL_ITERS     int, default DefaultFinalIters: iterations of the final
-//	                estimation before sampling.
+//	PGM_ITERS       int, default 100: estimation iterations per round
+//	                (warm-started from the previous model). Fewer make the
+//	                model move less per round, so AIM anneals earlier and runs
+//	                fewer rounds.
+//	FINAL_ITERS     int, default 1000: iterations of the final estimation
+//	                before sampling.
+//
+// # Performance
+//
+// Scoring dominates: every round computes M_r(p̂) for every eligible
+// candidate. Each eligible workload set is computed once (by inference) and
+// its eligible subsets are projected from it, in parallel over GOMAXPROCS
+// workers, keeping only the scores.
 package aim
