@@ -2,10 +2,9 @@ package aim
 
 import (
 	"context"
-	"runtime"
 	"sync"
-	"sync/atomic"
 
+	"github.com/dpsql/dpsql/synth/internal/adaptive"
 	"github.com/dpsql/dpsql/synth/internal/marginal"
 	"github.com/dpsql/dpsql/synth/pgm"
 )
@@ -93,32 +92,18 @@ func (s *scorer) scores(ctx context.Context, dst []float64, eligible []int, mode
 		c := &r.cands[i]
 		dst[s.pos[i]] = c.weight * (marginal.L1(r.answers[i], xhat) - sqrt2pi*sigma*float64(len(xhat)))
 	}
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	workers := min(runtime.GOMAXPROCS(0), len(s.groups))
-	for range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			var buf []float64
-			for {
-				g := int(next.Add(1)) - 1
-				if g >= len(s.groups) || ctx.Err() != nil {
-					return
-				}
-				grp := &s.groups[g]
-				x := model.Marginal(r.cands[grp.root].attrs)
-				score(grp.root, x)
-				for _, i := range grp.deps {
-					buf = marginal.ProjectTo(buf, r.dom, r.cands[grp.root].attrs, x, r.cands[i].attrs)
-					score(i, buf)
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	if err := ctx.Err(); err != nil {
-		return dst, err
-	}
-	return dst, nil
+	// Each worker reuses one projection buffer; groups are independent.
+	bufs := sync.Pool{New: func() any { return new([]float64) }}
+	err := adaptive.Parallel(ctx, len(s.groups), func(g int) {
+		buf := bufs.Get().(*[]float64)
+		defer bufs.Put(buf)
+		grp := &s.groups[g]
+		x := model.Marginal(r.cands[grp.root].attrs)
+		score(grp.root, x)
+		for _, i := range grp.deps {
+			*buf = marginal.ProjectTo(*buf, r.dom, r.cands[grp.root].attrs, x, r.cands[i].attrs)
+			score(i, *buf)
+		}
+	})
+	return dst, err
 }

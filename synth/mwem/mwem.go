@@ -160,17 +160,23 @@ func (o *Options) Run(ctx context.Context, in *synth.Input) (*synth.Result, erro
 		if len(eligible) == 0 {
 			continue
 		}
-		scores = scores[:0]
 		delta := 0.0
 		for _, i := range eligible {
 			delta = max(delta, w[i].Weight)
+		}
+		scores = slices.Grow(scores[:0], len(eligible))[:len(eligible)]
+		err := adaptive.Parallel(ctx, len(eligible), func(k int) {
+			i := eligible[k]
 			var xhat []float64
 			if model != nil {
 				xhat = model.Marginal(sets[i])
 			} else {
 				xhat = uniform(len(answers[i]))
 			}
-			scores = append(scores, w[i].Weight*(marginal.L1(answers[i], xhat)-float64(len(xhat))))
+			scores[k] = w[i].Weight * (marginal.L1(answers[i], xhat) - float64(len(xhat)))
+		})
+		if err != nil {
+			return fail(err)
 		}
 		tracker.Round(t, eligible, model)
 		pick := eligible[in.Noise.Exponential(scores, eps, delta)]
