@@ -5,21 +5,78 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"strings"
 
+	"github.com/dpsql/dpsql/synth"
+	"github.com/dpsql/dpsql/synth/bench"
 	"github.com/dpsql/dpsql/synth/pgm/pgmbench"
+	"github.com/dpsql/dpsql/synth/registry"
 )
 
-// runBench runs a benchmark; the only one so far is "pgm", the Private-PGM
-// engine on a CSV file and its domain.
+const benchUsage = `usage:
+  dpsql bench pgm --csv FILE --domain FILE
+  dpsql bench MECHANISM --csv FILE --domain FILE [--epsilon E] [--delta D] [--workload all-3way|all-2way]
+              [--seeds N] [--rows N] [--option NAME=VALUE ...] [--progress]
+MECHANISM is one of: %s`
+
+// runBench runs a benchmark: "pgm" times the Private-PGM engine; a
+// mechanism name runs that synthesizer (package synth/bench) and reports
+// its workload error, rounds, time and memory per seed.
 func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	if len(args) == 0 || args[0] != "pgm" {
-		fmt.Fprintln(stderr, "usage: dpsql bench pgm --csv FILE --domain FILE")
+	var names []string
+	for _, m := range registry.All() {
+		names = append(names, m.Name())
+	}
+	if len(args) == 0 {
+		fmt.Fprintf(stderr, benchUsage+"\n", strings.Join(names, ", "))
 		return errUsage
 	}
+	if args[0] == "pgm" {
+		return runBenchPGM(ctx, args[1:], stdout, stderr)
+	}
+	mech, err := registry.Lookup(args[0])
+	if err != nil {
+		fmt.Fprintf(stderr, "dpsql bench: unknown benchmark %q\n"+benchUsage+"\n", args[0], strings.Join(names, ", "))
+		return errUsage
+	}
+	fs := flag.NewFlagSet("bench "+mech.Name(), flag.ContinueOnError)
+	cfg := bench.Config{Mechanism: mech.Name()}
+	fs.StringVar(&cfg.CSV, "csv", "", "CSV file of encoded attributes, with a header line")
+	fs.StringVar(&cfg.Domain, "domain", "", `JSON domain file {"column": size, ...}`)
+	fs.Float64Var(&cfg.Epsilon, "epsilon", 1, "ε of the (ε, δ) guarantee")
+	fs.Float64Var(&cfg.Delta, "delta", bench.DefaultDelta, "δ of the (ε, δ) guarantee")
+	fs.StringVar(&cfg.Workload, "workload", "all-3way", "workload: all-kway for k = 1, 2, 3, ...")
+	fs.IntVar(&cfg.Seeds, "seeds", 1, "number of runs (seeds 0..N-1)")
+	fs.IntVar(&cfg.Rows, "rows", 0, "synthetic rows (0: the model's estimated total)")
+	progress := fs.Bool("progress", false, "print a line per round to stderr")
+	fs.Func("option", "mechanism option NAME=VALUE (repeatable; see SHOW MECHANISMS)", func(s string) error {
+		name, value, ok := strings.Cut(s, "=")
+		if !ok || strings.TrimSpace(name) == "" {
+			return fmt.Errorf("option %q: want NAME=VALUE", s)
+		}
+		cfg.Options = append(cfg.Options, synth.Option{Name: strings.TrimSpace(name), Value: strings.TrimSpace(value)})
+		return nil
+	})
+	if err := parseFlags(fs, args[1:], stderr); err != nil {
+		return err
+	}
+	if cfg.CSV == "" || cfg.Domain == "" {
+		fmt.Fprintf(stderr, "bench %s needs --csv FILE and --domain FILE\n", mech.Name())
+		return errUsage
+	}
+	if *progress {
+		cfg.Progress = stderr
+	}
+	return bench.Run(ctx, cfg, stdout)
+}
+
+// runBenchPGM is "dpsql bench pgm": the Private-PGM engine on a CSV file
+// and its domain.
+func runBenchPGM(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("bench pgm", flag.ContinueOnError)
 	csvPath := fs.String("csv", "", "CSV file of encoded attributes, with a header line")
 	domain := fs.String("domain", "", `JSON domain file {"column": size, ...}`)
-	if err := parseFlags(fs, args[1:], stderr); err != nil {
+	if err := parseFlags(fs, args, stderr); err != nil {
 		return err
 	}
 	if *csvPath == "" || *domain == "" {
