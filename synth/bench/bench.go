@@ -19,6 +19,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/dpsql/dpsql/budget"
 	"github.com/dpsql/dpsql/synth"
 	"github.com/dpsql/dpsql/synth/noise"
 	"github.com/dpsql/dpsql/synth/pgm"
@@ -95,7 +96,10 @@ func Execute(ctx context.Context, cfg Config, w io.Writer) ([]Report, error) {
 	if err != nil {
 		return nil, fmt.Errorf("bench: %w", err)
 	}
-	rho := rhoFromEpsilonDelta(cfg.Epsilon, cfg.Delta)
+	rho, err := budget.RhoFromEpsilonDelta(cfg.Epsilon, cfg.Delta)
+	if err != nil {
+		return nil, fmt.Errorf("bench: %w", err)
+	}
 	fmt.Fprintf(w, "%s on %s: %d rows, %d attributes; ε = %v, δ = %v → ρ = %.6g; workload %s (%d marginals)\n",
 		mech.Name(), cfg.CSV, data.Rows(), data.Domain().Len(), cfg.Epsilon, cfg.Delta, rho,
 		workloadName(cfg.Workload), len(work))
