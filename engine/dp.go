@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"strconv"
 	"strings"
 
@@ -26,6 +27,7 @@ type dpState struct {
 
 // openDP opens the ledger when the storage is the durable catalog.
 func (e *Engine) openDP() error {
+	e.allowDPProcedures()
 	cs, ok := e.store.(catalogStorage)
 	if !ok {
 		return nil
@@ -35,7 +37,7 @@ func (e *Engine) openDP() error {
 		return ErrDataDir.Wrap(err, "opening the privacy ledger")
 	}
 	e.dp = dpState{cat: cs.Store, ledger: l}
-	return nil
+	return e.watchAccounts(context.Background())
 }
 
 // needCatalog fails unless the engine runs on the durable catalog.

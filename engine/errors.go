@@ -117,6 +117,15 @@ var (
 	ErrCancelled = &Kind{"query interrupted", mysql.ERQueryInterrupted, mysql.SSQueryInterrupted}
 	// ErrExists: the target table already exists (MySQL ER_TABLE_EXISTS_ERROR).
 	ErrExists = &Kind{"table exists", mysql.ERTableExists, "42S01"}
+	// ErrNoSuchUser: GRANT SYNTHESIZE names an account that does not exist
+	// (MySQL ER_CANT_CREATE_USER_WITH_GRANT).
+	ErrNoSuchUser = &Kind{"no such user", 1410, mysql.SSClientError}
+	// ErrNoSuchGrant: REVOKE SYNTHESIZE names a grant that does not exist
+	// (MySQL ER_NONEXISTING_GRANT).
+	ErrNoSuchGrant = &Kind{"no such grant", mysql.ERNonExistingGrant, mysql.SSClientError}
+	// ErrNoSuchColumn: a statement names a column the table does not have
+	// (MySQL ER_BAD_FIELD_ERROR).
+	ErrNoSuchColumn = &Kind{"no such column", mysql.ERBadFieldError, mysql.SSBadFieldError}
 )
 
 // SQLError flattens err into the MySQL error a client sees. It is the single

@@ -33,9 +33,23 @@ var authAnyone = ast.AuthInformation{AuthType: ast.AuthType_IGNORE}
 // plan returns the plan node of a parsed dpsql statement and the privilege
 // needed to run it.
 func (e *Engine) plan(stmt dpparse.Statement) (statementNode, ast.AuthInformation, error) {
-	switch stmt.(type) {
+	switch s := stmt.(type) {
 	case *dpparse.ShowStatus:
 		return newShowStatus(e), authAnyone, nil
+	case *dpparse.SetBudget:
+		return e.setBudgetNode(s), authAnyone, nil
+	case *dpparse.ShowBudget:
+		return e.showBudgetNode(s), authAnyone, nil
+	case *dpparse.ShowLedger:
+		return e.showLedgerNode(s), authAnyone, nil
+	case *dpparse.SetDomainBetween, *dpparse.SetDomainIn:
+		return e.setDomainNode(s), authAnyone, nil
+	case *dpparse.ShowDomain:
+		return e.showDomainNode(s), authAnyone, nil
+	case *dpparse.GrantSynthesize:
+		return e.grantSynthesizeNode(s), authAnyone, nil
+	case *dpparse.RevokeSynthesize:
+		return e.revokeSynthesizeNode(s), authAnyone, nil
 	default:
 		return nil, ast.AuthInformation{}, ErrUnsupported.New("%s is not supported by this server yet", stmt)
 	}
@@ -44,7 +58,7 @@ func (e *Engine) plan(stmt dpparse.Statement) (statementNode, ast.AuthInformatio
 // procedures are the CALL twins of the dpsql statements, served by the
 // engine's provider.
 func (e *Engine) procedures() []sql.ExternalStoredProcedureDetails {
-	return []sql.ExternalStoredProcedureDetails{
+	return append([]sql.ExternalStoredProcedureDetails{
 		e.statusProcedure(),
-	}
+	}, e.privacyProcedures()...)
 }
