@@ -45,7 +45,8 @@ func (o *Options) Run(ctx context.Context, in *synth.Input) (*synth.Result, erro
 	}
 	topAns, err := data.Marginals(ctx, tops)
 	if err != nil {
-		return nil, fmt.Errorf("aim: true marginals: %w", err)
+		// Nothing measured: nothing spent.
+		return &synth.Result{}, fmt.Errorf("aim: true marginals: %w", err)
 	}
 	answers := make([][]float64, len(cands))
 	for i, c := range cands {
@@ -56,7 +57,6 @@ func (o *Options) Run(ctx context.Context, in *synth.Input) (*synth.Result, erro
 		}
 		answers[i] = marginal.ProjectTo(nil, dom, w[p].Attrs, topAns[p], c.attrs)
 	}
-	topAns = nil
 
 	wkeys := make([]string, len(w))
 	for i, m := range w {
@@ -87,27 +87,24 @@ type run struct {
 	measured [][]int // maximal measured sets: the model's cliques
 	model    *pgm.Model
 	tracker  *adaptive.Tracker
-	// coldStarts counts estimations whose warm start failed.
-	coldStarts int
 }
 
-func (r *run) measure(attrs []int, x []float64, sigma, eps float64, round int) []float64 {
+// measure releases x (the true marginal over attrs) with discrete Gaussian
+// noise sigma, selected in round with parameter eps.
+func (r *run) measure(attrs []int, x []float64, sigma, eps float64, round int) {
 	y := slices.Clone(x)
 	r.in.Noise.AddDiscreteGaussian(y, sigma)
 	m := pgm.Measurement{Attrs: attrs, Y: y, Sigma: sigma}
 	r.meas = append(r.meas, m)
 	r.res.Measurements = append(r.res.Measurements, synth.Measurement{Measurement: m, Round: round, Epsilon: eps})
 	r.measured = adaptive.AddMaximal(r.measured, attrs)
-	return y
 }
 
+// estimate refits the model to all measurements, warm-started.
 func (r *run) estimate(ctx context.Context, iters int) error {
-	m, cold, err := adaptive.Estimate(ctx, r.dom, r.meas, iters, r.model)
+	m, _, err := adaptive.Estimate(ctx, r.dom, r.meas, iters, r.model)
 	if err != nil {
 		return err
-	}
-	if cold {
-		r.coldStarts++
 	}
 	r.model = m
 	return nil
