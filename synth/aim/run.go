@@ -102,7 +102,7 @@ func (r *run) measure(attrs []int, x []float64, sigma, eps float64, round int) {
 
 // estimate refits the model to all measurements, warm-started.
 func (r *run) estimate(ctx context.Context, iters int) error {
-	m, _, err := adaptive.Estimate(ctx, r.dom, r.meas, iters, r.model)
+	m, err := pgm.Estimate(ctx, r.dom, r.meas, &pgm.EstimateOptions{Iters: iters, WarmStart: r.model})
 	if err != nil {
 		return err
 	}

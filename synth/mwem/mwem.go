@@ -189,7 +189,7 @@ func (o *Options) Run(ctx context.Context, in *synth.Input) (*synth.Result, erro
 		res.Measurements = append(res.Measurements, synth.Measurement{Measurement: m, Round: t, Epsilon: eps})
 		res.RhoUsed += eps*eps/8 + 1/(2*sigma*sigma)
 
-		model, _, err = adaptive.Estimate(ctx, dom, meas, opt.PGMIters, model)
+		model, err = pgm.Estimate(ctx, dom, meas, &pgm.EstimateOptions{Iters: opt.PGMIters, WarmStart: model})
 		if err != nil {
 			return fail(fmt.Errorf("round %d estimation: %w", t, err))
 		}
@@ -202,7 +202,7 @@ func (o *Options) Run(ctx context.Context, in *synth.Input) (*synth.Result, erro
 	if model == nil {
 		return fail(fmt.Errorf("no workload marginal fits MAX_MODEL_SIZE = %v MB", opt.MaxModelSize))
 	}
-	model, _, err = adaptive.Estimate(ctx, dom, meas, opt.FinalIters, model)
+	model, err = pgm.Estimate(ctx, dom, meas, &pgm.EstimateOptions{Iters: opt.FinalIters, WarmStart: model})
 	if err != nil {
 		return fail(fmt.Errorf("final estimation: %w", err))
 	}

@@ -1,7 +1,7 @@
-// Package adaptive holds the bookkeeping that the select–measure–estimate
-// mechanisms (AIM, MWEM+PGM) share: the model-capacity filter, maximal
-// clique sets, and the record of each candidate's last candidate round with
-// the model snapshots that uncertainty quantification needs.
+// Package adaptive holds what the select–measure–estimate mechanisms (AIM,
+// MWEM+PGM) share: the model-capacity filter, maximal clique sets, parallel
+// scoring, and the record of each candidate's last candidate round with the
+// model snapshots that uncertainty quantification needs.
 package adaptive
 
 import (
@@ -106,20 +106,6 @@ func (tr *Tracker) Fill(res *synth.Result, attrs [][]int) {
 	for _, t := range rounds {
 		res.Snapshots = append(res.Snapshots, synth.Snapshot{Round: t, Model: tr.snaps[t]})
 	}
-}
-
-// Estimate fits a model to meas with iters iterations, warm-started from
-// warm when possible. A warm start fails when one of warm's junction-tree
-// cliques is not covered by the new junction tree (the triangulation can
-// change when a measurement is added); the fit is then restarted cold and
-// cold reports it.
-func Estimate(ctx context.Context, dom *pgm.Domain, meas []pgm.Measurement, iters int, warm *pgm.Model) (m *pgm.Model, cold bool, err error) {
-	m, err = pgm.Estimate(ctx, dom, meas, &pgm.EstimateOptions{Iters: iters, WarmStart: warm})
-	if err == nil || warm == nil || ctx.Err() != nil {
-		return m, false, err
-	}
-	m, err = pgm.Estimate(ctx, dom, meas, &pgm.EstimateOptions{Iters: iters})
-	return m, true, err
 }
 
 // Parallel calls f(k) for every k in [0, n) on GOMAXPROCS goroutines and
