@@ -95,6 +95,7 @@ func build(ctx context.Context, cfg Config, dataDir string, st Storage) (*Engine
 	pro := newProvider(st.Provider(), e.procedures())
 	e.sqle = sqle.New(newAnalyzer(pro), &sqle.Config{})
 	e.sqle.Parser = newParser(e)
+	e.isolate(pro)
 
 	if err := setSystemVariables(dataDir); err != nil {
 		return nil, err

@@ -8,13 +8,19 @@ var (
 	_ sql.MutableDatabaseProvider         = (*provider)(nil)
 	_ sql.CollatedDatabaseProvider        = (*provider)(nil)
 	_ sql.ExternalStoredProcedureProvider = (*provider)(nil)
+	_ sql.FunctionProvider                = (*provider)(nil)
 )
 
 // provider serves the storage's databases and adds dpsql's stored
-// procedures, the CALL twins of dpsql statements.
+// procedures, the CALL twins of dpsql statements. Once isolated
+// (Engine.isolate, isolation.go), its databases hide the tables a session
+// may not see and it serves privilege-checked file functions.
 type provider struct {
 	sql.MutableDatabaseProvider
 	procs sql.ExternalStoredProcedureRegistry
+
+	visible   tableFilter
+	functions map[string]sql.Function
 }
 
 // newProvider wraps inner and registers procs.
@@ -24,6 +30,31 @@ func newProvider(inner sql.MutableDatabaseProvider, procs []sql.ExternalStoredPr
 		p.procs.Register(d)
 	}
 	return p
+}
+
+// Database implements sql.DatabaseProvider.
+func (p *provider) Database(ctx *sql.Context, name string) (sql.Database, error) {
+	db, err := p.MutableDatabaseProvider.Database(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	return isolate(db, p.visible), nil
+}
+
+// AllDatabases implements sql.DatabaseProvider.
+func (p *provider) AllDatabases(ctx *sql.Context) []sql.Database {
+	dbs := p.MutableDatabaseProvider.AllDatabases(ctx)
+	for i, db := range dbs {
+		dbs[i] = isolate(db, p.visible)
+	}
+	return dbs
+}
+
+// Function implements sql.FunctionProvider; it takes precedence over GMS's
+// built-in functions.
+func (p *provider) Function(_ *sql.Context, name string) (sql.Function, bool) {
+	f, ok := p.functions[name]
+	return f, ok
 }
 
 // CreateCollatedDatabase implements sql.CollatedDatabaseProvider. It keeps
