@@ -34,6 +34,12 @@ type Config struct {
 	Version string
 	// Logger receives the server's own log lines; nil logs to stderr.
 	Logger *slog.Logger
+	// TLSCert and TLSKey are the PEM files of the server's certificate
+	// and private key. With them, clients may (or, with RequireTLS, must)
+	// encrypt their connection; without them the server speaks plain TCP.
+	TLSCert, TLSKey string
+	// RequireTLS refuses connections that do not switch to TLS.
+	RequireTLS bool
 }
 
 // DefaultConfig returns the configuration used when no flags are given.
@@ -54,7 +60,7 @@ func (c *Config) validate() error {
 	case c.Port < 0 || c.Port > 65535:
 		return ErrConfig.New("port %d out of range 0..65535", c.Port)
 	}
-	return nil
+	return c.validateTLS()
 }
 
 // addr is the host:port to listen on.

@@ -172,10 +172,16 @@ func listen(addr string) (net.Listener, error) {
 // newServer creates the MySQL server on ln.
 func (e *Engine) newServer(ln net.Listener) error {
 	logrus.SetLevel(logrus.WarnLevel)
+	tlsCfg, err := e.cfg.tlsConfig()
+	if err != nil {
+		return err
+	}
 	srv, err := server.NewServer(server.Config{
-		Protocol: "tcp",
-		Address:  ln.Addr().String(),
-		Listener: ln,
+		Protocol:               "tcp",
+		Address:                ln.Addr().String(),
+		Listener:               ln,
+		TLSConfig:              tlsCfg,
+		RequireSecureTransport: e.cfg.RequireTLS,
 	}, e.sqle, sql.NewContext, e.newConnSession, nil)
 	if err != nil {
 		return ErrListen.Wrap(err, "cannot start server on %s", ln.Addr())

@@ -20,6 +20,9 @@ func runServe(ctx context.Context, args []string, _, stderr io.Writer) error {
 	fs.IntVar(&cfg.Port, "port", cfg.Port, "TCP port (0 picks a free one)")
 	fs.StringVar(&cfg.RootPassword, "root-password", "", "root@localhost's password; generated and printed once on first start if empty, replaced if given later")
 	fs.BoolVar(&cfg.Demo, "demo", false, "create the demo database (demo.census) if it does not exist")
+	fs.StringVar(&cfg.TLSCert, "tls-cert", "", "PEM certificate file; enables TLS (with --tls-key)")
+	fs.StringVar(&cfg.TLSKey, "tls-key", "", "PEM private key file of --tls-cert")
+	fs.BoolVar(&cfg.RequireTLS, "require-tls", false, "refuse clients that do not use TLS (needs --tls-cert and --tls-key)")
 	if err := parseFlags(fs, args, stderr); err != nil {
 		return err
 	}
