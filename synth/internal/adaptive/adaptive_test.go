@@ -143,3 +143,38 @@ func TestParallel(t *testing.T) {
 		t.Errorf("err = %v, want context.Canceled", err)
 	}
 }
+
+// TestFilterWithModelSize repeats the capacity check with the engine's real
+// junction-tree size: whatever Filter admits outside the current cliques
+// keeps pgm.ModelSize within the limit.
+func TestFilterWithModelSize(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 10))
+	sizes := []int{30, 20, 50, 40, 10, 60, 25}
+	names := []string{"a", "b", "c", "d", "e", "f", "g"}
+	dom, err := pgm.NewDomain(names, sizes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	size := func(c [][]int) float64 { return pgm.ModelSize(dom, c) }
+	var sets [][]int
+	for i := 0; i < 40; i++ {
+		perm := rng.Perm(len(sizes))[:1+rng.IntN(3)]
+		slices.Sort(perm)
+		sets = append(sets, perm)
+	}
+	for trial := 0; trial < 100; trial++ {
+		var cliques [][]int
+		for i := 0; i < rng.IntN(6); i++ {
+			cliques = AddMaximal(cliques, sets[rng.IntN(len(sets))])
+		}
+		limit := rng.Float64() * 2 // MB; 3-way sets here are up to 0.7 MB
+		for _, i := range Filter(nil, sets, cliques, cliques, limit, size) {
+			if ContainedIn(sets[i], cliques) {
+				continue
+			}
+			if got := size(append(slices.Clone(cliques), sets[i])); got > limit {
+				t.Fatalf("trial %d: admitted %v: model %v MB > limit %v", trial, sets[i], got, limit)
+			}
+		}
+	}
+}
