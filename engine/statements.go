@@ -50,6 +50,12 @@ func (e *Engine) plan(stmt dpparse.Statement) (statementNode, ast.AuthInformatio
 		return e.grantSynthesizeNode(s), authAnyone, nil
 	case *dpparse.RevokeSynthesize:
 		return e.revokeSynthesizeNode(s), authAnyone, nil
+	case *dpparse.CreateSynthetic:
+		return newCreateSynthetic(e, s), authAnyone, nil
+	case *dpparse.ShowSyntheticTables:
+		return &ShowSyntheticTables{e: e, db: s.DB}, authAnyone, nil
+	case *dpparse.ShowMechanisms:
+		return &ShowMechanisms{}, authAnyone, nil
 	default:
 		return nil, ast.AuthInformation{}, ErrUnsupported.New("%s is not supported by this server yet", stmt)
 	}
@@ -60,5 +66,5 @@ func (e *Engine) plan(stmt dpparse.Statement) (statementNode, ast.AuthInformatio
 func (e *Engine) procedures() []sql.ExternalStoredProcedureDetails {
 	return append([]sql.ExternalStoredProcedureDetails{
 		e.statusProcedure(),
-	}, e.privacyProcedures()...)
+	}, append(e.privacyProcedures(), e.synthesisProcedures()...)...)
 }

@@ -1,0 +1,735 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/dolthub/go-mysql-server/sql"
+	"github.com/dolthub/go-mysql-server/sql/types"
+
+	"github.com/dpsql/dpsql/budget"
+	"github.com/dpsql/dpsql/catalog"
+	"github.com/dpsql/dpsql/catalog/domain"
+	"github.com/dpsql/dpsql/engine/dpparse"
+	"github.com/dpsql/dpsql/planner"
+	"github.com/dpsql/dpsql/synth"
+	"github.com/dpsql/dpsql/synth/noise"
+	"github.com/dpsql/dpsql/synth/pgm"
+	"github.com/dpsql/dpsql/synth/registry"
+)
+
+// CREATE SYNTHETIC TABLE.
+//
+// The statement runs in three phases, and the privacy ledger records which
+// one it reached:
+//
+//  1. Validation, touching neither the budget nor the data: access to the
+//     source, the mechanism and its options, ε, δ, ROWS, SEED, the
+//     source's public domain, the workload, the target's name and the
+//     right to create it, and the conversion of (ε, δ) to ρ. Any failure
+//     here spends nothing.
+//  2. The reservation: ρ is charged to the source's budget, durably, in the
+//     ledger (Ledger.Reserve), before any row is read. A failure before the
+//     scan starts refunds it (Fail(false)); from the scan on, the charge
+//     stays spent whatever happens (Fail(true)), including KILL QUERY.
+//  3. Release: the reservation is committed, then the synthetic table, its
+//     rows, its record, its model and its release are written in one
+//     catalog transaction, so there is never a partial table or a table
+//     without its model.
+//
+// The generic options EPSILON (required), DELTA (default: the source
+// budget's δ), ROWS (default: the model's estimated total) and SEED (default:
+// fresh noise) belong to the statement; every other option is the
+// mechanism's, validated by its schema.
+
+// maxSyntheticRows bounds ROWS: the rows of a synthetic table are built in
+// memory before they are written in one transaction.
+const maxSyntheticRows = 1 << 22
+
+// The generic options of CREATE SYNTHETIC TABLE.
+const (
+	optEpsilon = "EPSILON"
+	optDelta   = "DELTA"
+	optRows    = "ROWS"
+	optSeed    = "SEED"
+)
+
+var genericOptions = []string{optEpsilon, optDelta, optRows, optSeed}
+
+var _ sql.ExecSourceRel = (*CreateSynthetic)(nil)
+
+// CreateSynthetic is the plan node of CREATE SYNTHETIC TABLE. It is
+// immutable; all the work happens in RowIter.
+type CreateSynthetic struct {
+	e    *Engine
+	stmt *dpparse.CreateSynthetic
+}
+
+func newCreateSynthetic(e *Engine, stmt *dpparse.CreateSynthetic) *CreateSynthetic {
+	return &CreateSynthetic{e: e, stmt: stmt}
+}
+
+// Resolved implements sql.Node.
+func (n *CreateSynthetic) Resolved() bool { return true }
+
+// String implements sql.Node.
+func (n *CreateSynthetic) String() string { return n.stmt.String() }
+
+// Schema implements sql.Node: an OK packet with the number of rows made.
+func (n *CreateSynthetic) Schema() sql.Schema { return types.OkResultSchema }
+
+// Children implements sql.Node.
+func (n *CreateSynthetic) Children() []sql.Node { return nil }
+
+// WithChildren implements sql.Node.
+func (n *CreateSynthetic) WithChildren(children ...sql.Node) (sql.Node, error) {
+	if len(children) != 0 {
+		return nil, sql.ErrInvalidChildrenNumber.New(n, len(children), 0)
+	}
+	return n, nil
+}
+
+// IsReadOnly implements sql.Node.
+func (n *CreateSynthetic) IsReadOnly() bool { return false }
+
+// WithResolvedChildren implements the parser's Injectable.
+func (n *CreateSynthetic) WithResolvedChildren(children []any) (any, error) {
+	if len(children) != 0 {
+		return nil, sql.ErrInvalidChildrenNumber.New(n, len(children), 0)
+	}
+	return n, nil
+}
+
+// RowIter implements sql.ExecSourceRel.
+func (n *CreateSynthetic) RowIter(ctx *sql.Context, _ sql.Row) (sql.RowIter, error) {
+	out, err := n.e.createSynthetic(ctx, n.stmt)
+	if err != nil {
+		return nil, SQLError(err)
+	}
+	return sql.RowsToRowIter(sql.Row{types.NewOkResult(int(out.Rows))}), nil
+}
+
+// synthRequest is a validated CREATE SYNTHETIC TABLE: everything phase 1
+// established.
+type synthRequest struct {
+	stmt   *dpparse.CreateSynthetic
+	src    tableRef
+	target dpparse.TableName // DB resolved
+	mech   synth.Mechanism
+	runner synth.Runner
+	// mechOpts are the mechanism's options as stated, for the record.
+	mechOpts []catalog.SyntheticOption
+
+	epsilon, delta, rho float64
+	rows                int // 0: the model's estimate
+	seed                *int64
+
+	dom      *domain.Table
+	pos      []int // source column of every attribute
+	serial   []int // source columns filled with row numbers
+	workload *planner.Workload
+	margs    []synth.Marginal
+	user     string
+}
+
+// createSynthetic runs CREATE SYNTHETIC TABLE and returns the record of the
+// table it made (or, with IF NOT EXISTS and an existing target, a record
+// with no rows and nothing spent).
+func (e *Engine) createSynthetic(ctx *sql.Context, stmt *dpparse.CreateSynthetic) (*catalog.Synthetic, error) {
+	if err := e.needCatalog("CREATE SYNTHETIC TABLE"); err != nil {
+		return nil, err
+	}
+	req, exists, err := e.validateSynthetic(ctx, stmt)
+	if err != nil {
+		return nil, err
+	}
+	if exists {
+		ctx.Warn(1050, "Table '%s' already exists", req.target.Name)
+		return &catalog.Synthetic{DB: req.target.DB, Name: req.target.Name}, nil
+	}
+	return e.runSynthetic(ctx, req)
+}
+
+// validateSynthetic is phase 1. exists reports an existing target under IF
+// NOT EXISTS, in which case nothing else is done.
+func (e *Engine) validateSynthetic(ctx *sql.Context, stmt *dpparse.CreateSynthetic) (req *synthRequest, exists bool, err error) {
+	src, err := e.resolveTable(ctx, stmt.Source)
+	if err != nil {
+		return nil, false, err
+	}
+	if err := e.requireSynthesize(ctx, src); err != nil {
+		return nil, false, err
+	}
+	req = &synthRequest{stmt: stmt, src: src, user: e.ledgerUser(ctx)}
+
+	req.mech, err = registry.Lookup(stmt.Mechanism)
+	if err != nil {
+		return nil, false, ErrMechanism.New("unknown mechanism %s (available: %s)", quoteIdent(stmt.Mechanism), mechanismNames())
+	}
+	if err := req.parseOptions(stmt.Options); err != nil {
+		return nil, false, err
+	}
+
+	if err := e.synthesisDomain(ctx, req); err != nil {
+		return nil, false, err
+	}
+	if req.mech.Output() == synth.AnswersOnly {
+		if _, err := answersSchema(src.Table.Schema(), req.pos); err != nil {
+			return nil, false, err
+		}
+	}
+	if err := req.compileWorkload(); err != nil {
+		return nil, false, err
+	}
+
+	exists, err = e.checkTarget(ctx, req)
+	if err != nil || exists {
+		return req, exists, err
+	}
+
+	if err := req.resolveBudget(e.dp.ledger); err != nil {
+		return nil, false, e.ledgerError(err)
+	}
+	if err := req.preflight(); err != nil {
+		return nil, false, err
+	}
+	return req, false, nil
+}
+
+// preflight lets the mechanism reject the request before any budget is
+// spent: it runs it on an empty table over the same public domain, with
+// the same options, workload and ρ, under a context that is already
+// cancelled. A mechanism validates its input (option combinations that
+// depend on the domain or workload, such as AIM's ROUNDS against the number
+// of 1-way marginals) before its first cancellation check, so a request it
+// would refuse fails here; one it accepts stops at that first check. No
+// data is involved, and the noise drawn is thrown away.
+func (r *synthRequest) preflight() error {
+	pd, err := pgmDomain(r.dom)
+	if err != nil {
+		return ErrDomain.Wrap(err, "domain of %s", r.src)
+	}
+	empty, err := pgm.NewDataset(pd, make([][]uint16, len(r.dom.Columns)))
+	if err != nil {
+		return ErrDomain.Wrap(err, "domain of %s", r.src)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	in := &synth.Input{Data: empty, Workload: r.margs, Rho: r.rho, Noise: noise.NewSource(), Rows: r.rows}
+	if _, err := r.runner.Run(ctx, in); err != nil && !errors.Is(err, context.Canceled) {
+		return ErrBadParameter.Wrap(err, "%s cannot run this request", r.mech.Name())
+	}
+	return nil
+}
+
+// synthesisDomain sets the public domain the source is synthesized over:
+// every column's (e.tableDomain), except that an AUTO_INCREMENT column
+// without a declared domain is a surrogate key, not an attribute: it is not
+// read, and the synthetic table numbers its rows 1, 2, ... in it (a public
+// sequence that says nothing about the source).
+func (e *Engine) synthesisDomain(ctx *sql.Context, r *synthRequest) error {
+	sch := r.src.Table.Schema()
+	dom, err := e.tableDomain(ctx, r.src)
+	if err != nil {
+		var serial []int
+		declared, derr := e.declaredDomains(ctx, r.src)
+		if derr != nil {
+			return derr
+		}
+		var attrs sql.Schema
+		for i, c := range sch {
+			if c.AutoIncrement && !declaredCI(declared, c.Name) {
+				serial = append(serial, i)
+				continue
+			}
+			attrs = append(attrs, c)
+		}
+		if len(serial) == 0 || len(attrs) == 0 {
+			return err
+		}
+		checks, cerr := r.src.Table.GetChecks(ctx)
+		if cerr != nil {
+			return err
+		}
+		texts := make([]string, len(checks))
+		for i, c := range checks {
+			texts[i] = c.CheckExpression
+		}
+		d, errs := domain.FromSchema(attrs, texts, declared)
+		if len(errs) > 0 || len(d.Columns) != len(attrs) {
+			return err // the full error names every column without a domain
+		}
+		dom, r.serial = &d, serial
+	}
+	r.dom = dom
+	if r.pos, err = columnMap(sch, dom); err != nil {
+		return ErrDomain.Wrap(err, "domain of %s", r.src)
+	}
+	return nil
+}
+
+// declaredCI reports whether declared has a domain for column name,
+// compared case-insensitively.
+func declaredCI(declared map[string]domain.Column, name string) bool {
+	for k := range declared {
+		if strings.EqualFold(k, name) {
+			return true
+		}
+	}
+	return false
+}
+
+// mechanismNames lists the registry's mechanisms for error messages.
+func mechanismNames() string {
+	var names []string
+	for _, m := range registry.All() {
+		names = append(names, m.Name())
+	}
+	return strings.Join(names, ", ")
+}
+
+// parseOptions splits the statement's options into the generic ones and
+// the mechanism's, and validates both.
+func (r *synthRequest) parseOptions(opts []dpparse.Option) error {
+	seen := map[string]bool{}
+	var mechOpts []synth.Option
+	for _, o := range opts {
+		name := strings.ToUpper(o.Name)
+		if seen[name] {
+			return ErrBadParameter.New("option %s given twice", name)
+		}
+		seen[name] = true
+		switch name {
+		case optEpsilon:
+			x, err := positiveFinite(o)
+			if err != nil {
+				return err
+			}
+			r.epsilon = x
+		case optDelta:
+			x, err := number(o)
+			if err != nil {
+				return err
+			}
+			if !(x > 0 && x < 1) {
+				return ErrBadParameter.New("DELTA = %s: δ must be in (0, 1)", o.Value)
+			}
+			r.delta = x
+		case optRows:
+			n, err := integer(o)
+			if err != nil {
+				return err
+			}
+			if n <= 0 || n > maxSyntheticRows {
+				return ErrBadParameter.New("ROWS = %s: must be between 1 and %d", o.Value, maxSyntheticRows)
+			}
+			r.rows = int(n)
+		case optSeed:
+			n, err := integer(o)
+			if err != nil {
+				return err
+			}
+			r.seed = &n
+		default:
+			mechOpts = append(mechOpts, synth.Option{Name: o.Name, Value: o.Value.Text})
+			r.mechOpts = append(r.mechOpts, catalog.SyntheticOption{Name: name, Value: o.Value.Text})
+		}
+	}
+	if !seen[optEpsilon] {
+		return ErrBadParameter.New("CREATE SYNTHETIC TABLE needs WITH EPSILON = <ε>")
+	}
+	runner, err := r.mech.New(mechOpts)
+	if err != nil {
+		var oe *synth.OptionError
+		if errors.As(err, &oe) && errors.Is(err, synth.ErrUnknownOption) {
+			valid := append(append([]string(nil), genericOptions...), r.mech.Schema().Names()...)
+			return ErrBadParameter.New("unknown option %s for mechanism %s (valid options: %s)",
+				strings.ToUpper(oe.Name), r.mech.Name(), strings.Join(valid, ", "))
+		}
+		return ErrBadParameter.Wrap(err, "mechanism options")
+	}
+	r.runner = runner
+	return nil
+}
+
+// number reads a numeric option.
+func number(o dpparse.Option) (float64, error) {
+	x, err := o.Value.Float64()
+	if err != nil || math.IsNaN(x) || math.IsInf(x, 0) {
+		return 0, ErrBadParameter.New("%s = %s: not a finite number", strings.ToUpper(o.Name), o.Value)
+	}
+	return x, nil
+}
+
+// positiveFinite reads a numeric option that must be > 0.
+func positiveFinite(o dpparse.Option) (float64, error) {
+	x, err := number(o)
+	if err != nil {
+		return 0, err
+	}
+	if x <= 0 {
+		return 0, ErrBadParameter.New("%s = %s: must be positive", strings.ToUpper(o.Name), o.Value)
+	}
+	return x, nil
+}
+
+// integer reads an integral option.
+func integer(o dpparse.Option) (int64, error) {
+	n, err := o.Value.Int64()
+	if err != nil {
+		return 0, ErrBadParameter.New("%s = %s: not an integer", strings.ToUpper(o.Name), o.Value)
+	}
+	return n, nil
+}
+
+// compileWorkload compiles the WORKLOAD clause (or the default, all 2-way
+// marginals) over the source's domain.
+func (r *synthRequest) compileWorkload() error {
+	w := r.stmt.Workload
+	var err error
+	switch {
+	case len(w.Queries) > 0:
+		qs := make([]planner.WorkloadQuery, len(w.Queries))
+		for i, q := range w.Queries {
+			qs[i] = planner.WorkloadQuery{Text: q.Text, Select: q.Select, Weight: q.Weight}
+		}
+		names := make([]string, len(r.src.Table.Schema()))
+		for i, c := range r.src.Table.Schema() {
+			names[i] = c.Name
+		}
+		ref := planner.TableRef{DB: r.src.DB, Name: r.src.Name, Columns: names}
+		r.workload, err = planner.Compile(qs, ref, r.dom)
+	case w.AllKWay > 0:
+		if w.AllKWay > len(r.dom.Columns) {
+			return ErrWorkload.New("WORKLOAD ALL %d-WAY: the source has only %d columns", w.AllKWay, len(r.dom.Columns))
+		}
+		r.workload, err = planner.AllKWay(r.dom, w.AllKWay)
+	default:
+		r.workload, err = planner.DefaultWorkload(r.dom)
+	}
+	if err != nil {
+		return ErrWorkload.Wrap(err, "workload")
+	}
+	for _, m := range r.workload.Marginals() {
+		r.margs = append(r.margs, synth.Marginal{Attrs: m.Attrs, Weight: m.Weight})
+	}
+	if len(r.margs) == 0 {
+		return ErrWorkload.New("the workload counts no column (only total counts): give at least one query with GROUP BY or WHERE")
+	}
+	if _, err := synth.CanonicalWorkload(len(r.dom.Columns), r.margs); err != nil {
+		return ErrWorkload.Wrap(err, "workload")
+	}
+	return nil
+}
+
+// checkTarget resolves the target's database, checks the right to create
+// it and whether it exists. exists is true only under IF NOT EXISTS; an
+// existing target is an error otherwise.
+//
+// Rules: the user needs CREATE on the target database; the target may be
+// in the source's database only for an owner of the source (so that raw
+// tables and their synthetic copies need not share a database an analyst
+// can read).
+func (e *Engine) checkTarget(ctx *sql.Context, r *synthRequest) (exists bool, err error) {
+	t := r.stmt.Table
+	if t.DB == "" {
+		t.DB = ctx.GetCurrentDatabase()
+	}
+	if t.DB == "" {
+		return false, ErrBadParameter.New("no database selected for the synthetic table %s: qualify it as db.table", quoteIdent(t.Name))
+	}
+	pro := e.sqle.Analyzer.Catalog.DbProvider
+	if !pro.HasDatabase(ctx, t.DB) {
+		return false, sql.ErrDatabaseNotFound.New(t.DB)
+	}
+	// Use the database's stored spelling.
+	if db, err := pro.Database(ctx, t.DB); err == nil {
+		t.DB = db.Name()
+	}
+	r.target = t
+	mdb := e.sqle.Analyzer.Catalog.MySQLDb
+	if strings.EqualFold(t.DB, r.src.DB) && !e.isOwner(ctx, r.src) {
+		return false, ErrAccessDenied.New("only an owner of %s may create synthetic tables in its database %s; create it in another database (e.g. CREATE SYNTHETIC TABLE mydb.%s ...)",
+			r.src, quoteIdent(t.DB), quoteIdent(t.Name))
+	}
+	if !mdb.UserHasPrivileges(ctx, sql.NewPrivilegedOperation(sql.PrivilegeCheckSubject{Database: t.DB, Table: t.Name}, sql.PrivilegeType_Create)) {
+		user, host := e.sessionAccount(ctx)
+		return false, ErrAccessDenied.New("CREATE command denied to user '%s'@'%s' for table %s.%s", user, host, quoteIdent(t.DB), quoteIdent(t.Name))
+	}
+	_, found, err := e.dp.cat.TableID(t.DB, t.Name)
+	if err != nil {
+		return false, ErrInternal.Wrap(err, "looking up %s.%s", quoteIdent(t.DB), quoteIdent(t.Name))
+	}
+	if found {
+		if r.stmt.IfNotExists {
+			return true, nil
+		}
+		return false, ErrExists.New("Table '%s' already exists", t.Name)
+	}
+	return false, nil
+}
+
+// resolveBudget sets δ (default: the table budget's) and ρ, and checks that
+// the table has a budget.
+func (r *synthRequest) resolveBudget(l *budget.Ledger) error {
+	info, err := l.Budget(r.src.LedgerKey())
+	if errors.Is(err, budget.ErrNoBudget) {
+		return ErrNoBudget.New("%s has no privacy budget: ask its owner to run SET PRIVACY BUDGET FOR %s WITH EPSILON = <ε>, DELTA = <δ>", r.src, r.src)
+	}
+	if err != nil {
+		return err
+	}
+	if r.delta == 0 {
+		r.delta = info.Delta
+	}
+	rho, err := budget.RhoFromEpsilonDelta(r.epsilon, r.delta)
+	if err != nil {
+		return ErrBadParameter.Wrap(err, "EPSILON = %g, DELTA = %g", r.epsilon, r.delta)
+	}
+	if !(rho > 0) {
+		return ErrBadParameter.New("EPSILON = %g at DELTA = %g gives no privacy budget to spend (ρ = %g)", r.epsilon, r.delta, rho)
+	}
+	r.rho = rho
+	return nil
+}
+
+// noiseLabel keys the noise of a seeded statement: the same SEED on
+// another source or for another target gives independent noise.
+func (r *synthRequest) noiseLabel() string {
+	return fmt.Sprintf("dpsql/create-synthetic/v1/%d/%s.%s", r.src.ID,
+		strings.ToLower(r.target.DB), strings.ToLower(r.target.Name))
+}
+
+// noiseSources returns the source of the mechanism's noise and the source
+// of the post-processing randomness used to decode rows.
+func (e *Engine) noiseSources(r *synthRequest) (mech, decode *noise.Source) {
+	if r.seed == nil {
+		return noise.NewSource(), noise.NewSource()
+	}
+	secret := e.dp.cat.Secret()
+	label := r.noiseLabel()
+	return noise.Derive(secret, *r.seed, label), noise.Derive(secret, *r.seed, label+"/decode")
+}
+
+// runSynthetic is phases 2 and 3.
+func (e *Engine) runSynthetic(ctx *sql.Context, r *synthRequest) (*catalog.Synthetic, error) {
+	target := quoteIdent(r.target.DB) + "." + quoteIdent(r.target.Name)
+	log := e.log.With("statement", "CREATE SYNTHETIC TABLE", "target", r.target.DB+"."+r.target.Name,
+		"source", r.src.DB+"."+r.src.Name, "mechanism", r.mech.Name(), "user", r.user)
+
+	res, err := e.dp.ledger.Reserve(ctx, r.src.LedgerKey(), r.user, r.stmt.String(), r.mech.Name(), r.rho)
+	if err != nil {
+		return nil, e.ledgerError(err)
+	}
+	failpoint(failpointAfterReserve)
+	log.Info("synthesis started", "rho", res.Rho(), "ledger_entry", res.ID())
+	start := time.Now()
+
+	// Before the scan: a cancelled statement is refunded.
+	if err := ctx.Err(); err != nil {
+		return nil, e.failReservation(res, false, "cancelled before reading the source", ErrCancelled.Wrap(err, "statement cancelled"))
+	}
+	data, err := encodeTable(ctx, e.dp.cat, r.src, r.dom)
+	if err == nil {
+		// The table may have been dropped and re-created while it was read.
+		if id, ok, _ := e.dp.cat.TableID(r.src.DB, r.src.Name); !ok || id != r.src.ID {
+			err = fmt.Errorf("%s changed while it was read", r.src)
+		}
+	}
+	if err != nil {
+		return nil, e.failReservation(res, true, "reading the source failed", classify(ctx, err, ErrInternal))
+	}
+
+	mechNoise, decodeNoise := e.noiseSources(r)
+	prog := newSynthProgress(ctx, log, target, res.Rho())
+	defer prog.done()
+	in := &synth.Input{
+		Data: data, Workload: r.margs, Rho: res.Rho(), Noise: mechNoise, Rows: r.rows, Progress: prog.report,
+	}
+	out, err := r.runner.Run(ctx, in)
+	if err != nil {
+		return nil, e.failReservation(res, true, "mechanism failed", classify(ctx, err, ErrMechanism))
+	}
+	rec, rows, sch, model, release, err := e.prepareRelease(ctx, r, out, decodeNoise)
+	if err != nil {
+		return nil, e.failReservation(res, true, "preparing the release failed", classify(ctx, err, ErrInternal))
+	}
+	rec.Rho, rec.LedgerEntry = res.Rho(), res.ID()
+
+	// Phase 3: commit the charge, then release. From here the statement
+	// is no longer cancellable: the release either happens whole or not.
+	wctx := context.WithoutCancel(ctx)
+	note := fmt.Sprintf("created %s.%s: %d rows, %d rounds, ρ used %.6g", r.target.DB, r.target.Name, rec.Rows, rec.Rounds, out.RhoUsed)
+	if err := res.Commit(note); err != nil {
+		return nil, e.ledgerError(err)
+	}
+	id, err := e.dp.cat.CreateTableWithRows(wctx, r.target.DB, r.target.Name, sql.NewPrimaryKeySchema(sch), rows, func(tx *catalog.Tx) error {
+		id, ok := tx.TableID(r.target.DB, r.target.Name)
+		if !ok {
+			return fmt.Errorf("new table %s not found in its own transaction", target)
+		}
+		rec.TableID = id
+		if _, err := tx.SweepSynthetic(); err != nil {
+			return err
+		}
+		return tx.PutSynthetic(rec, model, release)
+	})
+	if err != nil {
+		// The charge is committed (spent) but nothing was released.
+		log.Error("synthetic table not written after its budget was committed", "err", err)
+		if sql.ErrTableAlreadyExists.Is(err) {
+			return nil, ErrExists.Wrap(err, "%s was created by another statement meanwhile; the privacy budget of this statement stays spent", target)
+		}
+		return nil, ErrInternal.Wrap(err, "writing %s (the privacy budget of this statement stays spent)", target)
+	}
+	rec.TableID = id
+	if err := e.grantCreatorRead(wctx, ctx, r); err != nil {
+		log.Warn("could not grant the creator SELECT on the new table", "err", err)
+	}
+	log.Info("synthetic table created", "rows", rec.Rows, "rounds", rec.Rounds, "rho_used", out.RhoUsed,
+		"model_mb", rec.ModelSize, "took", time.Since(start).Round(time.Millisecond))
+	return rec, nil
+}
+
+// failReservation closes res as failed (touched: data was read, the charge
+// stays spent; otherwise it is refunded) and returns err, or the ledger's
+// error if closing failed.
+func (e *Engine) failReservation(res *budget.Reservation, touched bool, why string, err error) error {
+	reason := why + ": " + err.Error()
+	if ferr := res.Fail(touched, reason); ferr != nil {
+		e.log.Error("closing a failed reservation", "ledger_entry", res.ID(), "err", ferr)
+		return errors.Join(err, e.ledgerError(ferr))
+	}
+	if touched {
+		return fmt.Errorf("%w (the privacy budget of this statement, ρ=%.6g, stays spent)", err, res.Rho())
+	}
+	return err
+}
+
+// classify returns err as an engine error: ErrCancelled when ctx was
+// cancelled, kind otherwise (unless err already has a kind).
+func classify(ctx context.Context, err error, kind *Kind) error {
+	if ctx.Err() != nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return ErrCancelled.Wrap(err, "statement cancelled")
+	}
+	var ee *Error
+	if errors.As(err, &ee) {
+		return err
+	}
+	return kind.Wrap(err, "synthesis")
+}
+
+// prepareRelease turns a mechanism's result into what phase 3 writes: the
+// record, the rows and schema of the table, the model and the release
+// encodings. It is post-processing only.
+func (e *Engine) prepareRelease(ctx context.Context, r *synthRequest, out *synth.Result, decodeNoise *noise.Source) (rec *catalog.Synthetic, rows []sql.Row, sch sql.Schema, model, release []byte, err error) {
+	srcSch := r.src.Table.Schema()
+	switch r.mech.Output() {
+	case synth.AnswersOnly:
+		if sch, err = answersSchema(srcSch, r.pos); err != nil {
+			return
+		}
+		if rows, err = answerRows(ctx, out.Measurements, r.dom, sch); err != nil {
+			return
+		}
+	default:
+		if out.Model == nil {
+			err = errors.New("mechanism returned no model")
+			return
+		}
+		sch = syntheticSchema(srcSch)
+		if rows, err = decodeRows(ctx, out.Rows, r.dom, r.pos, r.serial, sch, decodeNoise.Rand()); err != nil {
+			return
+		}
+		if model, err = out.Model.MarshalBinary(); err != nil {
+			err = fmt.Errorf("encoding the model: %w", err)
+			return
+		}
+	}
+	if release, err = synth.MarshalRelease(out); err != nil {
+		return
+	}
+	rec = &catalog.Synthetic{
+		DB: r.target.DB, Name: r.target.Name,
+		SourceID: r.src.ID, SourceDB: r.src.DB, SourceName: r.src.Name,
+		Mechanism: r.mech.Name(), Output: r.mech.Output().String(), Options: r.mechOpts, Seed: r.seed,
+		Epsilon: r.epsilon, Delta: r.delta, RhoUsed: out.RhoUsed,
+		Rows: int64(len(rows)), Rounds: len(out.Rounds),
+		CreatedAt: time.Now().UTC(), User: r.user, Statement: r.stmt.String(),
+		Domain: *r.dom,
+	}
+	if out.Model != nil {
+		rec.ModelSize = out.Model.Size()
+	}
+	for _, q := range r.workload.Queries {
+		rec.Workload = append(rec.Workload, catalog.SyntheticQuery{Text: q.Text, Weight: q.Weight, Attrs: q.Attrs})
+	}
+	return rec, rows, sch, model, release, nil
+}
+
+// grantCreatorRead gives the creator SELECT on the new table when they
+// could not read it otherwise (no SELECT on its database). Nothing else is
+// granted.
+func (e *Engine) grantCreatorRead(wctx context.Context, ctx *sql.Context, r *synthRequest) error {
+	mdb := e.sqle.Analyzer.Catalog.MySQLDb
+	op := sql.NewPrivilegedOperation(sql.PrivilegeCheckSubject{Database: r.target.DB, Table: r.target.Name}, sql.PrivilegeType_Select)
+	if mdb.UserHasPrivileges(ctx, op) {
+		return nil
+	}
+	user, host := e.sessionAccount(ctx)
+	q := fmt.Sprintf("GRANT SELECT ON %s.%s TO %s@%s", quoteIdent(r.target.DB), quoteIdent(r.target.Name),
+		dpparse.QuoteString(user), dpparse.QuoteString(host))
+	_, _, err := e.QueryInternal(wctx, "", q)
+	return err
+}
+
+// synthProgress shows a running synthesis in SHOW PROCESSLIST (the State
+// column of the statement's connection) and in the server log, one line
+// per round.
+type synthProgress struct {
+	ctx    *sql.Context
+	log    interface{ Info(string, ...any) }
+	target string
+	rho    float64
+	name   string // the current progress entry
+}
+
+func newSynthProgress(ctx *sql.Context, log interface{ Info(string, ...any) }, target string, rho float64) *synthProgress {
+	p := &synthProgress{ctx: ctx, log: log, target: target, rho: rho}
+	p.set("synthesizing " + target + ": reading the source")
+	return p
+}
+
+// set replaces the statement's progress entry. GMS shows an entry's name
+// followed by its count, so the name carries the status.
+func (p *synthProgress) set(name string) {
+	pl := p.ctx.ProcessList
+	if pl == nil {
+		return
+	}
+	pid := p.ctx.Pid()
+	if p.name != "" {
+		pl.RemoveTableProgress(pid, p.name)
+	}
+	p.name = name
+	pl.AddTableProgress(pid, name, -1)
+}
+
+// report is the mechanism's progress callback.
+func (p *synthProgress) report(s synth.Status) {
+	p.set(fmt.Sprintf("synthesizing %s: %s, round %d, rho used %s of %s, model %.2f MB",
+		p.target, s.Phase, s.Round, strconv.FormatFloat(s.RhoUsed, 'g', 4, 64), strconv.FormatFloat(p.rho, 'g', 4, 64), s.ModelSize))
+	p.log.Info("synthesis progress", "phase", s.Phase, "round", s.Round, "rho_used", s.RhoUsed, "rho", p.rho, "model_mb", s.ModelSize)
+}
+
+// done removes the progress entry.
+func (p *synthProgress) done() {
+	if p.ctx.ProcessList != nil && p.name != "" {
+		p.ctx.ProcessList.RemoveTableProgress(p.ctx.Pid(), p.name)
+	}
+}

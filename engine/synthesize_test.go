@@ -1,0 +1,513 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"github.com/dolthub/go-mysql-server/sql"
+	"github.com/dolthub/vitess/go/mysql"
+
+	"github.com/dpsql/dpsql/budget"
+	"github.com/dpsql/dpsql/catalog"
+	"github.com/dpsql/dpsql/engine/dpparse"
+	"github.com/dpsql/dpsql/synth"
+	"github.com/dpsql/dpsql/synth/pgm"
+)
+
+// synthFixture is an engine over the catalog with a raw table raw.people
+// (ENUM, CHECK-bounded and nullable CHECK IN columns, an AUTO_INCREMENT
+// key) holding generated rows, and a budget on it.
+type synthFixture struct {
+	t    *testing.T
+	dir  string
+	e    *Engine
+	root *sql.Context
+	src  tableRef
+}
+
+const (
+	fixtureRows   = 400
+	fixtureEps    = 20.0
+	fixtureDelta  = 1e-6
+	fastAIMOption = "ROUNDS = 6, PGM_ITERS = 10, FINAL_ITERS = 50"
+)
+
+func newSynthFixture(t *testing.T) *synthFixture {
+	t.Helper()
+	f := &synthFixture{t: t, dir: t.TempDir()}
+	f.open()
+	f.exec(
+		"CREATE DATABASE raw",
+		"CREATE DATABASE syn",
+		"CREATE TABLE raw.people (id INT NOT NULL AUTO_INCREMENT PRIMARY KEY, sex ENUM('F','M') NOT NULL,"+
+			" age INT NOT NULL CHECK (age BETWEEN 0 AND 9), city VARCHAR(10) CHECK (city IN ('a','b','c')))",
+		"CREATE TABLE raw.nobudget (x INT NOT NULL CHECK (x BETWEEN 1 AND 3))",
+		"INSERT INTO raw.nobudget (x) VALUES (1), (2)",
+	)
+	// Correlated rows: age follows sex, city follows age; some NULL cities
+	// and one out-of-domain age (clipped, never widening the domain).
+	rng := rand.New(rand.NewPCG(7, 11))
+	var b strings.Builder
+	b.WriteString("INSERT INTO raw.people (sex, age, city) VALUES ")
+	for i := range fixtureRows {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		sex := "F"
+		age := rng.IntN(5)
+		if rng.IntN(2) == 0 {
+			sex, age = "M", 5+rng.IntN(5)
+		}
+		city := "NULL"
+		switch {
+		case i%10 == 0:
+		case age < 5:
+			city = "'a'"
+		default:
+			city = []string{"'b'", "'c'"}[rng.IntN(2)]
+		}
+		fmt.Fprintf(&b, "('%s', %d, %s)", sex, age, city)
+	}
+	f.exec(b.String())
+	var err error
+	f.src, err = f.e.resolveTable(f.root, dpparse.TableName{DB: "raw", Name: "people"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.e.dp.ledger.SetBudget(context.Background(), f.src.LedgerKey(), "raw.people", "root@localhost", "test budget", fixtureEps, fixtureDelta); err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+// open (re)opens the engine over the fixture's data directory.
+func (f *synthFixture) open() {
+	f.t.Helper()
+	st, err := openStorage(f.dir)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	f.e = newTestEngine(f.t, st, nil)
+	f.root = sessionCtx(f.e, 1, RootUser, localhost)
+}
+
+func (f *synthFixture) restart() {
+	f.t.Helper()
+	if err := f.e.Close(); err != nil {
+		f.t.Fatal(err)
+	}
+	f.open()
+}
+
+func (f *synthFixture) exec(qs ...string) {
+	f.t.Helper()
+	for _, q := range qs {
+		if _, _, err := query(f.e, f.root, q); err != nil {
+			f.t.Fatalf("%s: %v", abbrev(q), err)
+		}
+	}
+}
+
+func (f *synthFixture) rows(q string) []sql.Row {
+	f.t.Helper()
+	_, rows, err := query(f.e, f.root, q)
+	if err != nil {
+		f.t.Fatalf("%s: %v", q, err)
+	}
+	return rows
+}
+
+func (f *synthFixture) budget() budget.BudgetInfo {
+	f.t.Helper()
+	info, err := f.e.dp.ledger.Budget(f.src.LedgerKey())
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return info
+}
+
+func (f *synthFixture) entries() []budget.Entry {
+	f.t.Helper()
+	es, err := f.e.dp.ledger.Entries(f.src.LedgerKey(), "")
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return es
+}
+
+func (f *synthFixture) tableExists(db, name string) bool {
+	_, ok, err := f.e.dp.cat.TableID(db, name)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return ok
+}
+
+// record returns the synthetic record of db.name.
+func (f *synthFixture) record(db, name string) (*catalog.Synthetic, []byte, []byte) {
+	f.t.Helper()
+	id, ok, err := f.e.dp.cat.TableID(db, name)
+	if err != nil || !ok {
+		f.t.Fatalf("%s.%s: ok=%v err=%v", db, name, ok, err)
+	}
+	var rec *catalog.Synthetic
+	var model, release []byte
+	err = f.e.dp.cat.View(context.Background(), func(tx *catalog.Tx) error {
+		var found bool
+		var err error
+		if rec, found, err = tx.Synthetic(id); err != nil || !found {
+			return fmt.Errorf("no record (%v)", err)
+		}
+		if model, err = tx.SyntheticModel(id); err != nil {
+			return err
+		}
+		release, err = tx.SyntheticRelease(id)
+		return err
+	})
+	if err != nil {
+		f.t.Fatalf("record of %s.%s: %v", db, name, err)
+	}
+	return rec, model, release
+}
+
+// wantRho is the ρ the ledger charges for ε at the fixture's δ.
+func wantRho(t *testing.T, eps float64) float64 {
+	rho, err := budget.RhoFromEpsilonDelta(eps, fixtureDelta)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rho
+}
+
+func TestCreateSyntheticAIM(t *testing.T) {
+	f := newSynthFixture(t)
+	before := f.budget()
+	f.exec("CREATE SYNTHETIC TABLE syn.p FROM raw.people USING aim WITH EPSILON = 1, ROWS = 300, SEED = 5, " + fastAIMOption)
+
+	// The budget went down by exactly the declared ρ (rounded up to the
+	// ledger's unit of 2^-40), and the entry is committed.
+	after := f.budget()
+	spent := after.RhoSpent - before.RhoSpent
+	if rho := wantRho(t, 1); spent < rho || spent > rho+math.Ldexp(1, -40) {
+		t.Errorf("ρ spent %.15g, want %.15g rounded up", spent, rho)
+	}
+	es := f.entries()
+	last := es[len(es)-1]
+	if last.Status != budget.StatusCommitted || last.Mechanism != "aim" || last.User != "root@localhost" ||
+		!strings.HasPrefix(last.Statement, "CREATE SYNTHETIC TABLE") || last.Rho != spent {
+		t.Errorf("ledger entry = %+v", last)
+	}
+
+	// The table has the requested rows, the source's columns, and only
+	// values of the public domain.
+	rows := f.rows("SELECT id, sex, age, city FROM syn.p ORDER BY id")
+	if len(rows) != 300 {
+		t.Fatalf("%d rows, want 300", len(rows))
+	}
+	for i, r := range rows {
+		if toInt(r[0]) != int64(i+1) {
+			t.Fatalf("row %d: id %v, want %d (row numbers)", i, r[0], i+1)
+		}
+		// In process an ENUM reads as its 1-based index.
+		if s := fmt.Sprint(r[1]); s != "1" && s != "2" {
+			t.Fatalf("row %d: sex %q", i, s)
+		}
+		if a := toInt(r[2]); a < 0 || a > 9 {
+			t.Fatalf("row %d: age %d outside 0..9", i, a)
+		}
+		if c := r[3]; c != nil && c != "a" && c != "b" && c != "c" {
+			t.Fatalf("row %d: city %v", i, c)
+		}
+	}
+	// Group-bys work on the copy like on any table.
+	if got := f.rows("SELECT COUNT(*) FROM syn.p WHERE sex IN ('F','M')"); toInt(got[0][0]) != 300 {
+		t.Errorf("count = %v", got)
+	}
+
+	rec, model, release := f.record("syn", "p")
+	if rec.Rows != 300 || rec.Mechanism != "aim" || rec.Epsilon != 1 || rec.Delta != fixtureDelta || rec.Rho != spent ||
+		rec.SourceID != f.src.ID || rec.Seed == nil || *rec.Seed != 5 || rec.Output != "synthetic data" || rec.Rounds == 0 {
+		t.Errorf("record = %+v", rec)
+	}
+	if len(rec.Domain.Columns) != 3 || len(rec.Workload) != 3 { // sex, age, city: 3 pairs
+		t.Errorf("record domain %v, workload %+v", rec.Domain.Names(), rec.Workload)
+	}
+	m, err := pgm.UnmarshalModel(model)
+	if err != nil {
+		t.Fatalf("stored model: %v", err)
+	}
+	if m.Size() != rec.ModelSize {
+		t.Errorf("model size %g, record says %g", m.Size(), rec.ModelSize)
+	}
+	rel, err := synth.UnmarshalRelease(release)
+	if err != nil {
+		t.Fatalf("stored release: %v", err)
+	}
+	if rel.RhoUsed > spent*(1+1e-12) || len(rel.Rounds) != rec.Rounds || len(rel.Measurements) == 0 {
+		t.Errorf("release: ρ used %g of %g, %d rounds, %d measurements", rel.RhoUsed, spent, len(rel.Rounds), len(rel.Measurements))
+	}
+
+	show := f.rows("SHOW SYNTHETIC TABLES FROM syn")
+	if len(show) != 1 || show[0][1] != "p" || show[0][2] != "raw.people" || show[0][3] != "aim" || toInt(show[0][8]) != 300 {
+		t.Errorf("SHOW SYNTHETIC TABLES = %v", show)
+	}
+	if call := f.rows("CALL dpsql_show_synthetic_tables('syn')"); len(call) != 1 {
+		t.Errorf("CALL twin = %v", call)
+	}
+
+	// Restart: the table, its record and its model survive.
+	f.restart()
+	if got := f.rows("SELECT COUNT(*) FROM syn.p"); toInt(got[0][0]) != 300 {
+		t.Errorf("after restart: count = %v", got)
+	}
+	_, model2, _ := f.record("syn", "p")
+	if string(model2) != string(model) {
+		t.Error("model changed across a restart")
+	}
+	if b := f.budget(); b.RhoSpent != after.RhoSpent {
+		t.Errorf("ρ spent after restart %g, want %g", b.RhoSpent, after.RhoSpent)
+	}
+
+	// DROP TABLE drops the records and refunds nothing.
+	id, _, _ := f.e.dp.cat.TableID("syn", "p")
+	f.exec("DROP TABLE syn.p")
+	err = f.e.dp.cat.View(context.Background(), func(tx *catalog.Tx) error {
+		_, ok, err := tx.Synthetic(id)
+		mb, _ := tx.SyntheticModel(id)
+		rb, _ := tx.SyntheticRelease(id)
+		if ok || mb != nil || rb != nil {
+			t.Errorf("after DROP: record %v, model %d bytes, release %d bytes", ok, len(mb), len(rb))
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b := f.budget(); b.RhoSpent != after.RhoSpent {
+		t.Errorf("DROP changed ρ spent: %g, want %g", b.RhoSpent, after.RhoSpent)
+	}
+	if show := f.rows("SHOW SYNTHETIC TABLES FROM syn"); len(show) != 0 {
+		t.Errorf("SHOW SYNTHETIC TABLES after DROP = %v", show)
+	}
+}
+
+// TestCreateSyntheticSeed: the same SEED on the same source and target
+// reproduces the table; another target gets other noise.
+func TestCreateSyntheticSeed(t *testing.T) {
+	f := newSynthFixture(t)
+	create := func(name string) []sql.Row {
+		f.exec("CREATE SYNTHETIC TABLE syn." + name + " FROM raw.people USING independent WITH EPSILON = 0.5, SEED = 42, PGM_ITERS = 20")
+		return f.rows("SELECT sex, age, city FROM syn." + name + " ORDER BY id")
+	}
+	a := create("s")
+	f.exec("DROP TABLE syn.s")
+	b := create("s")
+	if fmt.Sprint(a) != fmt.Sprint(b) {
+		t.Error("same seed, source and target gave different tables")
+	}
+	if c := create("other"); fmt.Sprint(a) == fmt.Sprint(c) {
+		t.Error("another target shared the noise of the first")
+	}
+}
+
+func TestCreateSyntheticAnswersOnly(t *testing.T) {
+	f := newSynthFixture(t)
+	f.exec("CREATE SYNTHETIC TABLE syn.ans FROM raw.people USING gaussian WITH EPSILON = 1 " +
+		"WORKLOAD (SELECT sex, COUNT(*) FROM people GROUP BY sex; SELECT age, city, COUNT(*) FROM people GROUP BY age, city WEIGHT 2)")
+	// sex: 2 cells; age × city: 10 × 4 (a, b, c, NULL).
+	rows := f.rows("SELECT dp_marginal, dp_columns, sex, age, city, dp_noisy_count FROM syn.ans ORDER BY dp_marginal")
+	if len(rows) != 2+40 {
+		t.Fatalf("%d rows, want 42", len(rows))
+	}
+	var total float64
+	for _, r := range rows[:2] {
+		if toInt(r[0]) != 1 || r[1] != "sex" || r[3] != nil || r[4] != nil {
+			t.Fatalf("first marginal row %v", r)
+		}
+		total += r[5].(float64)
+	}
+	// The noisy total of the sex marginal is near the true count (σ is a
+	// few units at ρ≈0.015 over two marginals).
+	if math.Abs(total-fixtureRows) > 100 {
+		t.Errorf("noisy total %g, true %d", total, fixtureRows)
+	}
+	for _, r := range rows[2:] {
+		if toInt(r[0]) != 2 || r[1] != "age,city" || r[2] != nil {
+			t.Fatalf("second marginal row %v", r)
+		}
+	}
+	show := f.rows("SHOW SYNTHETIC TABLES FROM syn")
+	if len(show) != 1 || show[0][4] != "answers only" {
+		t.Errorf("SHOW SYNTHETIC TABLES = %v", show)
+	}
+	rec, model, _ := f.record("syn", "ans")
+	if model != nil || rec.Rows != 42 {
+		t.Errorf("answers-only record: rows %d, model %d bytes", rec.Rows, len(model))
+	}
+}
+
+// TestCreateSyntheticFailures checks that every failure leaves no table
+// and the right ledger state: nothing spent before the reservation.
+func TestCreateSyntheticFailures(t *testing.T) {
+	f := newSynthFixture(t)
+	f.exec("CREATE TABLE syn.taken (x INT)")
+	const ok = "CREATE SYNTHETIC TABLE syn.x FROM raw.people USING independent WITH "
+	tests := []struct {
+		name  string
+		query string
+		code  int
+	}{
+		{"unknown option", ok + "EPSILON = 1, FOO = 3", 9112},
+		{"option of another mechanism", ok + "EPSILON = 1, MAX_MODEL_SIZE = 3", 9112},
+		{"rounds below the 1-way marginals", "CREATE SYNTHETIC TABLE syn.x FROM raw.people USING aim WITH EPSILON = 1, ROUNDS = 2", 9112},
+		{"option out of range", "CREATE SYNTHETIC TABLE syn.x FROM raw.people USING aim WITH EPSILON = 1, MAX_MODEL_SIZE = -1", 9112},
+		{"missing epsilon", ok + "ROWS = 10", 9112},
+		{"epsilon zero", ok + "EPSILON = 0", 9112},
+		{"epsilon negative", ok + "EPSILON = -1", 9112},
+		{"epsilon not a number", ok + "EPSILON = 'abc'", 9112},
+		{"epsilon twice", ok + "EPSILON = 1, epsilon = 2", mysql.ERParseError},
+		{"delta zero", ok + "EPSILON = 1, DELTA = 0", 9112},
+		{"delta one", ok + "EPSILON = 1, DELTA = 1", 9112},
+		{"rows zero", ok + "EPSILON = 1, ROWS = 0", 9112},
+		{"rows fractional", ok + "EPSILON = 1, ROWS = 1.5", 9112},
+		{"seed fractional", ok + "EPSILON = 1, SEED = 0.5", 9112},
+		{"unknown mechanism", "CREATE SYNTHETIC TABLE syn.x FROM raw.people USING magic WITH EPSILON = 1", 9115},
+		{"workload aggregate", ok + "EPSILON = 1 WORKLOAD (SELECT AVG(age) FROM people)", 9114},
+		{"workload unknown column", ok + "EPSILON = 1 WORKLOAD (SELECT zip, COUNT(*) FROM people GROUP BY zip)", 9114},
+		{"workload too wide", ok + "EPSILON = 1 WORKLOAD ALL 4-WAY", 9114},
+		{"exhausted", ok + "EPSILON = 1000", 9110},
+		{"existing target", "CREATE SYNTHETIC TABLE syn.taken FROM raw.people USING independent WITH EPSILON = 1", mysql.ERTableExists},
+		{"missing target database", "CREATE SYNTHETIC TABLE nodb.x FROM raw.people USING independent WITH EPSILON = 1", mysql.ERBadDb},
+		{"missing source", "CREATE SYNTHETIC TABLE syn.x FROM raw.nothing USING independent WITH EPSILON = 1", mysql.ERNoSuchTable},
+		{"no budget", "CREATE SYNTHETIC TABLE syn.x FROM raw.nobudget USING independent WITH EPSILON = 1", 9111},
+	}
+	before, nEntries := f.budget(), len(f.entries())
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, _, err := query(f.e, f.root, tt.query)
+			if got := errCode(err); got != tt.code {
+				t.Fatalf("code %d (%v), want %d", got, err, tt.code)
+			}
+			if f.tableExists("syn", "x") {
+				t.Fatal("a table was created")
+			}
+			if b, n := f.budget(), len(f.entries()); b.RhoSpent != before.RhoSpent || n != nEntries {
+				t.Fatalf("ρ spent %g → %g, entries %d → %d", before.RhoSpent, b.RhoSpent, nEntries, n)
+			}
+		})
+	}
+	// IF NOT EXISTS on an existing target succeeds without spending.
+	f.exec("CREATE SYNTHETIC TABLE IF NOT EXISTS syn.taken FROM raw.people USING independent WITH EPSILON = 1")
+	if b := f.budget(); b.RhoSpent != before.RhoSpent {
+		t.Errorf("IF NOT EXISTS spent ρ %g", b.RhoSpent-before.RhoSpent)
+	}
+}
+
+// cancelOnRound is a process list that cancels the statement when the
+// synthesis reports the given round, as KILL QUERY would.
+type cancelOnRound struct {
+	sql.EmptyProcessList
+	round  string
+	cancel context.CancelFunc
+}
+
+func (c *cancelOnRound) AddTableProgress(_ uint64, name string, _ int64) {
+	if strings.Contains(name, c.round) {
+		c.cancel()
+	}
+}
+
+func TestCreateSyntheticCancelled(t *testing.T) {
+	f := newSynthFixture(t)
+	before := f.budget()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	pl := &cancelOnRound{round: "round 2,", cancel: cancel}
+	base := sql.NewBaseSessionWithClientServer("", sql.Client{User: RootUser, Address: localhost}, 9)
+	sctx := sql.NewContext(ctx, sql.WithSession(f.e.store.NewSession(base)), sql.WithProcessList(pl))
+	_, _, err := query(f.e, sctx, "CREATE SYNTHETIC TABLE syn.k FROM raw.people USING aim WITH EPSILON = 1, "+fastAIMOption)
+	if got := errCode(err); got != mysql.ERQueryInterrupted {
+		t.Fatalf("code %d (%v), want %d", got, err, mysql.ERQueryInterrupted)
+	}
+	if f.tableExists("syn", "k") {
+		t.Fatal("a cancelled synthesis left a table")
+	}
+	// The data was read: the charge stays spent and the entry says why.
+	es := f.entries()
+	last := es[len(es)-1]
+	if last.Status != budget.StatusFailed || !strings.Contains(last.Note, "cancel") {
+		t.Errorf("entry = %+v, want failed and a note about the cancellation", last)
+	}
+	if spent := f.budget().RhoSpent - before.RhoSpent; spent != last.Rho || spent < wantRho(t, 1) {
+		t.Errorf("ρ spent %g, entry %g, want ≥ %g", spent, last.Rho, wantRho(t, 1))
+	}
+
+	// Cancelled before the statement starts: nothing is spent.
+	before = f.budget()
+	cctx, ccancel := context.WithCancel(context.Background())
+	ccancel()
+	sctx = sql.NewContext(cctx, sql.WithSession(f.e.store.NewSession(base)))
+	_, _, err = query(f.e, sctx, "CREATE SYNTHETIC TABLE syn.k FROM raw.people USING aim WITH EPSILON = 1")
+	if err == nil {
+		t.Fatal("statement on a cancelled context succeeded")
+	}
+	if b := f.budget(); b.RhoSpent != before.RhoSpent || f.tableExists("syn", "k") {
+		t.Errorf("cancelled before start: spent %g, table %v", b.RhoSpent-before.RhoSpent, f.tableExists("syn", "k"))
+	}
+	if err := f.e.dp.ledger.Check(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestCreateSyntheticAccess(t *testing.T) {
+	f := newSynthFixture(t)
+	f.exec(
+		"CREATE USER analyst IDENTIFIED BY 'pw'",
+		"CREATE DATABASE mine",
+		"GRANT CREATE ON mine.* TO analyst",
+	)
+	analyst := sessionCtx(f.e, 2, "analyst", localhost)
+	before := f.budget()
+	// Without a grant on the source, it does not exist for the analyst.
+	_, _, err := query(f.e, analyst, "CREATE SYNTHETIC TABLE mine.x FROM raw.people USING independent WITH EPSILON = 1")
+	if got := errCode(err); got != mysql.ERNoSuchTable {
+		t.Fatalf("code %d (%v), want %d", got, err, mysql.ERNoSuchTable)
+	}
+	if b := f.budget(); b.RhoSpent != before.RhoSpent {
+		t.Fatal("a refused statement spent budget")
+	}
+	if errors.Is(err, ErrNoSuchTable) {
+		t.Log("ok")
+	}
+}
+
+func TestShowMechanisms(t *testing.T) {
+	e := newTestEngine(t, newMemStorage(), nil)
+	ctx := sessionCtx(e, 1, RootUser, localhost)
+	for _, q := range []string{"SHOW MECHANISMS", "CALL dpsql_show_mechanisms()"} {
+		_, rows, err := query(e, ctx, q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		seen := map[string]bool{}
+		for _, r := range rows {
+			seen[fmt.Sprint(r[0])] = true
+			if r[0] == "aim" && r[3] == "MAX_MODEL_SIZE" && (r[4] != "float" || r[5] == "") {
+				t.Errorf("aim MAX_MODEL_SIZE row %v", r)
+			}
+			if r[0] == "gaussian" && r[2] != "answers only" {
+				t.Errorf("gaussian output %v", r[2])
+			}
+		}
+		for _, m := range []string{"aim", "mst", "mwem", "independent", "gaussian"} {
+			if !seen[m] {
+				t.Errorf("%s: %s missing from %v", q, m, seen)
+			}
+		}
+	}
+}
