@@ -117,6 +117,18 @@ func runScript(e *Engine, ctx *sql.Context, script string) *scriptResult {
 	return r
 }
 
+// summary is a one-line account of the result for the test log.
+func (r *scriptResult) summary() string {
+	if r.failed {
+		return "refused: " + r.errs[len(r.errs)-1]
+	}
+	out := strings.ReplaceAll(r.out.String(), "\n", " ")
+	if len(out) > 120 {
+		out = out[:120] + "..."
+	}
+	return "answered: " + out
+}
+
 func (r *scriptResult) fail(err error) {
 	r.failed = true
 	r.errs = append(r.errs, err.Error())
@@ -262,9 +274,10 @@ var sqlAttacks = []attack{
 	{name: "self grant", script: "GRANT SELECT ON census.adult TO analyst"},
 	{name: "grant to other analyst", script: "GRANT SELECT ON lab.* TO analyst2"},
 	{name: "create user", script: "CREATE USER mole IDENTIFIED BY 'x'"},
-	{name: "unlock dp_internal", script: "ALTER USER dp_internal@localhost ACCOUNT UNLOCK"},
-	{name: "set password of dp_internal", script: "SET PASSWORD FOR dp_internal@localhost = 'x'"},
-	{name: "set password of root", script: "SET PASSWORD FOR root@localhost = 'x'"},
+	{name: "password of dp_internal", script: "ALTER USER dp_internal@localhost IDENTIFIED BY 'x'"},
+	{name: "password of root", script: "ALTER USER root@localhost IDENTIFIED BY 'x'"},
+	{name: "drop another analyst", script: "DROP USER analyst2"},
+	{name: "kill another connection", script: "KILL 1"},
 	{name: "grant role", script: "CREATE ROLE r"},
 	// System variables and process information.
 	{name: "set global secure_file_priv", script: "SET GLOBAL secure_file_priv = ''"},
@@ -297,6 +310,7 @@ func TestAnalystIsolation(t *testing.T) {
 			if leaks := r.leaks(script); len(leaks) > 0 {
 				t.Errorf("%s leaked %v:\n%s", script, leaks, r.out.String())
 			}
+			t.Logf("outcome: %s", r.summary())
 			switch a.want {
 			case refused:
 				if !r.failed {
