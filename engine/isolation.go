@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/dolthub/go-mysql-server/sql"
 	"github.com/dolthub/go-mysql-server/sql/analyzer"
@@ -147,37 +148,67 @@ const ruleIsolationPrivileges analyzer.RuleId = 10100
 
 // checkPrivilegedNodes refuses what GMS v0.20.0 runs without the privilege
 // MySQL requires: writing a server file (SELECT ... INTO OUTFILE or
-// DUMPFILE) without FILE, and setting a global or persisted system variable
-// without SUPER.
+// DUMPFILE) without FILE, setting a global or persisted system variable
+// without SUPER, and reading information_schema.processlist, which shows
+// the text of every connection's statement (an owner's INSERT of raw
+// values, say), without PROCESS.
 func (e *Engine) checkPrivilegedNodes(ctx *sql.Context, _ *analyzer.Analyzer, n sql.Node, _ *plan.Scope, _ analyzer.RuleSelector, _ *sql.QueryFlags) (sql.Node, transform.TreeIdentity, error) {
+	return n, transform.SameTree, e.checkNode(ctx, n)
+}
+
+// checkNode checks n, its children and the subqueries of its expressions.
+func (e *Engine) checkNode(ctx *sql.Context, n sql.Node) error {
 	var err error
 	transform.Inspect(n, func(n sql.Node) bool {
-		switch n := n.(type) {
-		case *plan.Into:
-			if (n.Outfile != "" || n.Dumpfile != "") && !e.hasFilePrivilege(ctx) {
-				err = denied(ctx, "FILE", "SELECT ... INTO OUTFILE")
-			}
-		case *plan.Set:
-			for _, x := range n.Exprs {
-				sf, ok := x.(*expression.SetField)
-				if !ok {
-					continue
-				}
-				sv, ok := sf.LeftChild.(*expression.SystemVar)
-				if !ok {
-					continue
-				}
-				if ms, ok := sv.Scope.(*sql.MysqlScope); ok && ms.Type == sql.SystemVariableScope_Session {
-					continue
-				}
-				if !e.hasGlobalPrivilege(ctx, sql.PrivilegeType_Super) {
-					err = denied(ctx, "SUPER", "setting a global system variable")
-				}
+		if err == nil {
+			err = e.checkOne(ctx, n)
+		}
+		if x, ok := n.(sql.Expressioner); ok && err == nil {
+			for _, ex := range x.Expressions() {
+				sql.Inspect(ex, func(ex sql.Expression) bool {
+					if sq, ok := ex.(*plan.Subquery); ok && err == nil {
+						err = e.checkNode(ctx, sq.Query)
+					}
+					return err == nil
+				})
 			}
 		}
 		return err == nil
 	})
-	return n, transform.SameTree, err
+	return err
+}
+
+// checkOne checks one node, not its children.
+func (e *Engine) checkOne(ctx *sql.Context, n sql.Node) error {
+	switch n := n.(type) {
+	case *plan.Into:
+		if (n.Outfile != "" || n.Dumpfile != "") && !e.hasFilePrivilege(ctx) {
+			return denied(ctx, "FILE", "SELECT ... INTO OUTFILE")
+		}
+	case *plan.ResolvedTable:
+		if db := n.Database(); db != nil && strings.EqualFold(db.Name(), "information_schema") &&
+			strings.EqualFold(n.Name(), "processlist") && !e.hasGlobalPrivilege(ctx, sql.PrivilegeType_Process) {
+			return denied(ctx, "PROCESS", "information_schema.processlist")
+		}
+	case *plan.Set:
+		for _, x := range n.Exprs {
+			sf, ok := x.(*expression.SetField)
+			if !ok {
+				continue
+			}
+			sv, ok := sf.LeftChild.(*expression.SystemVar)
+			if !ok {
+				continue
+			}
+			if ms, ok := sv.Scope.(*sql.MysqlScope); ok && ms.Type == sql.SystemVariableScope_Session {
+				continue
+			}
+			if !e.hasGlobalPrivilege(ctx, sql.PrivilegeType_Super) {
+				return denied(ctx, "SUPER", "setting a global system variable")
+			}
+		}
+	}
+	return nil
 }
 
 // denied is MySQL's ER_SPECIFIED_ACCESS_DENIED_ERROR.
