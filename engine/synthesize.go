@@ -529,6 +529,8 @@ func (e *Engine) runSynthetic(ctx *sql.Context, r *synthRequest) (*catalog.Synth
 	failpoint(failpointAfterReserve)
 	log.Info("synthesis started", "rho", res.Rho(), "ledger_entry", res.ID())
 	start := time.Now()
+	prog := newSynthProgress(ctx, log, target, res.Rho())
+	defer prog.done()
 
 	// Before the scan: a cancelled statement is refunded.
 	if err := ctx.Err(); err != nil {
@@ -546,8 +548,6 @@ func (e *Engine) runSynthetic(ctx *sql.Context, r *synthRequest) (*catalog.Synth
 	}
 
 	mechNoise, decodeNoise := e.noiseSources(r)
-	prog := newSynthProgress(ctx, log, target, res.Rho())
-	defer prog.done()
 	in := &synth.Input{
 		Data: data, Workload: r.margs, Rho: res.Rho(), Noise: mechNoise, Rows: r.rows, Progress: prog.report,
 	}

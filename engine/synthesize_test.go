@@ -2,7 +2,6 @@ package engine
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -468,21 +467,67 @@ func TestCreateSyntheticAccess(t *testing.T) {
 	f := newSynthFixture(t)
 	f.exec(
 		"CREATE USER analyst IDENTIFIED BY 'pw'",
+		"CREATE USER other IDENTIFIED BY 'pw'",
 		"CREATE DATABASE mine",
-		"GRANT CREATE ON mine.* TO analyst",
+		"CREATE DATABASE pub",
+		"GRANT CREATE ON pub.* TO analyst",
+		"GRANT SELECT ON pub.* TO other",
 	)
 	analyst := sessionCtx(f.e, 2, "analyst", localhost)
-	before := f.budget()
-	// Without a grant on the source, it does not exist for the analyst.
-	_, _, err := query(f.e, analyst, "CREATE SYNTHETIC TABLE mine.x FROM raw.people USING independent WITH EPSILON = 1")
-	if got := errCode(err); got != mysql.ERNoSuchTable {
-		t.Fatalf("code %d (%v), want %d", got, err, mysql.ERNoSuchTable)
+	other := sessionCtx(f.e, 3, "other", localhost)
+	const stmt = " FROM raw.people USING independent WITH EPSILON = 0.5, PGM_ITERS = 10"
+	steps := []struct {
+		name string
+		ctx  *sql.Context
+		q    string
+		code int
+	}{
+		// Without SYNTHESIZE the source does not exist for the analyst.
+		{"no grant", analyst, "CREATE SYNTHETIC TABLE pub.a" + stmt, mysql.ERNoSuchTable},
+		{"grant", f.root, "GRANT SYNTHESIZE ON raw.people TO analyst", 0},
+		// The source's database is for its owners only.
+		{"source database", analyst, "CREATE SYNTHETIC TABLE raw.a" + stmt, 1142},
+		// CREATE on the target database is needed.
+		{"no CREATE", analyst, "CREATE SYNTHETIC TABLE mine.a" + stmt, 1142},
+		{"allowed", analyst, "CREATE SYNTHETIC TABLE pub.a" + stmt, 0},
+		// The creator may read what they made (granted SELECT on the
+		// table); the raw source stays closed.
+		{"read copy", analyst, "SELECT COUNT(*) FROM pub.a", 0},
+		{"read source", analyst, "SELECT COUNT(*) FROM raw.people", mysql.ERUnknownError}, // GMS: 1105
+		// The owner may create next to the source.
+		{"owner in source database", f.root, "CREATE SYNTHETIC TABLE raw.copy" + stmt, 0},
 	}
-	if b := f.budget(); b.RhoSpent != before.RhoSpent {
-		t.Fatal("a refused statement spent budget")
+	var spent float64
+	for _, st := range steps {
+		before := f.budget().RhoSpent
+		_, _, err := query(f.e, st.ctx, st.q)
+		if got := errCode(err); got != st.code {
+			t.Fatalf("%s: code %d (%v), want %d", st.name, got, err, st.code)
+		}
+		if d := f.budget().RhoSpent - before; st.code != 0 && d != 0 {
+			t.Fatalf("%s: refused but spent ρ %g", st.name, d)
+		} else {
+			spent += d
+		}
 	}
-	if errors.Is(err, ErrNoSuchTable) {
-		t.Log("ok")
+	if want := 2 * wantRho(t, 0.5); spent < want || spent > want+1e-9 {
+		t.Errorf("ρ spent %g, want two charges of %g", spent, want/2)
+	}
+	// SHOW SYNTHETIC TABLES lists only what the user may read: the
+	// analyst their table, another reader of pub.* the same, root all.
+	count := func(ctx *sql.Context) int {
+		_, rows, err := query(f.e, ctx, "SHOW SYNTHETIC TABLES")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(rows)
+	}
+	if a, o, r := count(analyst), count(other), count(f.root); a != 1 || o != 1 || r != 2 {
+		t.Errorf("SHOW SYNTHETIC TABLES rows: analyst %d, other %d, root %d; want 1, 1, 2", a, o, r)
+	}
+	es := f.entries()
+	if u := es[len(es)-2].User; u != "analyst@%" {
+		t.Errorf("ledger user %q, want analyst@%%", u)
 	}
 }
 
