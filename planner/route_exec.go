@@ -130,10 +130,13 @@ func (mq *ModelQuery) Execute(m ModelSource, opts *ExecOptions) ([]ResultColumn,
 	if !o.Unrounded && total > 0 {
 		dtotal = decimal.NewFromFloat(total)
 	}
+	width := len(mq.items)
 	rows := make([][]any, 0, hi-lo)
+	flat := make([]any, (hi-lo)*width) // one backing array for all rows
 	for i := lo; i < hi; i++ {
 		gc := keep[i]
-		row := make([]any, len(mq.items))
+		row := flat[:width:width]
+		flat = flat[width:]
 		for j, it := range mq.items {
 			switch it.kind {
 			case GroupColumn:
