@@ -218,6 +218,8 @@ func (r *router) route() (*ModelQuery, error) {
 	sel := r.sel
 	o := sel.QueryOpts
 	switch {
+	case r.syn.Domain == nil:
+		return nil, reject(KindNoDomain, r.syn.Name, "table %s has no domain, so no model", r.syn.Name)
 	case o.Distinct:
 		return nil, reject(KindDistinct, "SELECT DISTINCT", "DISTINCT is not answered from the model")
 	case sel.With != nil:

@@ -522,6 +522,9 @@ func TestRouteShape(t *testing.T) {
 			t.Errorf("explain %q lacks %q", ex, s)
 		}
 	}
+	if _, reason, ok := RouteSQL("SELECT COUNT(*) FROM t", SyntheticRef{Name: "t"}); ok || !strings.Contains(reason, "no domain") {
+		t.Errorf("table without a domain: routed %v, reason %q", ok, reason)
+	}
 	mq2, _, ok := RouteSQL("SELECT COUNT(*) FROM t WHERE sex = 'F' OR age >= 3", synRef)
 	if !ok || !strings.Contains(mq2.ExplainString(), "from the marginal on sex, age") {
 		t.Errorf("coupled predicate: explain %q", mq2.ExplainString())
