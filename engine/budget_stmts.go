@@ -63,6 +63,16 @@ func (e *Engine) ledgerError(err error) error {
 	}
 }
 
+// ledgerErrorFor is ledgerError for a request on t: a missing budget is
+// reported naming t, addressed to its owner or to an analyst.
+func (e *Engine) ledgerErrorFor(ctx *sql.Context, t tableRef, err error) error {
+	var ee *Error
+	if errors.Is(err, budget.ErrNoBudget) && !errors.As(err, &ee) {
+		return noBudget(t, e.isOwner(ctx, t))
+	}
+	return e.ledgerError(err)
+}
+
 // noBudget is the error for a table without a budget, addressed to its
 // owner or to an analyst.
 func noBudget(t tableRef, owner bool) error {

@@ -290,6 +290,14 @@ func TestLedgerError(t *testing.T) {
 		t.Errorf("no budget: %v, want ErrNoBudget asking for SET PRIVACY BUDGET", mapped)
 	}
 
+	_, err = f.e.dp.ledger.Reserve(ctx, "999999", "analyst@%", "test", "aim", 0.1)
+	for user, want := range map[string]string{"owner": "set one with", "analyst": "ask its owner"} {
+		mapped := f.e.ledgerErrorFor(f.ctx(user), ref, err)
+		if !errors.Is(mapped, ErrNoBudget) || !strings.Contains(mapped.Error(), "FOR `raw`.`t`") || !strings.Contains(mapped.Error(), want) {
+			t.Errorf("ledgerErrorFor(%s) = %v, want ErrNoBudget naming raw.t and saying %q", user, mapped, want)
+		}
+	}
+
 	cctx, cancel := context.WithCancel(ctx)
 	cancel()
 	_, err = f.e.dp.ledger.Reserve(cctx, ref.LedgerKey(), "analyst@%", "test", "aim", 0.1)
