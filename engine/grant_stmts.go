@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -32,8 +33,8 @@ import (
 // account, and a grant to user@'%' to every account of that user, as MySQL
 // matches hosts.
 //
-// Grants follow their account: when an account is dropped (or renamed) its
-// SYNTHESIZE grants are deleted, so a new account created later under the
+// Grants follow their account: when an account is dropped its SYNTHESIZE
+// grants are deleted, so a new account created later under the
 // same name does not inherit them. The engine watches every change of the
 // users and grants blob (grantsPersister) and also prunes at start-up, in
 // case the server stopped between the two writes.
@@ -177,7 +178,8 @@ func (e *Engine) revokeSynthesize(ctx *sql.Context, s *dpparse.RevokeSynthesize)
 		return tx.Delete(grantsBucket, key)
 	})
 	if err != nil {
-		if _, ok := err.(*Error); ok {
+		var ee *Error
+		if errors.As(err, &ee) {
 			return err
 		}
 		return ErrInternal.Wrap(err, "revoking SYNTHESIZE on %s from %s", t, s.Account)
