@@ -45,6 +45,9 @@ type Engine struct {
 	// the memory provider), and those statements then fail with
 	// ErrNeedsCatalog.
 	dp dpState
+	// answers caches the synthetic tables answered from their models
+	// (answer.go).
+	answers *answerState
 }
 
 // New opens the data directory (creating it on first start), binds the
@@ -95,6 +98,7 @@ func build(ctx context.Context, cfg Config, dataDir string, st Storage) (*Engine
 	pro := newProvider(st.Provider(), e.procedures())
 	e.sqle = sqle.New(newAnalyzer(pro), &sqle.Config{})
 	e.sqle.Parser = newParser(e)
+	e.initAnswers(pro)
 	e.isolate(pro)
 
 	if err := setSystemVariables(dataDir); err != nil {

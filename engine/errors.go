@@ -126,6 +126,9 @@ var (
 	// ErrNoSuchColumn: a statement names a column the table does not have
 	// (MySQL ER_BAD_FIELD_ERROR).
 	ErrNoSuchColumn = &Kind{"no such column", mysql.ERBadFieldError, mysql.SSBadFieldError}
+	// ErrNoBounds: error bounds were asked of a table that has none: not a
+	// synthetic table with a model, or made by a mechanism other than AIM.
+	ErrNoBounds = &Kind{"no error bounds", 9116, mysql.SSUnknownSQLState}
 )
 
 // SQLError flattens err into the MySQL error a client sees. It is the single

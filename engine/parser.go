@@ -16,6 +16,8 @@ var _ sql.Parser = (*parser)(nil)
 // parser routes each statement of a query: dpsql statements (recognised by
 // dpparse, after leading comments) become injected plan nodes, everything
 // else goes to the MySQL parser. Multi-statement scripts may mix both.
+// COUNT queries on synthetic tables that their models answer become
+// injected nodes too (route, answer_route.go).
 type parser struct {
 	e     *Engine
 	mysql *sql.MysqlParser
@@ -43,7 +45,11 @@ func (p *parser) Parse(ctx *sql.Context, query string, multi bool) (ast.Statemen
 func (p *parser) ParseWithOptions(ctx context.Context, query string, delimiter rune, multi bool, options ast.ParserOptions) (ast.Statement, string, string, error) {
 	stmt, n, ok, err := dpparse.Parse(query)
 	if !ok {
-		return p.mysql.ParseWithOptions(ctx, query, delimiter, multi, options)
+		mstmt, parsed, rest, err := p.mysql.ParseWithOptions(ctx, query, delimiter, multi, options)
+		if err != nil {
+			return mstmt, parsed, rest, err
+		}
+		return p.route(ctx, mstmt, parsed), parsed, rest, nil
 	}
 	if err != nil {
 		return failed(ErrSyntax.Wrap(err, "dpsql statement")), query, "", nil

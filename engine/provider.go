@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"strings"
+
 	"github.com/dolthub/go-mysql-server/sql"
 )
 
@@ -9,6 +11,7 @@ var (
 	_ sql.CollatedDatabaseProvider        = (*provider)(nil)
 	_ sql.ExternalStoredProcedureProvider = (*provider)(nil)
 	_ sql.FunctionProvider                = (*provider)(nil)
+	_ sql.TableFunctionProvider           = (*provider)(nil)
 )
 
 // provider serves the storage's databases and adds dpsql's stored
@@ -21,6 +24,9 @@ type provider struct {
 
 	visible   tableFilter
 	functions map[string]sql.Function
+	// tableFunctions are dpsql's table functions (dp_marginal), by
+	// lower-case name.
+	tableFunctions map[string]sql.TableFunction
 }
 
 // newProvider wraps inner and registers procs.
@@ -88,4 +94,21 @@ func (p *provider) ExternalStoredProcedures(ctx *sql.Context, name string) ([]sq
 		return inner.ExternalStoredProcedures(ctx, name)
 	}
 	return nil, nil
+}
+
+// TableFunction implements sql.TableFunctionProvider.
+func (p *provider) TableFunction(_ *sql.Context, name string) (sql.TableFunction, bool) {
+	f, ok := p.tableFunctions[strings.ToLower(name)]
+	return f, ok
+}
+
+// WithTableFunctions implements sql.TableFunctionProvider: a provider
+// serving only fns as table functions.
+func (p *provider) WithTableFunctions(fns ...sql.TableFunction) (sql.TableFunctionProvider, error) {
+	c := *p
+	c.tableFunctions = make(map[string]sql.TableFunction, len(fns))
+	for _, f := range fns {
+		c.tableFunctions[strings.ToLower(f.Name())] = f
+	}
+	return &c, nil
 }

@@ -56,6 +56,8 @@ func (e *Engine) plan(stmt dpparse.Statement) (statementNode, ast.AuthInformatio
 		return &ShowSyntheticTables{e: e, db: s.DB}, authAnyone, nil
 	case *dpparse.ShowMechanisms:
 		return &ShowMechanisms{}, authAnyone, nil
+	case *dpparse.ShowErrorBounds:
+		return e.showErrorBoundsNode(s), authAnyone, nil
 	default:
 		return nil, ast.AuthInformation{}, ErrUnsupported.New("%s is not supported by this server yet", stmt)
 	}
@@ -66,5 +68,5 @@ func (e *Engine) plan(stmt dpparse.Statement) (statementNode, ast.AuthInformatio
 func (e *Engine) procedures() []sql.ExternalStoredProcedureDetails {
 	return append([]sql.ExternalStoredProcedureDetails{
 		e.statusProcedure(),
-	}, append(e.privacyProcedures(), e.synthesisProcedures()...)...)
+	}, append(append(e.privacyProcedures(), e.synthesisProcedures()...), e.showErrorBoundsProcedures()...)...)
 }

@@ -1,0 +1,195 @@
+package engine
+
+import (
+	"context"
+	"strings"
+
+	"github.com/dolthub/go-mysql-server/sql"
+	"github.com/dolthub/go-mysql-server/sql/plan"
+	"github.com/dolthub/go-mysql-server/sql/planbuilder"
+	"github.com/dolthub/go-mysql-server/sql/transform"
+	ast "github.com/dolthub/vitess/go/vt/sqlparser"
+
+	"github.com/dpsql/dpsql/planner"
+)
+
+// Routing SELECTs on synthetic tables to their models.
+//
+// The parser hands every statement GMS's MySQL parser produced to route. A
+// plain SELECT (or EXPLAIN of one) whose single FROM table is a synthetic
+// table with a model is answered from the model when
+//
+//   - the session's dpsql_answer_source is 'model';
+//   - planner.RouteSelect accepts it (a COUNT query the model answers
+//     exactly; see the planner package);
+//   - go-mysql-server binds it for the session without error, reading that
+//     one table only. Binding checks the session's SELECT privilege and
+//     gives the result's column types, so a routed query fails exactly as
+//     the rows query would, and returns the same types.
+//
+// The routed statement is an injected ModelAnswer node whose authorization
+// is SELECT on the table, checked again by the planbuilder. Anything else
+// goes to go-mysql-server unchanged. Server-side prepared statements
+// (COM_STMT_PREPARE) are parsed by the wire layer's grammar, never here, and
+// run on the rows; so do SQL PREPARE and EXECUTE.
+
+// route returns stmt, or the injected statement answering it from a
+// synthetic table's model. text is the statement's text.
+func (p *parser) route(ctx context.Context, stmt ast.Statement, text string) ast.Statement {
+	e := p.e
+	sctx, ok := ctx.(*sql.Context)
+	if !ok || e.dp.cat == nil || e.answers == nil || sctx.Session == nil {
+		return stmt
+	}
+	switch s := stmt.(type) {
+	case *ast.Select:
+		if r := e.routeSelect(sctx, s, text); r != nil && r.mq != nil {
+			return ast.InjectedStatement{Statement: r.answerNode(), Auth: r.auth()}
+		}
+	case *ast.Explain:
+		sel, ok := s.Statement.(*ast.Select)
+		if !ok || s.Analyze {
+			return stmt
+		}
+		if r := e.routeSelect(sctx, sel, ast.String(sel)); r != nil {
+			return ast.InjectedStatement{Statement: r.explainNode(s), Auth: r.auth()}
+		}
+	case *ast.DDL:
+		if a := strings.ToLower(s.Action); a == ast.DropStr || a == ast.RenameStr {
+			e.answers.invalidate()
+		}
+	case *ast.DBDDL:
+		e.answers.invalidate()
+	}
+	return stmt
+}
+
+// routed is a SELECT on a synthetic table with a model, bound for the
+// session: mq is nil when it runs on the rows (reason says why).
+type routed struct {
+	e      *Engine
+	syn    *synTable
+	db     string
+	name   string
+	mq     *planner.ModelQuery
+	reason string
+	// bound is the SELECT bound by go-mysql-server, and flags its flags.
+	bound sql.Node
+	flags *sql.QueryFlags
+}
+
+// routeSelect examines sel, whose text is text. It returns nil when sel
+// does not read a synthetic table with a model that the session may read,
+// and otherwise whether and how the model answers it.
+func (e *Engine) routeSelect(ctx *sql.Context, sel *ast.Select, text string) *routed {
+	db, name, ok := singleTable(sel)
+	if !ok {
+		return nil
+	}
+	if db == "" {
+		db = ctx.GetCurrentDatabase()
+	}
+	if db == "" || strings.EqualFold(db, "information_schema") || strings.EqualFold(db, "mysql") {
+		return nil
+	}
+	syn, err := e.answers.lookup(ctx, db, name)
+	if err != nil {
+		e.log.Warn("looking up a synthetic table; answering from rows", "table", db+"."+name, "err", err)
+		return nil
+	}
+	if syn == nil {
+		return nil
+	}
+	b := planbuilder.New(ctx, e.sqle.Analyzer.Catalog, e.sqle.EventScheduler, e.sqle.Parser)
+	bound, flags, err := b.BindOnly(sel, text, nil)
+	if err != nil || !readsOnly(bound, db, name) {
+		// Let go-mysql-server report the error (or run the query) as for
+		// any other table.
+		return nil
+	}
+	r := &routed{e: e, syn: syn, db: db, name: name, bound: bound, flags: flags}
+	if answerSource(ctx) == sourceRows {
+		r.reason = "dpsql_answer_source is 'rows'"
+		return r
+	}
+	ref := planner.SyntheticRef{DB: db, Name: name, Domain: &syn.rec.Domain}
+	mq, reason, ok := planner.RouteSelect(sel, ref)
+	if !ok {
+		r.reason = reason
+		return r
+	}
+	if len(bound.Schema()) != len(mq.Columns) {
+		r.reason = "the result's columns differ from the model's answer"
+		return r
+	}
+	r.mq = mq
+	return r
+}
+
+// auth is the privilege the routed statement needs: SELECT on the table,
+// as for reading its rows.
+func (r *routed) auth() ast.AuthInformation {
+	return ast.AuthInformation{
+		AuthType:    ast.AuthType_SELECT,
+		TargetType:  ast.AuthTargetType_SingleTableIdentifier,
+		TargetNames: []string{r.db, r.name},
+	}
+}
+
+// singleTable returns the table of sel's FROM when it is a single named
+// table.
+func singleTable(sel *ast.Select) (db, name string, ok bool) {
+	if len(sel.From) != 1 {
+		return "", "", false
+	}
+	at, isAliased := sel.From[0].(*ast.AliasedTableExpr)
+	if !isAliased {
+		return "", "", false
+	}
+	tn, isName := at.Expr.(ast.TableName)
+	if !isName || tn.Name.IsEmpty() {
+		return "", "", false
+	}
+	return tn.DbQualifier.String(), tn.Name.String(), true
+}
+
+// readsOnly reports whether the bound plan n reads table db.name and no
+// other table (subqueries included): an unqualified name in a subquery
+// could otherwise name a table of the current database.
+func readsOnly(n sql.Node, db, name string) bool {
+	ok, seen := true, false
+	var visit func(sql.Node)
+	visit = func(n sql.Node) {
+		transform.Inspect(n, func(n sql.Node) bool {
+			if !ok {
+				return false
+			}
+			switch t := n.(type) {
+			case *plan.ResolvedTable:
+				tdb := ""
+				if t.SqlDatabase != nil {
+					tdb = t.SqlDatabase.Name()
+				}
+				if !strings.EqualFold(tdb, db) || !strings.EqualFold(t.Name(), name) {
+					ok = false
+				}
+				seen = true
+			case sql.TableNode, sql.TableFunction:
+				ok = false
+			}
+			if x, isExpr := n.(sql.Expressioner); isExpr {
+				for _, ex := range x.Expressions() {
+					sql.Inspect(ex, func(ex sql.Expression) bool {
+						if sq, isSub := ex.(*plan.Subquery); isSub {
+							visit(sq.Query)
+						}
+						return ok
+					})
+				}
+			}
+			return ok
+		})
+	}
+	visit(n)
+	return ok && seen
+}
