@@ -121,8 +121,10 @@ func (a *answerState) invalidate() {
 // lookup returns the synthetic table db.name if it exists and has a model,
 // nil otherwise. It does not check access.
 func (a *answerState) lookup(ctx context.Context, db, name string) (*synTable, error) {
-	cat := a.e.dp.cat
-	id, ok, err := cat.TableID(db, name)
+	if err := a.sweepIfDirty(ctx); err != nil {
+		return nil, err
+	}
+	id, ok, err := a.e.dp.cat.TableID(db, name)
 	if err != nil || !ok {
 		return nil, err
 	}
@@ -131,16 +133,13 @@ func (a *answerState) lookup(ctx context.Context, db, name string) (*synTable, e
 
 // byID returns the synthetic table id if it has a model, nil otherwise.
 func (a *answerState) byID(ctx context.Context, id uint64) (*synTable, error) {
+	if err := a.sweepIfDirty(ctx); err != nil {
+		return nil, err
+	}
 	a.mu.Lock()
 	t, known := a.tables[id]
 	plain := a.plain[id]
-	dirty := a.dirty
 	a.mu.Unlock()
-	if dirty {
-		if err := a.sweep(ctx); err != nil {
-			return nil, err
-		}
-	}
 	if known || plain {
 		return t, nil
 	}
@@ -180,9 +179,14 @@ func (a *answerState) byID(ctx context.Context, id uint64) (*synTable, error) {
 	return t, nil
 }
 
-// sweep evicts the tables whose records are gone (dropped tables).
-func (a *answerState) sweep(ctx context.Context) error {
+// sweepIfDirty evicts the tables whose records are gone (dropped tables)
+// if a DROP or RENAME was seen or a new table met since the last sweep.
+func (a *answerState) sweepIfDirty(ctx context.Context) error {
 	a.mu.Lock()
+	if !a.dirty {
+		a.mu.Unlock()
+		return nil
+	}
 	ids := make([]uint64, 0, len(a.tables))
 	for id := range a.tables {
 		ids = append(ids, id)

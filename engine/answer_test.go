@@ -1,0 +1,330 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/dolthub/go-mysql-server/sql"
+	"github.com/dolthub/vitess/go/mysql"
+	"github.com/shopspring/decimal"
+
+	"github.com/dpsql/dpsql/catalog/domain"
+	"github.com/dpsql/dpsql/synth/pgm"
+)
+
+// answerFixture is a synthFixture with synthetic tables of raw.people:
+// syn.p (AIM, the model's total), syn.r (AIM, ROWS = 300) and syn.m (MST),
+// plain copies of syn.p and syn.r's rows in plain.p and plain.r, and, for
+// each AIM table, an oracle table oracle.<name> holding one row per cell of
+// its model's joint distribution with the cell's expected count in w.
+type answerFixture struct {
+	*synthFixture
+	scale map[string]float64 // oracle scale per table: total / model total
+}
+
+func newAnswerFixture(t *testing.T) *answerFixture {
+	t.Helper()
+	f := &answerFixture{synthFixture: newSynthFixture(t), scale: map[string]float64{}}
+	f.exec(
+		"CREATE SYNTHETIC TABLE syn.p FROM raw.people USING aim WITH EPSILON = 1, SEED = 5, "+fastAIMOption,
+		"CREATE SYNTHETIC TABLE syn.r FROM raw.people USING aim WITH EPSILON = 1, ROWS = 300, SEED = 6, "+fastAIMOption,
+		"CREATE SYNTHETIC TABLE syn.m FROM raw.people USING mst WITH EPSILON = 1, SEED = 7",
+		"CREATE DATABASE plain",
+		"CREATE DATABASE oracle",
+	)
+	for _, name := range []string{"p", "r"} {
+		f.exec(
+			fmt.Sprintf("CREATE TABLE plain.%s LIKE syn.%s", name, name),
+			fmt.Sprintf("INSERT INTO plain.%s SELECT * FROM syn.%s", name, name),
+		)
+		f.oracle(name)
+	}
+	return f
+}
+
+// model returns the stored model and domain of syn.name.
+func (f *answerFixture) model(name string) (*pgm.Model, *domain.Table, float64) {
+	f.t.Helper()
+	rec, blob, _ := f.record("syn", name)
+	m, err := pgm.UnmarshalModel(blob)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	total := m.Total()
+	if rowsGiven(rec.Statement) {
+		total = float64(rec.Rows)
+	}
+	return m, &rec.Domain, total
+}
+
+// oracle (re)creates oracle.name from the model of syn.name: the model's
+// joint marginal, cell by cell.
+func (f *answerFixture) oracle(name string) {
+	f.t.Helper()
+	m, dom, total := f.model(name)
+	f.scale[name] = total / m.Total()
+	attrs := []int{0, 1, 2}
+	if got := dom.Names(); !slices.Equal(got, []string{"sex", "age", "city"}) {
+		f.t.Fatalf("domain columns %v", got)
+	}
+	joint := m.Marginal(attrs)
+	var b strings.Builder
+	fmt.Fprintf(&b, "INSERT INTO oracle.%s (sex, age, city, w) VALUES ", name)
+	codes := make([]int, len(attrs))
+	for i, w := range joint {
+		rest := i
+		for j := len(attrs) - 1; j >= 0; j-- {
+			n := dom.Columns[attrs[j]].Size()
+			codes[j], rest = rest%n, rest/n
+		}
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteByte('(')
+		for j, a := range attrs {
+			v, ok := dom.Columns[a].Value(codes[j])
+			switch {
+			case !ok:
+				b.WriteString("NULL")
+			case v.Type() == domain.String:
+				fmt.Fprintf(&b, "'%s'", v.Str())
+			default:
+				b.WriteString(v.String())
+			}
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "%.17g)", w)
+	}
+	f.exec(
+		"DROP TABLE IF EXISTS oracle."+name,
+		fmt.Sprintf("CREATE TABLE oracle.%s (sex ENUM('F','M') NOT NULL, age INT NOT NULL, city VARCHAR(10), w DOUBLE NOT NULL)", name),
+		b.String(),
+	)
+}
+
+// answerCases are COUNT queries the model answers (model, with %[1]s for
+// the table) and the same question asked of the oracle table (%[1]s for
+// the table, %[2]g for the scale). Unordered results are compared as
+// sets.
+var answerCases = []struct {
+	name, model, oracle string
+	ordered             bool
+}{
+	{"total", "SELECT COUNT(*) FROM %[1]s", "SELECT ROUND(SUM(w)*%[2]g) FROM %[1]s", true},
+	{"total-where", "SELECT COUNT(*) AS n FROM %[1]s WHERE age < 5 AND city IS NOT NULL", "SELECT ROUND(SUM(w)*%[2]g) FROM %[1]s WHERE age < 5 AND city IS NOT NULL", true},
+	{"1-way", "SELECT sex, COUNT(*) FROM %[1]s GROUP BY sex", "SELECT sex, ROUND(SUM(w)*%[2]g) AS n FROM %[1]s GROUP BY sex HAVING n <> 0", false},
+	{"3-way", "SELECT sex, age, city, COUNT(*) FROM %[1]s GROUP BY sex, age, city", "SELECT sex, age, city, ROUND(SUM(w)*%[2]g) AS n FROM %[1]s GROUP BY sex, age, city HAVING n <> 0", false},
+	{"where-evidence", "SELECT city, COUNT(*) AS n FROM %[1]s WHERE age BETWEEN 2 AND 6 AND sex = 'F' GROUP BY city",
+		"SELECT city, ROUND(SUM(w)*%[2]g) AS n FROM %[1]s WHERE age BETWEEN 2 AND 6 AND sex = 'F' GROUP BY city HAVING n <> 0", false},
+	{"where-coupled", "SELECT age, COUNT(*) FROM %[1]s WHERE city IS NULL OR sex = 'M' GROUP BY age",
+		"SELECT age, ROUND(SUM(w)*%[2]g) AS n FROM %[1]s WHERE city IS NULL OR sex = 'M' GROUP BY age HAVING n <> 0", false},
+	{"where-in", "SELECT city, COUNT(*) FROM %[1]s WHERE city IN ('a', 'b') AND NOT age = 3 GROUP BY city ORDER BY city",
+		"SELECT city, ROUND(SUM(w)*%[2]g) AS n FROM %[1]s WHERE city IN ('a', 'b') AND NOT age = 3 GROUP BY city HAVING n <> 0 ORDER BY city", true},
+	{"having-order-limit", "SELECT sex, age, COUNT(*) AS n FROM %[1]s GROUP BY sex, age HAVING COUNT(*) >= 10 ORDER BY n DESC, sex, age LIMIT 5",
+		"SELECT sex, age, ROUND(SUM(w)*%[2]g) AS n FROM %[1]s GROUP BY sex, age HAVING n <> 0 AND n >= 10 ORDER BY n DESC, sex, age LIMIT 5", true},
+	{"order-position-offset", "SELECT age, COUNT(*) FROM %[1]s GROUP BY age ORDER BY 2, 1 DESC LIMIT 2, 3",
+		"SELECT age, ROUND(SUM(w)*%[2]g) AS n FROM %[1]s GROUP BY age HAVING n <> 0 ORDER BY 2, 1 DESC LIMIT 2, 3", true},
+	{"alias-qualified", "SELECT t.sex AS s, COUNT(*) AS c FROM %[1]s AS t WHERE t.city <> 'c' GROUP BY t.sex ORDER BY c",
+		"SELECT sex, ROUND(SUM(w)*%[2]g) AS n FROM %[1]s WHERE city <> 'c' GROUP BY sex HAVING n <> 0 ORDER BY n", true},
+}
+
+// fallbackCases are queries on synthetic tables that run on the rows.
+var fallbackCases = []string{
+	"SELECT sex, MAX(age) FROM %[1]s GROUP BY sex",
+	"SELECT COUNT(DISTINCT age) FROM %[1]s",
+	"SELECT age, COUNT(*) FROM %[1]s WHERE age + 1 > 3 GROUP BY age",
+	"SELECT sex, city FROM %[1]s WHERE age = 2 ORDER BY id",
+	"SELECT a.sex, COUNT(*) FROM %[1]s a JOIN %[1]s b ON a.id = b.id GROUP BY a.sex",
+	"SELECT COUNT(*) FROM %[1]s WHERE id <= 10",
+}
+
+// TestModelAnswers: routed answers equal the model's joint summed per
+// group (scaled, rounded, zero groups omitted, HAVING, ORDER BY, LIMIT),
+// and EXPLAIN says they come from the model.
+func TestModelAnswers(t *testing.T) {
+	f := newAnswerFixture(t)
+	for _, name := range []string{"p", "r"} {
+		for _, c := range answerCases {
+			t.Run(name+"/"+c.name, func(t *testing.T) {
+				q := fmt.Sprintf(c.model, "syn."+name)
+				got := f.rows(q)
+				want := f.rows(fmt.Sprintf(c.oracle, "oracle."+name, f.scale[name]))
+				if !sameRows(got, want, c.ordered) {
+					t.Errorf("%s\n got %v\nwant %v", q, got, want)
+				}
+				if plan := f.rows("EXPLAIN " + q); len(plan) != 1 || !strings.HasPrefix(plan[0][0].(string), "answered from model: ") {
+					t.Errorf("EXPLAIN %s = %v", q, plan)
+				}
+			})
+		}
+	}
+
+	// The synthetic rows of a table with ROWS are a rounding of the
+	// model scaled to that many rows: the totals agree exactly.
+	if got := f.rows("SELECT COUNT(*) FROM syn.r"); toInt(got[0][0]) != 300 {
+		t.Errorf("COUNT(*) of syn.r from its model = %v, want 300", got)
+	}
+}
+
+// TestModelAnswerPercentages: COUNT(*) / (SELECT COUNT(*) FROM syn) is the
+// group's count over the total, as a decimal with 4 places, like the rows
+// path computes it from integer counts.
+func TestModelAnswerPercentages(t *testing.T) {
+	f := newAnswerFixture(t)
+	sch, got, err := query(f.e, f.root, "SELECT city, COUNT(*) / (SELECT COUNT(*) FROM syn.p) AS share, 100 * COUNT(*) / (SELECT COUNT(*) FROM syn.p) FROM syn.p GROUP BY city ORDER BY city")
+	if err != nil {
+		t.Fatal(err)
+	}
+	counts := f.rows("SELECT city, COUNT(*) FROM syn.p GROUP BY city ORDER BY city")
+	total := decimal.NewFromInt(toInt(f.rows("SELECT COUNT(*) FROM syn.p")[0][0]))
+	if len(got) != len(counts) {
+		t.Fatalf("%d rows, %d groups", len(got), len(counts))
+	}
+	for i, r := range got {
+		n := decimal.NewFromInt(toInt(counts[i][1]))
+		for j, k := range []int64{1, 100} {
+			want := n.Mul(decimal.NewFromInt(k)).DivRound(total, 4)
+			d, ok := r[1+j].(decimal.Decimal)
+			if !ok || !d.Equal(want) {
+				t.Errorf("row %v: column %d = %v (%T), want %s", r, 1+j, r[1+j], r[1+j], want)
+			}
+		}
+	}
+	// The same decimal type the rows path gives.
+	f.exec("SET SESSION dpsql_answer_source = 'rows'")
+	rowsSch, _, err := query(f.e, f.root, "SELECT city, COUNT(*) / (SELECT COUNT(*) FROM syn.p) AS share, 100 * COUNT(*) / (SELECT COUNT(*) FROM syn.p) FROM syn.p GROUP BY city ORDER BY city")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range sch {
+		if !sch[i].Type.Equals(rowsSch[i].Type) || sch[i].Name != rowsSch[i].Name {
+			t.Errorf("column %d: model %s %s, rows %s %s", i, sch[i].Name, sch[i].Type, rowsSch[i].Name, rowsSch[i].Type)
+		}
+	}
+}
+
+// TestRowsAnswers: with dpsql_answer_source = 'rows', and for queries the
+// model cannot answer, synthetic tables answer exactly as a plain copy of
+// their rows does, and EXPLAIN says so.
+func TestRowsAnswers(t *testing.T) {
+	f := newAnswerFixture(t)
+	check := func(t *testing.T, q string, ordered, wantModel bool) {
+		t.Helper()
+		_, got, err := query(f.e, f.root, fmt.Sprintf(q, "syn.p"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := f.rows(fmt.Sprintf(q, "plain.p"))
+		if !sameRows(got, want, ordered) {
+			t.Errorf("%s\n got %v\nwant %v", q, got, want)
+		}
+		if strings.Contains(q, " JOIN ") {
+			return // EXPLAIN of a join is go-mysql-server's own
+		}
+		plan := f.rows("EXPLAIN " + fmt.Sprintf(q, "syn.p"))
+		last := plan[len(plan)-1][0].(string)
+		if wantModel != strings.HasPrefix(last, "answered from model") || !wantModel && (!strings.HasPrefix(last, explainRowsLine) || len(plan) < 2) {
+			t.Errorf("EXPLAIN %s = %v", q, plan)
+		}
+	}
+	for _, q := range fallbackCases {
+		t.Run("fallback/"+q, func(t *testing.T) { check(t, q, strings.Contains(q, "ORDER BY"), false) })
+	}
+	// The switch is per session and takes both spellings.
+	other := sessionCtx(f.e, 9, RootUser, localhost)
+	for _, set := range []string{"SET SESSION dpsql_answer_source = 'rows'", "SET @@dpsql_answer_source = 'ROWS'"} {
+		f.exec("SET @@session.dpsql_answer_source = 'model'", set)
+		for _, c := range answerCases {
+			t.Run("rows/"+c.name, func(t *testing.T) { check(t, strings.ReplaceAll(c.model, "%[1]s", "%s"), c.ordered, false) })
+		}
+		if got := f.rows("SELECT @@dpsql_answer_source"); fmt.Sprint(got[0][0]) != "rows" {
+			t.Errorf("@@dpsql_answer_source = %v", got)
+		}
+		if _, plan, err := query(f.e, other, "EXPLAIN SELECT COUNT(*) FROM syn.p"); err != nil || !strings.HasPrefix(plan[0][0].(string), "answered from model") {
+			t.Errorf("another session: %v %v", plan, err)
+		}
+	}
+	if _, _, err := query(f.e, f.root, "SET SESSION dpsql_answer_source = 'sample'"); err == nil {
+		t.Error("SET dpsql_answer_source = 'sample' succeeded")
+	}
+	f.exec("SET SESSION dpsql_answer_source = 'model'")
+	check(t, "SELECT COUNT(*) FROM %s", true, true)
+}
+
+// TestModelAnswerCache: a dropped synthetic table is forgotten, and one
+// re-created under its name answers from its own model.
+func TestModelAnswerCache(t *testing.T) {
+	f := newAnswerFixture(t)
+	q := "SELECT sex, age, city, COUNT(*) FROM syn.p GROUP BY sex, age, city"
+	before := f.rows(q)
+	id, _, _ := f.e.dp.cat.TableID("syn", "p")
+	f.exec("DROP TABLE syn.p")
+	if _, _, err := query(f.e, f.root, q); errCode(err) != mysql.ERNoSuchTable {
+		t.Fatalf("after DROP: %v", err)
+	}
+	f.e.answers.mu.Lock()
+	_, cached := f.e.answers.tables[id]
+	f.e.answers.mu.Unlock()
+	if cached {
+		t.Error("the dropped table's model is still cached")
+	}
+	f.exec("CREATE SYNTHETIC TABLE syn.p FROM raw.people USING aim WITH EPSILON = 1, SEED = 99, " + fastAIMOption)
+	f.oracle("p")
+	got := f.rows(q)
+	want := f.rows(fmt.Sprintf("SELECT sex, age, city, ROUND(SUM(w)*%g) AS n FROM oracle.p GROUP BY sex, age, city HAVING n <> 0", f.scale["p"]))
+	if !sameRows(got, want, false) {
+		t.Errorf("re-created table answers %v, want %v", got, want)
+	}
+	if sameRows(got, before, false) {
+		t.Error("re-created table answers as the dropped one did")
+	}
+	// A renamed table keeps answering from its model.
+	f.root.SetCurrentDatabase("syn")
+	f.exec("RENAME TABLE p TO p2")
+	if got2 := f.rows("SELECT sex, age, city, COUNT(*) FROM p2 GROUP BY sex, age, city"); !sameRows(got2, want, false) {
+		t.Errorf("after RENAME: %v", got2)
+	}
+}
+
+// sameRows compares results, numbers by value; unordered ones as sets.
+func sameRows(got, want []sql.Row, ordered bool) bool {
+	key := func(r sql.Row) string {
+		parts := make([]string, len(r))
+		for i, v := range r {
+			switch x := v.(type) {
+			case int64, int32, int8, int16, uint8, uint16, uint32, uint64, int:
+				parts[i] = fmt.Sprint(x)
+			case float64:
+				if x == math.Trunc(x) {
+					parts[i] = fmt.Sprint(int64(x))
+				} else {
+					parts[i] = fmt.Sprint(x)
+				}
+			case decimal.Decimal:
+				parts[i] = x.String()
+			default:
+				parts[i] = fmt.Sprintf("%v", x)
+			}
+		}
+		return strings.Join(parts, "|")
+	}
+	g := make([]string, len(got))
+	for i, r := range got {
+		g[i] = key(r)
+	}
+	w := make([]string, len(want))
+	for i, r := range want {
+		w[i] = key(r)
+	}
+	if !ordered {
+		slices.Sort(g)
+		slices.Sort(w)
+	}
+	return slices.Equal(g, w)
+}
+
+var _ = context.Background
