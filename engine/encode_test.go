@@ -2,6 +2,8 @@ package engine
 
 import (
 	"context"
+	"io"
+	"log/slog"
 	"math/rand/v2"
 	"reflect"
 	"testing"
@@ -9,6 +11,7 @@ import (
 	"github.com/dolthub/go-mysql-server/sql"
 	"github.com/dolthub/go-mysql-server/sql/types"
 
+	"github.com/dpsql/dpsql/catalog"
 	"github.com/dpsql/dpsql/catalog/domain"
 	"github.com/dpsql/dpsql/engine/dpparse"
 	"github.com/dpsql/dpsql/synth"
@@ -124,5 +127,79 @@ func TestAnswerRows(t *testing.T) {
 	meas[1].Coarse = [][]int{{0, 0}}
 	if _, err := answerRows(context.Background(), meas, dom, sch); err == nil {
 		t.Error("a coarsened measurement was laid out")
+	}
+}
+
+// benchTable creates raw.b with n rows over three columns with public
+// domains, written directly into the catalog.
+func benchTable(b *testing.B, n int) (*synthFixture, tableRef, *domain.Table) {
+	f := &synthFixture{dir: b.TempDir()}
+	st, err := openStorage(f.dir)
+	if err != nil {
+		b.Fatal(err)
+	}
+	cfg := DefaultConfig()
+	cfg.RootPassword = "pw"
+	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	f.e, err = build(context.Background(), cfg, f.dir, st)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { f.e.Close() })
+	f.root = sessionCtx(f.e, 1, RootUser, localhost)
+	if _, _, err := query(f.e, f.root, "CREATE DATABASE raw"); err != nil {
+		b.Fatal(err)
+	}
+	if _, _, err := query(f.e, f.root, "CREATE TABLE raw.b (a INT NOT NULL CHECK (a BETWEEN 0 AND 99), s ENUM('x','y','z') NOT NULL, v VARCHAR(3) CHECK (v IN ('p','q')))"); err != nil {
+		b.Fatal(err)
+	}
+	src, err := f.e.resolveTable(f.root, dpparse.TableName{DB: "raw", Name: "b"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	rows := make([]sql.Row, n)
+	for i := range rows {
+		rows[i] = sql.Row{int32(i % 100), uint16(1 + i%3), []any{"p", "q", nil}[i%3]}
+	}
+	// Rows go straight into the catalog, in one transaction.
+	err = f.e.dp.cat.Update(context.Background(), func(tx *catalog.Tx) error { return tx.InsertRows("raw", "b", rows) })
+	if err != nil {
+		b.Fatal(err)
+	}
+	dom, err := f.e.tableDomain(f.root, src)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return f, src, dom
+}
+
+func BenchmarkEncodeTable(b *testing.B) {
+	f, src, dom := benchTable(b, 100_000)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := encodeTable(context.Background(), f.e.dp.cat, src, dom); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkDecodeRows(b *testing.B) {
+	_, src, dom := benchTable(b, 1)
+	const n = 100_000
+	codes := make([][]uint16, len(dom.Columns))
+	for j := range codes {
+		codes[j] = make([]uint16, n)
+		for i := range codes[j] {
+			codes[j][i] = uint16(i % dom.Columns[j].Size())
+		}
+	}
+	pos, _ := columnMap(src.Table.Schema(), dom)
+	sch := syntheticSchema(src.Table.Schema())
+	rng := rand.New(rand.NewPCG(1, 2))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := decodeRows(context.Background(), codes, dom, pos, nil, sch, rng); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
