@@ -561,6 +561,12 @@ func (e *Engine) runSynthetic(ctx *sql.Context, r *synthRequest) (*catalog.Synth
 	}
 	rec.Rho, rec.LedgerEntry = res.Rho(), res.ID()
 
+	// Another statement may have created the target meanwhile: fail (the
+	// data was read) rather than commit a charge for nothing.
+	if _, found, _ := e.dp.cat.TableID(r.target.DB, r.target.Name); found {
+		return nil, e.failReservation(res, true, "target exists", ErrExists.New("Table '%s' was created by another statement meanwhile", r.target.Name))
+	}
+
 	// Phase 3: commit the charge, then release. From here the statement
 	// is no longer cancellable: the release either happens whole or not.
 	wctx := context.WithoutCancel(ctx)

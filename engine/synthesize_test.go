@@ -255,6 +255,9 @@ func TestCreateSyntheticAIM(t *testing.T) {
 	if len(show) != 1 || show[0][1] != "p" || show[0][2] != "raw.people" || show[0][3] != "aim" || toInt(show[0][8]) != 300 {
 		t.Errorf("SHOW SYNTHETIC TABLES = %v", show)
 	}
+	if _, _, err := query(f.e, f.root, "SHOW SYNTHETIC TABLES FROM nodb"); errCode(err) != mysql.ERBadDb {
+		t.Errorf("SHOW SYNTHETIC TABLES FROM a missing database: %v", err)
+	}
 	if call := f.rows("CALL dpsql_show_synthetic_tables('syn')"); len(call) != 1 {
 		t.Errorf("CALL twin = %v", call)
 	}

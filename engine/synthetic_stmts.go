@@ -99,6 +99,8 @@ func (e *Engine) syntheticTableRows(ctx *sql.Context, db string) ([]sql.Row, err
 	}
 	if db == "" {
 		db = ctx.GetCurrentDatabase()
+	} else if !e.sqle.Analyzer.Catalog.HasDatabase(ctx, db) {
+		return nil, sql.ErrDatabaseNotFound.New(db)
 	}
 	mdb := e.sqle.Analyzer.Catalog.MySQLDb
 	var rows []sql.Row
