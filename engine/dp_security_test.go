@@ -105,6 +105,11 @@ var dpAttacks = []attack{
 	{name: "revoke another analyst", script: "REVOKE SYNTHESIZE ON census.people FROM analyst2"},
 	{name: "ledger of a hidden table", script: "SHOW PRIVACY LEDGER FOR census.adult"},
 	{name: "ledger as third analyst", user: "analyst3", script: "SHOW PRIVACY LEDGER FOR census.people"},
+	{name: "dp_marginal of a raw table", script: "USE lab; SELECT * FROM dp_marginal('census.adult', 'person')"},
+	{name: "dp_marginal of a granted raw table", script: "USE lab; SELECT * FROM dp_marginal('census.people', 'tag')"},
+	{name: "dp_marginal of another analyst's synthetic table", user: "analyst2", script: "USE lab2; SELECT * FROM dp_marginal('lab.s1', 'sex')"},
+	{name: "error bounds of a raw table", script: "SHOW ERROR BOUNDS FOR census.adult"},
+	{name: "error bounds of another analyst's synthetic table", user: "analyst2", script: "SHOW ERROR BOUNDS FOR lab.s1"},
 }
 
 // TestAnalystIsolationDP runs the DP attacks and checks, besides outcome

@@ -130,6 +130,10 @@ func (d isolatedDB) AllViews(ctx *sql.Context) ([]sql.ViewDefinition, error) {
 // versions of the file functions, and adds the privilege checks GMS lacks
 // to the analyzer. It runs once, after the GMS engine is built.
 func (e *Engine) isolate(pro *provider) {
+	cat := e.sqle.Analyzer.Catalog
+	if _, done := cat.InfoSchema.(infoSchemaDB); !done {
+		cat.InfoSchema = infoSchemaDB{cat.InfoSchema}
+	}
 	for _, b := range e.sqle.Analyzer.Batches {
 		if b.Desc == "once-before" {
 			b.Rules = append([]analyzer.Rule{{Id: ruleIsolationPrivileges, Apply: e.checkPrivilegedNodes}}, b.Rules...)
