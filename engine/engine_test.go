@@ -103,7 +103,7 @@ func TestStatementRouting(t *testing.T) {
 		{query: "CALL dpsql_status()", firstCol: statusNames},
 		{query: "SELECT 'a' UNION ALL SELECT 'b'", firstCol: []string{"a", "b"}},
 		{query: "SHOW DPSQL STATUS junk", wantCode: mysql.ERParseError},
-		{query: "SHOW ERROR BOUNDS FOR t", wantCode: mysql.ERNotSupportedYet},
+		{query: "SHOW ERROR BOUNDS FOR t", wantCode: ErrNeedsCatalog.Code()},
 		{query: "SHOW DPSQL STATUS; SELECT 1", wantCode: mysql.ERParseError},
 		{query: "SHOW DPSQL STATUS 'unterminated", wantCode: mysql.ERParseError},
 	}
