@@ -29,7 +29,10 @@ import (
 //
 // The file function LOAD_FILE, which GMS evaluates without any privilege
 // check, needs the FILE privilege, as in MySQL: otherwise any user could
-// read files an owner exported with SELECT ... INTO OUTFILE.
+// read files an owner exported with SELECT ... INTO OUTFILE. An analyzer
+// rule (checkPrivilegedNodes) adds the other checks GMS lacks: FILE for
+// INTO OUTFILE, SUPER for SET GLOBAL, PROCESS for
+// information_schema.processlist.
 
 // tableFilter returns, for the session of ctx and database db, a function
 // reporting whether a table or view of db is visible to the session.
