@@ -197,6 +197,7 @@ func TestDPMarginal(t *testing.T) {
 		{"SELECT * FROM dp_marginal('syn.p', 0.9, 'sex')", mysql.ERWrongArguments},
 		{"SELECT * FROM dp_marginal('syn.p', CONCAT('se', 'x'))", mysql.ERWrongArguments},
 		{"SELECT * FROM dp_marginal('syn.m', 'sex')", ErrNoBounds.Code()},
+		{"SELECT * FROM dp_marginal('syn.p', 'sex', 'age', 'city')", ErrNoBounds.Code()}, // neither measured nor a candidate
 		{"SELECT * FROM dp_marginal('syn.nothere', 'sex')", mysql.ERNoSuchTable},
 		{"SELECT * FROM dp_marginal('raw.people', 'sex')", ErrNoBounds.Code()},
 	} {

@@ -43,7 +43,7 @@ func (p *parser) route(ctx context.Context, stmt ast.Statement, text string) ast
 	}
 	switch s := stmt.(type) {
 	case *ast.Select:
-		if r := e.routeSelect(sctx, s, text); r != nil && r.mq != nil {
+		if r := e.routeSelect(sctx, s, text, false); r != nil {
 			return ast.InjectedStatement{Statement: r.answerNode(), Auth: r.auth()}
 		}
 	case *ast.Explain:
@@ -51,7 +51,7 @@ func (p *parser) route(ctx context.Context, stmt ast.Statement, text string) ast
 		if !ok || s.Analyze {
 			return stmt
 		}
-		if r := e.routeSelect(sctx, sel, ast.String(sel)); r != nil {
+		if r := e.routeSelect(sctx, sel, ast.String(sel), true); r != nil {
 			return ast.InjectedStatement{Statement: r.explainNode(s), Auth: r.auth()}
 		}
 	case *ast.DDL:
@@ -80,8 +80,9 @@ type routed struct {
 
 // routeSelect examines sel, whose text is text. It returns nil when sel
 // does not read a synthetic table with a model that the session may read,
-// and otherwise whether and how the model answers it.
-func (e *Engine) routeSelect(ctx *sql.Context, sel *ast.Select, text string) *routed {
+// and otherwise whether and how the model answers it. Unless explain is
+// set, it also returns nil for a query the model does not answer.
+func (e *Engine) routeSelect(ctx *sql.Context, sel *ast.Select, text string, explain bool) *routed {
 	db, name, ok := singleTable(sel)
 	if !ok {
 		return nil
@@ -100,29 +101,30 @@ func (e *Engine) routeSelect(ctx *sql.Context, sel *ast.Select, text string) *ro
 	if syn == nil {
 		return nil
 	}
+	r := &routed{e: e, syn: syn, db: db, name: name}
+	if answerSource(ctx) == sourceRows {
+		r.reason = "dpsql_answer_source is 'rows'"
+	} else {
+		ref := planner.SyntheticRef{DB: db, Name: name, Domain: &syn.rec.Domain}
+		r.mq, r.reason, _ = planner.RouteSelect(sel, ref)
+	}
+	if r.mq == nil && !explain {
+		return nil
+	}
 	b := planbuilder.New(ctx, e.sqle.Analyzer.Catalog, e.sqle.EventScheduler, e.sqle.Parser)
-	bound, flags, err := b.BindOnly(sel, text, nil)
-	if err != nil || !readsOnly(bound, db, name) {
+	r.bound, r.flags, err = b.BindOnly(sel, text, nil)
+	if err != nil || !readsOnly(r.bound, db, name) {
 		// Let go-mysql-server report the error (or run the query) as for
 		// any other table.
 		return nil
 	}
-	r := &routed{e: e, syn: syn, db: db, name: name, bound: bound, flags: flags}
-	if answerSource(ctx) == sourceRows {
-		r.reason = "dpsql_answer_source is 'rows'"
-		return r
+	if r.mq != nil && len(r.bound.Schema()) != len(r.mq.Columns) {
+		e.log.Warn("a routed query's columns differ from go-mysql-server's; answering from rows", "query", text)
+		r.mq, r.reason = nil, "the result's columns differ from the model's answer"
+		if !explain {
+			return nil
+		}
 	}
-	ref := planner.SyntheticRef{DB: db, Name: name, Domain: &syn.rec.Domain}
-	mq, reason, ok := planner.RouteSelect(sel, ref)
-	if !ok {
-		r.reason = reason
-		return r
-	}
-	if len(bound.Schema()) != len(mq.Columns) {
-		r.reason = "the result's columns differ from the model's answer"
-		return r
-	}
-	r.mq = mq
 	return r
 }
 
