@@ -189,11 +189,8 @@ func (e *Engine) setBudget(ctx *sql.Context, s *dpparse.SetBudget) error {
 	if err != nil || !(delta > 0 && delta < 1) {
 		return ErrBadParameter.New("DELTA = %s: must be in (0, 1), e.g. 1e-6", s.Delta)
 	}
-	t, err := e.resolveTable(ctx, s.Table)
+	t, err := e.openTable(ctx, "SET PRIVACY BUDGET", s.Table, roleOwner)
 	if err != nil {
-		return err
-	}
-	if err := e.requireOwner(ctx, t); err != nil {
 		return err
 	}
 	_, err = e.dp.ledger.SetBudget(ctx, t.LedgerKey(), t.DB+"."+t.Name, e.ledgerUser(ctx), s.String(), eps, delta)
@@ -257,14 +254,8 @@ func (e *Engine) showBudgetNode(s *dpparse.ShowBudget) *dpNode {
 // showBudget is SHOW PRIVACY BUDGET FOR t, for its owner and SYNTHESIZE
 // grantees; a table without a budget is ErrNoBudget.
 func (e *Engine) showBudget(ctx *sql.Context, tn dpparse.TableName) ([]sql.Row, error) {
-	if err := e.needCatalog("SHOW PRIVACY BUDGET"); err != nil {
-		return nil, err
-	}
-	t, err := e.resolveTable(ctx, tn)
+	t, err := e.openTable(ctx, "SHOW PRIVACY BUDGET", tn, roleSynthesizer)
 	if err != nil {
-		return nil, err
-	}
-	if err := e.requireSynthesize(ctx, t); err != nil {
 		return nil, err
 	}
 	b, err := e.dp.ledger.Budget(t.LedgerKey())
@@ -392,14 +383,8 @@ func (e *Engine) showLedgerNode(s *dpparse.ShowLedger) *dpNode {
 // SYNTHESIZE grantee only the entries recorded under their own account. A
 // table without a budget has an empty ledger.
 func (e *Engine) showLedger(ctx *sql.Context, tn dpparse.TableName) ([]sql.Row, error) {
-	if err := e.needCatalog("SHOW PRIVACY LEDGER"); err != nil {
-		return nil, err
-	}
-	t, err := e.resolveTable(ctx, tn)
+	t, err := e.openTable(ctx, "SHOW PRIVACY LEDGER", tn, roleSynthesizer)
 	if err != nil {
-		return nil, err
-	}
-	if err := e.requireSynthesize(ctx, t); err != nil {
 		return nil, err
 	}
 	entries, err := e.dp.ledger.Entries(t.LedgerKey(), "")

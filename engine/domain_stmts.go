@@ -59,14 +59,8 @@ func (e *Engine) setDomainNode(s dpparse.Statement) *dpNode {
 // domain, built by build from the schema column, replacing any earlier
 // one, and deletes the table's stale declarations.
 func (e *Engine) setDomain(ctx *sql.Context, tn dpparse.TableName, column, stmt string, build func(*sql.Column) (domain.Column, error)) error {
-	if err := e.needCatalog("ALTER TABLE … SET DOMAIN"); err != nil {
-		return err
-	}
-	t, err := e.resolveTable(ctx, tn)
+	t, err := e.openTable(ctx, "ALTER TABLE … SET DOMAIN", tn, roleOwner)
 	if err != nil {
-		return err
-	}
-	if err := e.requireOwner(ctx, t); err != nil {
 		return err
 	}
 	sch := t.Table.Schema()
@@ -322,30 +316,19 @@ func (e *Engine) showDomainNode(s *dpparse.ShowDomain) *dpNode {
 // showDomain is SHOW DOMAIN FOR t, for its owner and SYNTHESIZE grantees.
 // It is the only way an analyst learns the columns of a raw table.
 func (e *Engine) showDomain(ctx *sql.Context, tn dpparse.TableName) ([]sql.Row, error) {
-	if err := e.needCatalog("SHOW DOMAIN"); err != nil {
-		return nil, err
-	}
-	t, err := e.resolveTable(ctx, tn)
+	t, err := e.openTable(ctx, "SHOW DOMAIN", tn, roleSynthesizer)
 	if err != nil {
-		return nil, err
-	}
-	if err := e.requireSynthesize(ctx, t); err != nil {
 		return nil, err
 	}
 	owner := e.isOwner(ctx, t)
-	checks, err := t.Table.GetChecks(ctx)
-	if err != nil {
-		return nil, ErrInternal.Wrap(err, "reading the checks of %s", t)
-	}
-	texts := make([]string, len(checks))
-	for i, c := range checks {
-		texts[i] = c.CheckExpression
-	}
 	declared, err := e.declaredDomains(ctx, t)
 	if err != nil {
 		return nil, err
 	}
-	dom, errs := domain.FromSchema(t.Table.Schema(), texts, declared)
+	dom, errs, err := deriveDomain(ctx, t, declared)
+	if err != nil {
+		return nil, err
+	}
 	reasons := make(map[string]string)
 	var other []string
 	for _, err := range errs {

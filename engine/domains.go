@@ -21,19 +21,14 @@ import (
 // column of a synthesized table must have one, since domains are public and
 // never read from the data.
 func (e *Engine) tableDomain(ctx *sql.Context, t tableRef) (*domain.Table, error) {
-	checks, err := t.Table.GetChecks(ctx)
-	if err != nil {
-		return nil, ErrInternal.Wrap(err, "reading the checks of %s", t)
-	}
-	texts := make([]string, len(checks))
-	for i, c := range checks {
-		texts[i] = c.CheckExpression
-	}
 	declared, err := e.declaredDomains(ctx, t)
 	if err != nil {
 		return nil, err
 	}
-	dom, errs := domain.FromSchema(t.Table.Schema(), texts, declared)
+	dom, errs, err := deriveDomain(ctx, t, declared)
+	if err != nil {
+		return nil, err
+	}
 	if len(errs) > 0 {
 		var missing []string
 		for _, err := range errs {
@@ -58,6 +53,23 @@ func (e *Engine) tableDomain(ctx *sql.Context, t tableRef) (*domain.Table, error
 //
 // A declaration applies while the column keeps its name and SQL type: the
 // record keeps the type the declaration was validated against, and
+// deriveDomain derives t's domain from its schema, CHECK constraints and
+// the owner's declarations (domain.FromSchema); errs lists the columns
+// without a domain and unusable checks or declarations, err a failure to
+// read the checks.
+func deriveDomain(ctx *sql.Context, t tableRef, declared map[string]domain.Column) (dom domain.Table, errs []error, err error) {
+	checks, err := t.Table.GetChecks(ctx)
+	if err != nil {
+		return domain.Table{}, nil, ErrInternal.Wrap(err, "reading the checks of %s", t)
+	}
+	texts := make([]string, len(checks))
+	for i, c := range checks {
+		texts[i] = c.CheckExpression
+	}
+	dom, errs = domain.FromSchema(t.Table.Schema(), texts, declared)
+	return dom, errs, nil
+}
+
 // declaredDomains ignores records whose column was dropped, renamed or
 // changed type (SHOW DOMAIN then reports the column as missing, and the
 // owner declares it again). Stale records are never used; SET DOMAIN on

@@ -87,6 +87,38 @@ func (e *Engine) resolveTable(ctx *sql.Context, tn dpparse.TableName) (tableRef,
 	return tableRef{DB: db, Name: t.Name(), ID: t.ID(), Table: t}, nil
 }
 
+// role is what a statement needs its user to be on the table it names.
+type role int
+
+const (
+	// roleSynthesizer: the table's owner or a SYNTHESIZE grantee.
+	roleSynthesizer role = iota
+	// roleOwner: the table's owner.
+	roleOwner
+)
+
+// openTable is the prologue of every statement that names a raw table: the
+// engine must run on the catalog, the table must resolve, and the session's
+// user must hold need on it. what names the statement in errors.
+func (e *Engine) openTable(ctx *sql.Context, what string, tn dpparse.TableName, need role) (tableRef, error) {
+	if err := e.needCatalog(what); err != nil {
+		return tableRef{}, err
+	}
+	t, err := e.resolveTable(ctx, tn)
+	if err != nil {
+		return tableRef{}, err
+	}
+	if need == roleOwner {
+		err = e.requireOwner(ctx, t)
+	} else {
+		err = e.requireSynthesize(ctx, t)
+	}
+	if err != nil {
+		return tableRef{}, err
+	}
+	return t, nil
+}
+
 // noSuchTable is the one error for a table that is missing or hidden.
 func noSuchTable(db, name string) error {
 	return ErrNoSuchTable.New("Table '%s.%s' doesn't exist", db, name)

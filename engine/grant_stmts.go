@@ -115,14 +115,8 @@ func (e *Engine) grantSynthesizeNode(s *dpparse.GrantSynthesize) *dpNode {
 // grantSynthesize records a SYNTHESIZE grant. Granting it again is not an
 // error (as in MySQL).
 func (e *Engine) grantSynthesize(ctx *sql.Context, s *dpparse.GrantSynthesize) error {
-	if err := e.needCatalog("GRANT SYNTHESIZE"); err != nil {
-		return err
-	}
-	t, err := e.resolveTable(ctx, s.Table)
+	t, err := e.openTable(ctx, "GRANT SYNTHESIZE", s.Table, roleOwner)
 	if err != nil {
-		return err
-	}
-	if err := e.requireOwner(ctx, t); err != nil {
 		return err
 	}
 	user, host := s.Account.User, s.Account.Host
@@ -156,14 +150,8 @@ func (e *Engine) revokeSynthesizeNode(s *dpparse.RevokeSynthesize) *dpNode {
 // not exist is ErrNoSuchGrant, as in MySQL. Budget already spent by the
 // grantee stays spent, and synthetic tables they created stay theirs.
 func (e *Engine) revokeSynthesize(ctx *sql.Context, s *dpparse.RevokeSynthesize) error {
-	if err := e.needCatalog("REVOKE SYNTHESIZE"); err != nil {
-		return err
-	}
-	t, err := e.resolveTable(ctx, s.Table)
+	t, err := e.openTable(ctx, "REVOKE SYNTHESIZE", s.Table, roleOwner)
 	if err != nil {
-		return err
-	}
-	if err := e.requireOwner(ctx, t); err != nil {
 		return err
 	}
 	key := grantKey(t.ID, s.Account.User, s.Account.Host)
