@@ -50,6 +50,11 @@ const (
 // maxPlainIDs bounds the set of table IDs remembered as not synthetic.
 const maxPlainIDs = 1 << 16
 
+// maxCachedTables bounds the synthetic tables (and so the decoded models)
+// kept in memory; the least recently used is dropped first and decoded
+// again when next used.
+const maxCachedTables = 32
+
 var registerAnswerVars sync.Once
 
 // initAnswers sets up answering from models: the session variable, the
@@ -90,13 +95,15 @@ type answerState struct {
 	tables map[uint64]*synTable // synthetic tables with a model, by ID
 	plain  map[uint64]bool      // IDs of other tables
 	dirty  bool                 // a DROP or RENAME was seen: sweep tables
+	clock  uint64               // ticks at every lookup, for synTable.used
 }
 
 // synTable is a synthetic table with a model.
 type synTable struct {
-	cat *catalog.Store
-	id  uint64
-	rec *catalog.Synthetic
+	cat  *catalog.Store
+	id   uint64
+	rec  *catalog.Synthetic
+	used uint64 // answerState.clock at the last lookup; under its mu
 	// total scales model answers (planner.ExecOptions.Total): the table's
 	// row count when its statement gave ROWS, else 0 (the model's total).
 	total float64
@@ -139,6 +146,10 @@ func (a *answerState) byID(ctx context.Context, id uint64) (*synTable, error) {
 	a.mu.Lock()
 	t, known := a.tables[id]
 	plain := a.plain[id]
+	if known {
+		a.clock++
+		t.used = a.clock
+	}
 	a.mu.Unlock()
 	if known || plain {
 		return t, nil
@@ -169,13 +180,23 @@ func (a *answerState) byID(ctx context.Context, id uint64) (*synTable, error) {
 		t.total = float64(rec.Rows)
 	}
 	a.mu.Lock()
+	defer a.mu.Unlock()
 	if old, ok := a.tables[id]; ok {
-		t = old
-	} else {
-		a.tables[id] = t
-		a.dirty = true // a new synthetic table: look for dropped ones
+		return old, nil
 	}
-	a.mu.Unlock()
+	if len(a.tables) >= maxCachedTables {
+		var lru *synTable
+		for _, c := range a.tables {
+			if lru == nil || c.used < lru.used {
+				lru = c
+			}
+		}
+		delete(a.tables, lru.id)
+	}
+	a.clock++
+	t.used = a.clock
+	a.tables[id] = t
+	a.dirty = true // a new synthetic table: look for dropped ones
 	return t, nil
 }
 
@@ -283,6 +304,8 @@ func (t *synTable) bounds(ctx context.Context) (*bounds.Analysis, error) {
 }
 
 func (t *synTable) analyze(ctx context.Context) (*bounds.Analysis, error) {
+	// Ask bounds first whether the mechanism has bounds at all, so that
+	// its error names the mechanism before anything is read or decoded.
 	if _, err := bounds.Analyze(&bounds.Release{Mechanism: t.rec.Mechanism}); errors.Is(err, bounds.ErrNoBounds) {
 		return nil, err
 	}

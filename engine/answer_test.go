@@ -328,3 +328,40 @@ func sameRows(got, want []sql.Row, ordered bool) bool {
 }
 
 var _ = context.Background
+
+// TestModelAnswerCacheBound: the cache keeps at most maxCachedTables
+// synthetic tables, dropping the least recently used.
+func TestModelAnswerCacheBound(t *testing.T) {
+	f := newAnswerFixture(t)
+	a := f.e.answers
+	const base = 1 << 40 // IDs no table has
+	a.mu.Lock()
+	clear(a.tables)
+	for i := range uint64(maxCachedTables) {
+		a.tables[base+i] = &synTable{id: base + i, used: 10 + i}
+	}
+	a.tables[base+5].used = 1 // the least recently used
+	a.clock, a.dirty = 100, false
+	a.mu.Unlock()
+
+	if _, err := a.lookup(f.root, "syn", "p"); err != nil {
+		t.Fatal(err)
+	}
+	a.mu.Lock()
+	n := len(a.tables)
+	_, lru := a.tables[base+5]
+	_, other := a.tables[base+6]
+	a.mu.Unlock()
+	if n != maxCachedTables || lru || !other {
+		t.Errorf("%d tables cached (want %d), least recently used kept: %v, another dropped: %v", n, maxCachedTables, lru, !other)
+	}
+	// The new table answers, and the next lookup sweeps the fake entries
+	// (no such tables) out.
+	f.rows("SELECT COUNT(*) FROM syn.p")
+	a.mu.Lock()
+	n = len(a.tables)
+	a.mu.Unlock()
+	if n != 1 {
+		t.Errorf("%d tables cached after the sweep, want 1", n)
+	}
+}

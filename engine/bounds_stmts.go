@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"errors"
 	"math"
 	"strings"
@@ -109,6 +110,8 @@ func (e *Engine) readableSynthetic(ctx *sql.Context, tn dpparse.TableName, what 
 // boundsError classifies an error of the bounds computation.
 func boundsError(t tableRef, err error) error {
 	switch {
+	case errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded):
+		return ErrCancelled.Wrap(err, "statement cancelled")
 	case errors.Is(err, bounds.ErrNoBounds):
 		return ErrNoBounds.Wrap(err, "%s", t)
 	case errors.Is(err, bounds.ErrUncovered):
