@@ -14,7 +14,7 @@ import (
 
 // adult loads ../shared/data/adult.csv (relative to the repository root), or
 // skips the benchmark.
-func adult(b *testing.B) *pgm.Dataset {
+func adult(b testing.TB) *pgm.Dataset {
 	b.Helper()
 	dir := filepath.Join("..", "..", "..", "shared", "data")
 	csvPath := filepath.Join(dir, "adult.csv")

@@ -14,8 +14,8 @@
 // answers Y to a query matrix applied to the count marginal, noise scale
 // Sigma) go to Estimate, which returns a Model: a junction tree over the
 // measured attribute sets with log-space potentials on its maximal cliques.
-// A Model answers Marginal and MarginalWhere (linear queries with evidence
-// weights), draws synthetic records with Synthesize, and encodes itself with
+// A Model answers Marginal, Marginals (many sets at once, sharing work)
+// and MarginalWhere (linear queries with evidence weights), draws synthetic records with Synthesize, and encodes itself with
 // MarshalBinary (decoded by UnmarshalModel). ModelSize predicts the size of
 // the model a set of cliques would induce, without building it.
 //
@@ -65,8 +65,10 @@
 // (Accelerated) on the L2 or L1 loss, each measurement weighted by 1/Sigma,
 // with gradients taken with respect to the unnormalised marginals. Unknown
 // totals are estimated by inverse-variance weighting (EstimateTotal).
-// Marginals outside one clique use variable elimination in log space over
-// the smallest subtree that holds the query. Synthesize uses randomized
+// Marginals outside one clique use variable elimination in probability
+// space over the smallest subtree that holds the query, each clique first
+// reduced to what the query needs from it (Model.Marginals shares those
+// reductions across a batch of sets). Synthesize uses randomized
 // rounding along the reverse elimination order; its documentation states the
 // exact per-cell guarantee.
 //

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"sync"
 
 	"github.com/dpsql/dpsql/synth/pgm/internal/kernel"
 )
@@ -20,50 +19,12 @@ type Model struct {
 	p     []float64 // clique marginals as probabilities, arena layout
 	logZ  float64
 	total float64
-	logs  *logTables // lazily computed, for variable elimination
-}
-
-// logTables holds, per clique v, log p_v and log p(v | sep(v)) in arena
-// layout (0/0 is taken as probability 0).
-type logTables struct {
-	once          sync.Once
-	logP, logCond []float64
-}
-
-// logTables returns the model's log tables, computing them on first use.
-func (m *Model) logTables() *logTables {
-	t := m.logs
-	t.once.Do(func() {
-		jt := m.jt
-		t.logP = make([]float64, jt.total)
-		t.logCond = make([]float64, jt.total)
-		for i, x := range m.p {
-			t.logP[i] = math.Log(x)
-		}
-		for v := range jt.cliques {
-			pv, lc := jt.block(m.p, v), jt.block(t.logCond, v)
-			if jt.parent[v] < 0 {
-				copy(lc, jt.block(t.logP, v))
-				continue
-			}
-			ps := make([]float64, m.dom.Cells(jt.sep[v]))
-			jt.upRed[v].Sum(ps, pv, make([]float64, jt.upRed[v].Scratch()))
-			idx := jt.upMap[v]
-			for i, x := range pv {
-				if x == 0 {
-					lc[i] = math.Inf(-1)
-				} else {
-					lc[i] = math.Log(x / ps[idx[i]])
-				}
-			}
-		}
-	})
-	return t
+	conds *condTables // lazily computed, for variable elimination
 }
 
 // newModel runs belief propagation on theta (which the model keeps).
 func newModel(jt *junctionTree, theta []float64, total float64) *Model {
-	m := &Model{dom: jt.dom, jt: jt, theta: theta, p: make([]float64, jt.total), total: total, logs: &logTables{}}
+	m := &Model{dom: jt.dom, jt: jt, theta: theta, p: make([]float64, jt.total), total: total, conds: &condTables{}}
 	m.logZ = newBPWork(jt).run(m.p, theta)
 	return m
 }
@@ -133,6 +94,11 @@ func (m *Model) MarginalWhere(attrs []int, weight map[int][]float64) []float64 {
 			}
 		}
 	}
+	return m.marginal(attrs, weight, nil)
+}
+
+// marginal is MarginalWhere on checked arguments; cache may be nil.
+func (m *Model) marginal(attrs []int, weight map[int][]float64, cache *reduceCache) []float64 {
 	sorted := slices.Clone(attrs)
 	slices.Sort(sorted)
 	var f factor
@@ -141,7 +107,7 @@ func (m *Model) MarginalWhere(attrs []int, weight map[int][]float64) []float64 {
 		red := m.jt.reduction(k, sorted)
 		red.Sum(f.vals, m.jt.block(m.p, k), make([]float64, red.Scratch()))
 	} else {
-		f = m.eliminate(sorted, weight)
+		f = m.eliminate(sorted, weight, cache)
 	}
 	for i := range f.vals {
 		f.vals[i] *= m.total
@@ -173,89 +139,4 @@ func (d *Domain) sizesOf(attrs []int) []int {
 		s[i] = d.sizes[a]
 	}
 	return s
-}
-
-// eliminate computes the probability marginal over the ascending attrs,
-// weighted by the evidence, by variable elimination in log space over the
-// smallest subtree of the junction tree that holds attrs and the evidence.
-// The joint over a connected subtree T with top clique r is
-// p_r · Π_{v ∈ T, v ≠ r} p_v / p_sep(v).
-func (m *Model) eliminate(attrs []int, weight map[int][]float64) factor {
-	jt := m.jt
-	need := bitsetOf(m.dom.Len(), attrs)
-	for a := range weight {
-		need.set(a)
-	}
-	k := len(jt.cliques)
-	kept := make([]bool, k)
-	nkept := make([]int, k) // kept children
-	for _, v := range jt.post {
-		keep := nkept[v] > 0
-		for _, a := range jt.cliques[v] {
-			if need.has(a) && !slices.Contains(jt.sep[v], a) {
-				keep = true
-			}
-		}
-		kept[v] = keep
-		if keep && jt.parent[v] >= 0 {
-			nkept[jt.parent[v]]++
-		}
-	}
-	top := jt.root
-	for {
-		// Move the top down while it has a single kept child and adds
-		// nothing needed beyond that child's separator.
-		if nkept[top] != 1 {
-			break
-		}
-		var child int
-		for _, c := range jt.children[top] {
-			if kept[c] {
-				child = c
-			}
-		}
-		extra := false
-		for _, a := range jt.cliques[top] {
-			if need.has(a) && !slices.Contains(jt.sep[child], a) {
-				extra = true
-			}
-		}
-		if extra {
-			break
-		}
-		kept[top] = false
-		top = child
-	}
-	var fs []factor
-	if kept[top] {
-		logs := m.logTables()
-		var walk func(v int)
-		walk = func(v int) {
-			// The factors share the cached tables: variable elimination
-			// never writes into its inputs.
-			f := factor{attrs: jt.cliques[v], vals: jt.block(logs.logCond, v)}
-			if v == top {
-				f.vals = jt.block(logs.logP, v)
-			}
-			fs = append(fs, f)
-			for _, c := range jt.children[v] {
-				if kept[c] {
-					walk(c)
-				}
-			}
-		}
-		walk(top)
-	}
-	for a, w := range weight {
-		f := factor{attrs: []int{a}, vals: make([]float64, len(w))}
-		for i, x := range w {
-			f.vals[i] = math.Log(x)
-		}
-		fs = append(fs, f)
-	}
-	out := variableElimination(m.dom, fs, attrs)
-	for i, v := range out.vals {
-		out.vals[i] = math.Exp(v)
-	}
-	return out
 }

@@ -1,0 +1,561 @@
+package pgm
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"runtime"
+	"slices"
+	"sync"
+	"sync/atomic"
+
+	"github.com/dpsql/dpsql/synth/pgm/internal/kernel"
+)
+
+// This file answers marginals outside one clique by variable elimination in
+// probability space over the smallest subtree of the junction tree that
+// holds the query (Koller & Friedman §10.3): the joint over a connected
+// subtree T with top clique r is p_r · Π_{v ∈ T, v ≠ r} p(v | sep(v)), every
+// factor a probability or a conditional probability, so every product and
+// every partial sum lies in [0, 1]: no logarithm, no exponential, no
+// overflow, and a zero stays exactly zero (0/0 is taken as 0 in the
+// conditionals, as the cell has probability 0 anyway).
+//
+// Each clique's factor is first reduced to the attributes the query needs
+// from it (the query's, its separators within T); those reductions are
+// cached across the sets of one Marginals call, as sets that share a subtree
+// share them. The reduced factors are then combined by greedy elimination
+// (smallest combined table first), each step a fused product-and-sum that
+// never materialises the product.
+
+// condTables holds, per clique v, p(v | sep(v)) as probabilities in arena
+// layout (p_v for the root).
+type condTables struct {
+	once sync.Once
+	cond []float64
+}
+
+// conditionals returns the model's conditional tables, computing them on
+// first use.
+func (m *Model) conditionals() []float64 {
+	t := m.conds
+	t.once.Do(func() {
+		jt := m.jt
+		t.cond = make([]float64, jt.total)
+		for v := range jt.cliques {
+			pv, cv := jt.block(m.p, v), jt.block(t.cond, v)
+			if jt.parent[v] < 0 {
+				copy(cv, pv)
+				continue
+			}
+			ps := make([]float64, m.dom.Cells(jt.sep[v]))
+			jt.upRed[v].Sum(ps, pv, make([]float64, jt.upRed[v].Scratch()))
+			idx := jt.upMap[v]
+			for i, x := range pv {
+				if s := ps[idx[i]]; s > 0 {
+					cv[i] = x / s
+				} else {
+					cv[i] = 0
+				}
+			}
+		}
+	})
+	return t.cond
+}
+
+// reduceCache holds reduced clique factors shared by the sets of one
+// Marginals call, up to a budget of cells.
+type reduceCache struct {
+	mu     sync.Mutex
+	tables map[string][]float64
+	budget int // cells still allowed
+}
+
+func newReduceCache(budget int) *reduceCache {
+	return &reduceCache{tables: make(map[string][]float64), budget: budget}
+}
+
+func (c *reduceCache) get(key string) ([]float64, bool) {
+	if c == nil {
+		return nil, false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	t, ok := c.tables[key]
+	return t, ok
+}
+
+func (c *reduceCache) put(key string, t []float64) {
+	if c == nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.tables[key]; !ok && len(t) <= c.budget {
+		c.tables[key] = t
+		c.budget -= len(t)
+	}
+}
+
+// reduceKey identifies the reduction of clique v (as the subtree's top or
+// not) to the members of keep.
+func reduceKey(v int, top bool, keep bitset) string {
+	b := make([]byte, 0, 9+8*len(keep))
+	b = fmt.Appendf(b, "%d/%t", v, top)
+	for _, w := range keep {
+		for s := 0; s < 64; s += 8 {
+			b = append(b, byte(w>>s))
+		}
+	}
+	return string(b)
+}
+
+// subtree marks the cliques of the smallest subtree that holds the needed
+// attributes and returns its top clique, or -1 if nothing is needed.
+func (jt *junctionTree) subtree(need bitset) (kept []bool, top int) {
+	k := len(jt.cliques)
+	kept = make([]bool, k)
+	nkept := make([]int, k) // kept children
+	for _, v := range jt.post {
+		keep := nkept[v] > 0
+		for _, a := range jt.cliques[v] {
+			if need.has(a) && !slices.Contains(jt.sep[v], a) {
+				keep = true
+			}
+		}
+		kept[v] = keep
+		if keep && jt.parent[v] >= 0 {
+			nkept[jt.parent[v]]++
+		}
+	}
+	top = jt.root
+	for {
+		// Move the top down while it has a single kept child and adds
+		// nothing needed beyond that child's separator.
+		if nkept[top] != 1 {
+			break
+		}
+		var child int
+		for _, c := range jt.children[top] {
+			if kept[c] {
+				child = c
+			}
+		}
+		extra := false
+		for _, a := range jt.cliques[top] {
+			if need.has(a) && !slices.Contains(jt.sep[child], a) {
+				extra = true
+			}
+		}
+		if extra {
+			break
+		}
+		kept[top] = false
+		top = child
+	}
+	if !kept[top] {
+		return kept, -1
+	}
+	return kept, top
+}
+
+// eliminate computes the probability marginal over the ascending attrs,
+// weighted by the evidence, over the smallest subtree that holds attrs and
+// the evidence. cache may be nil.
+func (m *Model) eliminate(attrs []int, weight map[int][]float64, cache *reduceCache) factor {
+	jt := m.jt
+	n := m.dom.Len()
+	need := bitsetOf(n, attrs)
+	for a := range weight {
+		need.set(a)
+	}
+	kept, top := jt.subtree(need)
+	var fs []factor
+	if top >= 0 {
+		cond := m.conditionals()
+		keep := newBitset(n)
+		var walk func(v int)
+		walk = func(v int) {
+			// Keep of v: what the query needs and what v shares with
+			// its neighbours in the subtree.
+			clear(keep)
+			keep.or(need)
+			if v != top {
+				for _, a := range jt.sep[v] {
+					keep.set(a)
+				}
+			}
+			for _, c := range jt.children[v] {
+				if kept[c] {
+					for _, a := range jt.sep[c] {
+						keep.set(a)
+					}
+				}
+			}
+			src := jt.block(cond, v)
+			if v == top {
+				src = jt.block(m.p, v)
+			}
+			fs = append(fs, m.reduceClique(v, v == top, src, keep, cache))
+			for _, c := range jt.children[v] {
+				if kept[c] {
+					walk(c)
+				}
+			}
+		}
+		walk(top)
+	}
+	for a, w := range weight {
+		fs = append(fs, factor{attrs: []int{a}, vals: w})
+	}
+	return productElimination(m.dom, fs, attrs)
+}
+
+// reduceClique returns clique v's factor src summed down to the members of
+// keep that v holds, from the cache when it is there. The result must not
+// be modified.
+func (m *Model) reduceClique(v int, top bool, src []float64, keep bitset, cache *reduceCache) factor {
+	jt := m.jt
+	c := jt.cliques[v]
+	var sub []int
+	for _, a := range c {
+		if keep.has(a) {
+			sub = append(sub, a)
+		}
+	}
+	if len(sub) == len(c) {
+		return factor{attrs: c, vals: src}
+	}
+	var key string
+	if cache != nil {
+		k := newBitset(m.dom.Len())
+		for _, a := range sub {
+			k.set(a)
+		}
+		key = reduceKey(v, top, k)
+		if t, ok := cache.get(key); ok {
+			return factor{attrs: sub, vals: t}
+		}
+	}
+	red := kernel.NewReduction(jt.sizesOf(c), positions(c, sub))
+	out := make([]float64, red.Out())
+	red.Sum(out, src, make([]float64, red.Scratch()))
+	if cache != nil {
+		cache.put(key, out)
+	}
+	return factor{attrs: sub, vals: out}
+}
+
+// productElimination sums every attribute outside keep (ascending) out of the
+// product of the probability-space factors fs and returns the result over
+// keep. Each step takes an attribute and sums it out of the product of the
+// factors that hold it, together with every other attribute found only in
+// those factors, in one fused pass. The order is the cheapest (in cells
+// swept) of a few greedy rules, planned on the factors' scopes before any
+// arithmetic. The factors are not modified.
+func productElimination(dom *Domain, fs []factor, keep []int) factor {
+	n := dom.Len()
+	keepSet := bitsetOf(n, keep)
+	scopes := make([]bitset, len(fs))
+	for i, f := range fs {
+		scopes[i] = bitsetOf(n, f.attrs)
+	}
+	var order []int
+	best := math.Inf(1)
+	for rule := range numRules {
+		o, cost := planElimination(dom, scopes, keepSet, rule)
+		if cost < best {
+			order, best = o, cost
+		}
+	}
+	fs = slices.Clone(fs)
+	elim := newBitset(n)
+	for _, s := range scopes {
+		elim.or(s)
+	}
+	for _, a := range keep {
+		elim.clear(a)
+	}
+	for _, a := range order {
+		u := newBitset(n)
+		var with, without []factor
+		for _, f := range fs {
+			if slices.Contains(f.attrs, a) {
+				with = append(with, f)
+				for _, b := range f.attrs {
+					u.set(b)
+				}
+			} else {
+				without = append(without, f)
+			}
+		}
+		out := u.clone()
+		for _, b := range u.attrs() {
+			if elim.has(b) && !slices.ContainsFunc(without, func(f factor) bool { return slices.Contains(f.attrs, b) }) {
+				out.clear(b)
+				elim.clear(b)
+			}
+		}
+		fs = append(without, productSum(dom, with, u.attrs(), out.attrs()))
+	}
+	// Attributes of keep that no factor mentions are uniform (this happens
+	// only for an empty model query): they need no factor, the product
+	// broadcasts.
+	return productSum(dom, fs, keep, keep)
+}
+
+// Elimination rules: the attribute whose step sweeps the fewest cells, whose
+// step leaves the smallest table, or whose step shrinks the tables most.
+const (
+	minSweep = iota
+	minResult
+	minGrowth
+	numRules
+)
+
+// planElimination returns the order in which productElimination eliminates
+// the attributes outside keep from factors with the given scopes under rule,
+// and the cells it sweeps. Attributes summed out alongside another are not
+// listed.
+func planElimination(dom *Domain, scopes []bitset, keep bitset, rule int) ([]int, float64) {
+	n := dom.Len()
+	scopes = slices.Clone(scopes)
+	elim := newBitset(n)
+	for _, s := range scopes {
+		elim.or(s)
+	}
+	for i := range elim {
+		elim[i] &^= keep[i]
+	}
+	var order []int
+	var total float64
+	u, out, rest := newBitset(n), newBitset(n), newBitset(n)
+	// step fills u (the union of the scopes holding a), rest (the union of
+	// the others) and out (u less what is summed out with a).
+	step := func(a int) {
+		clear(u)
+		clear(rest)
+		for _, s := range scopes {
+			if s.has(a) {
+				u.or(s)
+			} else {
+				rest.or(s)
+			}
+		}
+		copy(out, u)
+		for i := range out {
+			out[i] &^= elim[i] &^ rest[i]
+		}
+	}
+	for !elim.empty() {
+		best, bestCost := -1, math.Inf(1)
+		for _, a := range elim.attrs() {
+			step(a)
+			var cost float64
+			switch rule {
+			case minSweep:
+				cost = u.cells(dom)
+			case minResult:
+				cost = out.cells(dom)
+			case minGrowth:
+				cost = out.cells(dom)
+				for _, s := range scopes {
+					if s.has(a) {
+						cost -= s.cells(dom)
+					}
+				}
+			}
+			if cost < bestCost {
+				best, bestCost = a, cost
+			}
+		}
+		step(best)
+		order = append(order, best)
+		total += u.cells(dom)
+		k := 0
+		for _, s := range scopes {
+			if !s.has(best) {
+				scopes[k] = s
+				k++
+			}
+		}
+		scopes = append(scopes[:k], out.clone())
+		for i := range elim {
+			elim[i] &^= u[i] &^ out[i]
+		}
+	}
+	return order, total
+}
+
+// productSum returns Σ_{over \ out} Π fs as a factor over out ⊆ over, where
+// over (ascending) holds every attribute of fs. It allocates only the result.
+func productSum(dom *Domain, fs []factor, over, out []int) factor {
+	res := factor{attrs: out, vals: make([]float64, dom.Cells(out))}
+	k := len(over)
+	if k == 0 {
+		p := 1.0
+		for _, f := range fs {
+			p *= f.vals[0]
+		}
+		res.vals[0] = p
+		return res
+	}
+	// Loop order: the largest dimension innermost.
+	dims := make([]int, k)
+	for i := range dims {
+		dims[i] = i
+	}
+	inner := 0
+	for i, a := range over {
+		if dom.sizes[a] > dom.sizes[over[inner]] {
+			inner = i
+		}
+	}
+	dims[inner], dims[k-1] = dims[k-1], dims[inner]
+	sizes := make([]int, k)
+	for i, d := range dims {
+		sizes[i] = dom.sizes[over[d]]
+	}
+	// strides[j][i] is the stride of factor j along loop dimension i;
+	// strides[len(fs)] is the result's.
+	strides := make([][]int, len(fs)+1)
+	stridesOf := func(attrs []int) []int {
+		st := make([]int, k)
+		s := 1
+		for j := len(attrs) - 1; j >= 0; j-- {
+			p, _ := slices.BinarySearch(over, attrs[j])
+			for i, d := range dims {
+				if d == p {
+					st[i] = s
+				}
+			}
+			s *= dom.sizes[attrs[j]]
+		}
+		return st
+	}
+	vals := make([][]float64, len(fs))
+	for j, f := range fs {
+		strides[j] = stridesOf(f.attrs)
+		vals[j] = f.vals
+	}
+	strides[len(fs)] = stridesOf(out)
+	productSumLoop(res.vals, vals, strides, sizes)
+	return res
+}
+
+// productSumLoop runs dst[o] += Π_j vals[j][off_j] over the row-major cells of
+// a table of the given sizes, the offsets following strides (the last row
+// is dst's).
+func productSumLoop(dst []float64, vals [][]float64, strides [][]int, sizes []int) {
+	k := len(sizes)
+	nf := len(vals)
+	off := make([]int, nf+1)
+	digit := make([]int, k)
+	last := sizes[k-1]
+	ls := make([]int, nf+1)
+	for j := range ls {
+		ls[j] = strides[j][k-1]
+	}
+	os := ls[nf]
+	for {
+		o := off[nf]
+		switch nf {
+		case 1:
+			a, sa := vals[0][off[0]:], ls[0]
+			for i := range last {
+				dst[o+i*os] += a[i*sa]
+			}
+		case 2:
+			a, sa := vals[0][off[0]:], ls[0]
+			b, sb := vals[1][off[1]:], ls[1]
+			for i := range last {
+				dst[o+i*os] += a[i*sa] * b[i*sb]
+			}
+		case 3:
+			a, sa := vals[0][off[0]:], ls[0]
+			b, sb := vals[1][off[1]:], ls[1]
+			c, sc := vals[2][off[2]:], ls[2]
+			for i := range last {
+				dst[o+i*os] += a[i*sa] * b[i*sb] * c[i*sc]
+			}
+		default:
+			for i := range last {
+				p := 1.0
+				for j := range nf {
+					p *= vals[j][off[j]+i*ls[j]]
+				}
+				dst[o+i*os] += p
+			}
+		}
+		// Odometer over the outer dimensions.
+		d := k - 2
+		for ; d >= 0; d-- {
+			digit[d]++
+			for j := range off {
+				off[j] += strides[j][d]
+			}
+			if digit[d] < sizes[d] {
+				break
+			}
+			for j := range off {
+				off[j] -= strides[j][d] * sizes[d]
+			}
+			digit[d] = 0
+		}
+		if d < 0 {
+			return
+		}
+	}
+}
+
+// Marginals returns Marginal(sets[i]) for every set (each in the order
+// given, as Marginal lays it out). It computes the sets on GOMAXPROCS
+// goroutines and shares the reduced clique tables between sets whose
+// subtrees overlap (their cache is bounded by the model's size and freed on
+// return). It returns ctx's error if cancelled.
+func (m *Model) Marginals(ctx context.Context, sets [][]int) ([][]float64, error) {
+	out := make([][]float64, len(sets))
+	err := m.MarginalsFunc(ctx, sets, func(i int, x []float64) { out[i] = x })
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// MarginalsFunc calls f(i, Marginal(sets[i])) for every set, concurrently
+// from up to GOMAXPROCS goroutines (f must be safe for that), sharing work
+// as Marginals does; f owns the slice it is given. Only the marginals being
+// handed to f are held at once, so memory stays bounded by the model size
+// plus GOMAXPROCS marginals and their elimination workspace. It stops early
+// and returns ctx's error if ctx is cancelled.
+func (m *Model) MarginalsFunc(ctx context.Context, sets [][]int, f func(i int, x []float64)) error {
+	n := m.dom.Len()
+	for _, s := range sets {
+		for i, a := range s {
+			if a < 0 || a >= n || slices.Contains(s[:i], a) {
+				panic(fmt.Sprintf("pgm: invalid marginal attributes %v", s))
+			}
+		}
+	}
+	cache := newReduceCache(m.jt.total)
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range min(runtime.GOMAXPROCS(0), len(sets)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for ctx.Err() == nil {
+				i := int(next.Add(1)) - 1
+				if i >= len(sets) {
+					return
+				}
+				f(i, m.marginal(sets[i], nil, cache))
+			}
+		}()
+	}
+	wg.Wait()
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("pgm: marginals: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,173 @@
+package pgm
+
+import (
+	"context"
+	"errors"
+	"math"
+	"math/rand/v2"
+	"runtime"
+	"slices"
+	"testing"
+)
+
+// relNear reports whether a and b agree to tol relatively (cell by cell, no
+// absolute floor: zeros must be exact zeros).
+func relNear(a, b, tol float64) bool {
+	return a == b || math.Abs(a-b) <= tol*math.Max(math.Abs(a), math.Abs(b))
+}
+
+// treeModel returns a model over d attributes of sizes 1..maxSize with k
+// random cliques of up to 3 attributes, a chain through every attribute so
+// that the junction tree is deep, random potentials and some structural
+// zeros.
+func treeModel(t testing.TB, rng *rand.Rand, d, k, maxSize int) *Model {
+	t.Helper()
+	dom := randomDomain(t, rng, d, maxSize)
+	sets := randomSets(rng, d, k, 3)
+	for a := range d - 1 {
+		sets = append(sets, []int{a, a + 1})
+	}
+	jt, err := newJunctionTree(dom, sets, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	theta := make([]float64, jt.total)
+	for i := range theta {
+		theta[i] = rng.NormFloat64() * 2
+		if rng.IntN(20) == 0 {
+			theta[i] = math.Inf(-1)
+		}
+	}
+	m := newModel(jt, theta, 1000)
+	if math.IsInf(m.logZ, -1) {
+		clear(theta)
+		m = newModel(jt, theta, 1000)
+	}
+	return m
+}
+
+// TestMarginalsAgainstOracles checks the batch API against brute force and
+// against log-space variable elimination, on sets that span cliques, in any
+// order, sharing the batch's cache of reduced cliques.
+func TestMarginalsAgainstOracles(t *testing.T) {
+	rng := rand.New(rand.NewPCG(51, 52))
+	for trial := range 60 {
+		d := 2 + rng.IntN(7)
+		m := treeModel(t, rng, d, rng.IntN(5), 3)
+		p, _ := normalize(bruteJoint(m.jt, m.theta))
+		var sets [][]int
+		for range 12 {
+			sets = append(sets, rng.Perm(d)[:rng.IntN(min(d, 4)+1)])
+		}
+		got, err := m.Marginals(context.Background(), sets)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, s := range sets {
+			brute := bruteMarginal(m.dom, p, s, nil)
+			oracle := m.marginalLog(s)
+			if len(got[i]) != len(brute) {
+				t.Fatalf("trial %d: marginal over %v has %d cells, want %d", trial, s, len(got[i]), len(brute))
+			}
+			for j := range brute {
+				if !near(got[i][j]/1000, brute[j], 1e-9) {
+					t.Fatalf("trial %d: marginal %v (cliques %v) cell %d = %v, brute force %v",
+						trial, s, m.jt.cliques, j, got[i][j]/1000, brute[j])
+				}
+				if !relNear(got[i][j], oracle[j], 1e-9) {
+					t.Fatalf("trial %d: marginal %v (cliques %v) cell %d = %v, log-space oracle %v",
+						trial, s, m.jt.cliques, j, got[i][j], oracle[j])
+				}
+			}
+		}
+	}
+}
+
+// TestMarginalsDeepTree checks sets spanning long paths of a larger tree
+// against the log-space oracle (too large for brute force).
+func TestMarginalsDeepTree(t *testing.T) {
+	rng := rand.New(rand.NewPCG(53, 54))
+	for trial := range 10 {
+		d := 12 + rng.IntN(8)
+		m := treeModel(t, rng, d, 6+rng.IntN(6), 5)
+		var sets [][]int
+		for range 30 {
+			sets = append(sets, rng.Perm(d)[:1+rng.IntN(3)])
+		}
+		got, err := m.Marginals(context.Background(), sets)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, s := range sets {
+			want := m.marginalLog(s)
+			single := m.Marginal(s)
+			for j := range want {
+				if !relNear(got[i][j], want[j], 1e-9) || got[i][j] != single[j] {
+					t.Fatalf("trial %d: marginal %v cell %d = %v (alone %v), oracle %v", trial, s, j, got[i][j], single[j], want[j])
+				}
+			}
+		}
+	}
+}
+
+func TestMarginalsFuncCancelled(t *testing.T) {
+	rng := rand.New(rand.NewPCG(55, 56))
+	m := treeModel(t, rng, 6, 2, 3)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	calls := 0
+	err := m.MarginalsFunc(ctx, [][]int{{0, 5}, {1, 4}}, func(int, []float64) { calls++ })
+	if !errors.Is(err, context.Canceled) || calls != 0 {
+		t.Errorf("cancelled MarginalsFunc: err %v after %d calls, want context.Canceled after 0", err, calls)
+	}
+}
+
+func TestMarginalsConcurrentModels(t *testing.T) {
+	// One model answered from several batches at once (run with -race):
+	// the conditional tables are built once, each batch has its cache.
+	rng := rand.New(rand.NewPCG(57, 58))
+	m := treeModel(t, rng, 10, 4, 4)
+	sets := [][]int{{0, 9}, {3, 7, 1}, {2, 5}, {8, 0, 4}}
+	want, err := m.Marginals(context.Background(), sets)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m2 := newModel(m.jt, m.theta, m.total)
+	done := make(chan [][]float64)
+	for range 4 {
+		go func() {
+			got, _ := m2.Marginals(context.Background(), sets)
+			done <- got
+		}()
+	}
+	for range 4 {
+		got := <-done
+		for i := range want {
+			if !slices.Equal(got[i], want[i]) {
+				t.Fatalf("concurrent Marginals %v = %v, want %v", sets[i], got[i], want[i])
+			}
+		}
+	}
+}
+
+func TestProductEliminationMemory(t *testing.T) {
+	// The product of the factors is never materialised: eliminating b from
+	// a chain a–b–c allocates about the result (|a||c| cells), not the
+	// product (|a||b||c| cells, 50× more).
+	dom, _ := NewDomain([]string{"a", "b", "c"}, []int{50, 50, 50})
+	f1 := factor{attrs: []int{0, 1}, vals: make([]float64, 2500)}
+	f2 := factor{attrs: []int{1, 2}, vals: make([]float64, 2500)}
+	for i := range f1.vals {
+		f1.vals[i], f2.vals[i] = 1.0/2500, 1.0/50
+	}
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	out := productElimination(dom, []factor{f1, f2}, []int{0, 2})
+	runtime.ReadMemStats(&after)
+	if len(out.vals) != 2500 || !near(out.vals[17], 1.0/2500, 1e-12) {
+		t.Fatalf("chain elimination gave %d cells, cell 17 = %v", len(out.vals), out.vals[17])
+	}
+	if b := after.TotalAlloc - before.TotalAlloc; b > 2*2500*8+1<<12 {
+		t.Errorf("chain elimination allocated %d bytes for a %d-byte result", b, 2500*8)
+	}
+}
