@@ -233,10 +233,7 @@ func (s marginalSource) cells(ctx *sql.Context, table string, columns []string, 
 			}
 			v[j] = x
 		}
-		// bounds clips lower ends at 0 but not upper ones: an interval
-		// wholly below 0 (a cell measured far negative) becomes [0, 0],
-		// its nearest point among counts, so that lower ≤ upper always.
-		out[i] = sqlfuncs.Cell{Values: v, Estimate: cb.Estimate, Lower: cb.Lower, Upper: math.Max(cb.Upper, cb.Lower)}
+		out[i] = sqlfuncs.Cell{Values: v, Estimate: cb.Estimate, Lower: cb.Lower, Upper: cb.Upper}
 	}
 	return out, supported, nil
 }

@@ -88,8 +88,11 @@ type MarginalBound struct {
 // count scale.
 type CellBound struct {
 	Estimate float64 // the model's expected count
-	Lower    float64 // lower end of the interval for the true count (≥ 0)
-	Upper    float64 // upper end
+	// Lower and Upper are the ends of the interval for the true count.
+	// Counts are never negative, so the interval is clipped to [0, ∞):
+	// 0 ≤ Lower ≤ Upper, and an interval wholly below 0 (a cell measured
+	// far negative) becomes [0, 0]. Clipping never uncovers a count.
+	Lower, Upper float64
 }
 
 // Marginals is Analyze followed by Analysis.Marginals.
@@ -286,15 +289,23 @@ func (a *Analysis) Cells(ctx context.Context, attrs []int, confidence float64) (
 		ybar = reorder(a.dom, sorted, ybar, attrs)
 		h := zTwoSided(lambda) * sd
 		for i, e := range est {
-			cells[i] = CellBound{Estimate: e, Lower: max(0, ybar[i]-h), Upper: ybar[i] + h}
+			cells[i] = countInterval(e, ybar[i]-h, ybar[i]+h)
 		}
 		return cells, true, nil
 	}
 	b := a.countBound(sorted, s, lambda)
 	for i, e := range est {
-		cells[i] = CellBound{Estimate: e, Lower: max(0, e-b), Upper: e + b}
+		cells[i] = countInterval(e, e-b, e+b)
 	}
 	return cells, false, nil
+}
+
+// countInterval is the cell bound of estimate e with interval [lo, hi]
+// intersected with the possible counts: [max(0, lo), max(0, hi)]. A true
+// count is ≥ 0, so it lies in the clipped interval whenever it lies in
+// [lo, hi].
+func countInterval(e, lo, hi float64) CellBound {
+	return CellBound{Estimate: e, Lower: max(0, lo), Upper: max(0, hi)}
 }
 
 // statsOf returns the statistics of the sorted attribute sets, computing

@@ -474,3 +474,37 @@ func TestAnalysisReuse(t *testing.T) {
 		}
 	}
 }
+
+// TestCellsClipNegative checks that a supported cell whose combined
+// estimate lies far below 0 gets the interval [0, 0], not one whose upper
+// end is negative, and that every interval is [max(0, lo), max(0, hi)] of
+// the Gaussian interval computed here from the measurement alone.
+func TestCellsClipNegative(t *testing.T) {
+	data := synthtest.Chain(13, 500, []int{3, 4})
+	rng := rand.New(rand.NewPCG(13, 14))
+	const sigma = 2.0
+	rel := smallRelease(t, data, [][]int{{0, 1}}, []float64{sigma}, rng, nil)
+	y := rel.Measurements[0].Y
+	y[0], y[5] = -1000, -1 // far below 0, and just below 0 (the interval straddles it)
+	const conf = 0.9
+	cells, sup, err := Cells(context.Background(), rel, []int{0, 1}, conf)
+	if err != nil || !sup {
+		t.Fatalf("Cells: supported %v, %v", sup, err)
+	}
+	h := zTwoSided(1-conf) * sigma
+	for c, b := range cells {
+		lo, hi := max(0, y[c]-h), max(0, y[c]+h)
+		if b.Lower != lo || b.Upper != hi {
+			t.Errorf("cell %d (y = %v): [%v, %v], want [%v, %v]", c, y[c], b.Lower, b.Upper, lo, hi)
+		}
+		if b.Lower < 0 || b.Lower > b.Upper {
+			t.Errorf("cell %d: interval [%v, %v]", c, b.Lower, b.Upper)
+		}
+	}
+	if b := cells[0]; b.Lower != 0 || b.Upper != 0 {
+		t.Errorf("cell measured at -1000: [%v, %v], want [0, 0]", b.Lower, b.Upper)
+	}
+	if b := cells[5]; b.Lower != 0 || !(b.Upper > 0) {
+		t.Errorf("cell measured at -1: [%v, %v], want [0, > 0]", b.Lower, b.Upper)
+	}
+}

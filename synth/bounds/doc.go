@@ -122,8 +122,11 @@
 // Marginals already gives a simultaneous statement. The interval is for the
 // true count and is centred on ȳ_c, not on the model's estimate, which it
 // need not contain. For an unsupported marginal every cell gets the model's
-// estimate ± B (B the count bound at λ), since |e_c| ≤ ‖e‖₁. Lower ends are
-// clipped at 0 (counts are non-negative), which keeps the coverage.
+// estimate ± B (B the count bound at λ), since |e_c| ≤ ‖e‖₁. Both ends are
+// clipped at 0, giving [max(0, lo), max(0, hi)]: counts are non-negative, so
+// a count in [lo, hi] is in the clipped interval too and the coverage is
+// kept, and an interval wholly below 0 (a cell measured far negative) becomes
+// [0, 0], the only count it can still be said to cover.
 //
 // # Caveats
 //
