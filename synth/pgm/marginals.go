@@ -22,46 +22,13 @@ import (
 // conditionals, as the cell has probability 0 anyway).
 //
 // Each clique's factor is first reduced to the attributes the query needs
-// from it (the query's, its separators within T); those reductions are
-// cached across the sets of one Marginals call, as sets that share a subtree
-// share them. The reduced factors are then combined by greedy elimination
+// from it (the query's, its separators within T): p_v summed down to them,
+// then divided by its separator marginal (summing commutes with that
+// division), so the model keeps no table beyond its clique marginals.
+// Those reductions are cached across the sets of one Marginals call, as sets
+// that share a subtree share them. The reduced factors are then combined by greedy elimination
 // (smallest combined table first), each step a fused product-and-sum that
 // never materialises the product.
-
-// condTables holds, per clique v, p(v | sep(v)) as probabilities in arena
-// layout (p_v for the root).
-type condTables struct {
-	once sync.Once
-	cond []float64
-}
-
-// conditionals returns the model's conditional tables, computing them on
-// first use.
-func (m *Model) conditionals() []float64 {
-	t := m.conds
-	t.once.Do(func() {
-		jt := m.jt
-		t.cond = make([]float64, jt.total)
-		for v := range jt.cliques {
-			pv, cv := jt.block(m.p, v), jt.block(t.cond, v)
-			if jt.parent[v] < 0 {
-				copy(cv, pv)
-				continue
-			}
-			ps := make([]float64, m.dom.Cells(jt.sep[v]))
-			jt.upRed[v].Sum(ps, pv, make([]float64, jt.upRed[v].Scratch()))
-			idx := jt.upMap[v]
-			for i, x := range pv {
-				if s := ps[idx[i]]; s > 0 {
-					cv[i] = x / s
-				} else {
-					cv[i] = 0
-				}
-			}
-		}
-	})
-	return t.cond
-}
 
 // reduceCache holds reduced clique factors shared by the sets of one
 // Marginals call, up to a budget of cells.
@@ -172,7 +139,6 @@ func (m *Model) eliminate(attrs []int, weight map[int][]float64, cache *reduceCa
 	kept, top := jt.subtree(need)
 	var fs []factor
 	if top >= 0 {
-		cond := m.conditionals()
 		keep := newBitset(n)
 		var walk func(v int)
 		walk = func(v int) {
@@ -192,11 +158,7 @@ func (m *Model) eliminate(attrs []int, weight map[int][]float64, cache *reduceCa
 					}
 				}
 			}
-			src := jt.block(cond, v)
-			if v == top {
-				src = jt.block(m.p, v)
-			}
-			fs = append(fs, m.reduceClique(v, v == top, src, keep, cache))
+			fs = append(fs, m.reduceClique(v, v == top, keep, cache))
 			for _, c := range jt.children[v] {
 				if kept[c] {
 					walk(c)
@@ -211,10 +173,11 @@ func (m *Model) eliminate(attrs []int, weight map[int][]float64, cache *reduceCa
 	return productElimination(m.dom, fs, attrs)
 }
 
-// reduceClique returns clique v's factor src summed down to the members of
-// keep that v holds, from the cache when it is there. The result must not
-// be modified.
-func (m *Model) reduceClique(v int, top bool, src []float64, keep bitset, cache *reduceCache) factor {
+// reduceClique returns clique v's factor (p_v if v is the subtree's top,
+// p(v | sep(v)) otherwise) summed down to the members of keep that v holds,
+// which include sep(v) unless v is the top; it comes from the cache when it
+// is there. The result must not be modified.
+func (m *Model) reduceClique(v int, top bool, keep bitset, cache *reduceCache) factor {
 	jt := m.jt
 	c := jt.cliques[v]
 	var sub []int
@@ -223,23 +186,38 @@ func (m *Model) reduceClique(v int, top bool, src []float64, keep bitset, cache 
 			sub = append(sub, a)
 		}
 	}
-	if len(sub) == len(c) {
-		return factor{attrs: c, vals: src}
+	if top && len(sub) == len(c) {
+		return factor{attrs: c, vals: jt.block(m.p, v)}
 	}
 	var key string
 	if cache != nil {
-		k := newBitset(m.dom.Len())
-		for _, a := range sub {
-			k.set(a)
-		}
-		key = reduceKey(v, top, k)
+		key = reduceKey(v, top, bitsetOf(m.dom.Len(), sub))
 		if t, ok := cache.get(key); ok {
 			return factor{attrs: sub, vals: t}
 		}
 	}
-	red := kernel.NewReduction(jt.sizesOf(c), positions(c, sub))
-	out := make([]float64, red.Out())
-	red.Sum(out, src, make([]float64, red.Scratch()))
+	out := make([]float64, m.dom.Cells(sub))
+	if len(sub) == len(c) {
+		copy(out, jt.block(m.p, v))
+	} else {
+		red := kernel.NewReduction(jt.sizesOf(c), positions(c, sub))
+		red.Sum(out, jt.block(m.p, v), make([]float64, red.Scratch()))
+	}
+	if !top {
+		sep := jt.sep[v]
+		dims := positions(sub, sep)
+		ps := make([]float64, m.dom.Cells(sep))
+		red := kernel.NewReduction(m.dom.sizesOf(sub), dims)
+		red.Sum(ps, out, make([]float64, red.Scratch()))
+		idx := kernel.Map(m.dom.sizesOf(sub), dims)
+		for i, x := range out {
+			if s := ps[idx[i]]; s > 0 {
+				out[i] = x / s
+			} else {
+				out[i] = 0
+			}
+		}
+	}
 	if cache != nil {
 		cache.put(key, out)
 	}

@@ -19,12 +19,11 @@ type Model struct {
 	p     []float64 // clique marginals as probabilities, arena layout
 	logZ  float64
 	total float64
-	conds *condTables // lazily computed, for variable elimination
 }
 
 // newModel runs belief propagation on theta (which the model keeps).
 func newModel(jt *junctionTree, theta []float64, total float64) *Model {
-	m := &Model{dom: jt.dom, jt: jt, theta: theta, p: make([]float64, jt.total), total: total, conds: &condTables{}}
+	m := &Model{dom: jt.dom, jt: jt, theta: theta, p: make([]float64, jt.total), total: total}
 	m.logZ = newBPWork(jt).run(m.p, theta)
 	return m
 }
