@@ -9,6 +9,7 @@ import (
 	"github.com/dolthub/vitess/go/vt/sqlparser"
 
 	"github.com/dpsql/dpsql/catalog/domain"
+	"github.com/dpsql/dpsql/internal/vtparse"
 )
 
 // MaxCells bounds the number of cells of one compiled marginal.
@@ -113,7 +114,7 @@ func compileOne(wq WorkloadQuery, src TableRef, dom *domain.Table) (*Query, *Err
 	}
 	sel := wq.Select
 	if sel == nil {
-		stmt, err := parseSQL(wq.Text)
+		stmt, err := vtparse.Parse(wq.Text)
 		if err != nil {
 			return nil, reject(KindNotSelect, wq.Text, "does not parse: %v", err)
 		}

@@ -10,6 +10,7 @@ import (
 	"github.com/dolthub/vitess/go/vt/sqlparser"
 
 	"github.com/dpsql/dpsql/catalog/domain"
+	"github.com/dpsql/dpsql/internal/vtparse"
 )
 
 // SyntheticRef names a synthetic table and its public domain (attribute i
@@ -151,7 +152,7 @@ type ModelQuery struct {
 
 // RouteSQL is RouteSelect on statement text.
 func RouteSQL(text string, syn SyntheticRef) (mq *ModelQuery, reason string, ok bool) {
-	stmt, err := parseSQL(text)
+	stmt, err := vtparse.Parse(text)
 	if err != nil {
 		return nil, err.Error(), false
 	}

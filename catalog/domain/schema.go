@@ -11,6 +11,8 @@ import (
 	"github.com/dolthub/go-mysql-server/sql"
 	"github.com/dolthub/go-mysql-server/sql/types"
 	"github.com/dolthub/vitess/go/vt/sqlparser"
+
+	"github.com/dpsql/dpsql/internal/vtparse"
 )
 
 // ErrNoDomain is wrapped by MissingDomainError.
@@ -256,7 +258,7 @@ func (b *checkBounds) upper(x float64, open bool) {
 // collectChecks parses one CHECK expression and records the bounds of its
 // top-level conjuncts into bounds (keyed by lower-case column name).
 func collectChecks(text string, bounds map[string]*checkBounds) error {
-	stmt, err := parseSQL("SELECT 1 FROM t WHERE " + text)
+	stmt, err := vtparse.Parse("SELECT 1 FROM t WHERE " + text)
 	if err != nil {
 		return fmt.Errorf("parsing CHECK (%s): %w", text, err)
 	}

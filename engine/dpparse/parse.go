@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"github.com/dolthub/vitess/go/vt/sqlparser"
+
+	"github.com/dpsql/dpsql/internal/vtparse"
 )
 
 // Parse recognises a dpsql statement at the start of text.
@@ -725,7 +727,7 @@ func (p *parser) workloadQuery(num int) (q WorkloadQuery, end bool, err *Error) 
 		return q, true, nil
 	}
 	q.Text = p.lx.src[first.pos:last.end]
-	stmt, perr := parseSQL(q.Text)
+	stmt, perr := vtparse.Parse(q.Text)
 	if perr != nil {
 		e := p.errAt(first, KindWorkloadQuery, "WORKLOAD query %d does not parse", num)
 		e.Query, e.Err = num, perr
