@@ -101,6 +101,17 @@ var okSchema = types.OkResultSchema
 // okRows is the result of a statement that changed metadata, not rows.
 func okRows() []sql.Row { return []sql.Row{{types.NewOkResult(0)}} }
 
+// okNode is the node of a statement s that changes metadata with run and
+// returns an OK packet.
+func okNode(s dpparse.Statement, run func(*sql.Context) error) *dpNode {
+	return &dpNode{stmt: s, schema: okSchema, run: func(ctx *sql.Context) ([]sql.Row, error) {
+		if err := run(ctx); err != nil {
+			return nil, err
+		}
+		return okRows(), nil
+	}}
+}
+
 // Resolved implements sql.Node.
 func (n *dpNode) Resolved() bool { return true }
 
@@ -165,12 +176,7 @@ func parseTableArg(s string) (dpparse.TableName, error) {
 
 // setBudgetNode returns the node of SET PRIVACY BUDGET.
 func (e *Engine) setBudgetNode(s *dpparse.SetBudget) *dpNode {
-	return &dpNode{stmt: s, schema: okSchema, run: func(ctx *sql.Context) ([]sql.Row, error) {
-		if err := e.setBudget(ctx, s); err != nil {
-			return nil, err
-		}
-		return okRows(), nil
-	}}
+	return okNode(s, func(ctx *sql.Context) error { return e.setBudget(ctx, s) })
 }
 
 // setBudget records a new total budget for a table: owner only, ε > 0

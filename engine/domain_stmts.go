@@ -34,25 +34,20 @@ import (
 
 // setDomainNode returns the node of ALTER TABLE … SET DOMAIN.
 func (e *Engine) setDomainNode(s dpparse.Statement) *dpNode {
-	return &dpNode{stmt: s, schema: okSchema, run: func(ctx *sql.Context) ([]sql.Row, error) {
-		var err error
+	return okNode(s, func(ctx *sql.Context) error {
 		switch s := s.(type) {
 		case *dpparse.SetDomainBetween:
-			err = e.setDomain(ctx, s.Table, s.Column, s.String(), func(sc *sql.Column) (domain.Column, error) {
+			return e.setDomain(ctx, s.Table, s.Column, s.String(), func(sc *sql.Column) (domain.Column, error) {
 				return betweenDomain(sc, s)
 			})
 		case *dpparse.SetDomainIn:
-			err = e.setDomain(ctx, s.Table, s.Column, s.String(), func(sc *sql.Column) (domain.Column, error) {
+			return e.setDomain(ctx, s.Table, s.Column, s.String(), func(sc *sql.Column) (domain.Column, error) {
 				return inDomain(sc, s.Values)
 			})
 		default:
-			err = ErrInternal.New("%s is not a domain declaration", s)
+			return ErrInternal.New("%s is not a domain declaration", s)
 		}
-		if err != nil {
-			return nil, err
-		}
-		return okRows(), nil
-	}}
+	})
 }
 
 // setDomain validates and stores the owner's declaration of column's

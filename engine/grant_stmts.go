@@ -104,12 +104,7 @@ func (e *Engine) accountExists(user, host string) bool {
 
 // grantSynthesizeNode returns the node of GRANT SYNTHESIZE.
 func (e *Engine) grantSynthesizeNode(s *dpparse.GrantSynthesize) *dpNode {
-	return &dpNode{stmt: s, schema: okSchema, run: func(ctx *sql.Context) ([]sql.Row, error) {
-		if err := e.grantSynthesize(ctx, s); err != nil {
-			return nil, err
-		}
-		return okRows(), nil
-	}}
+	return okNode(s, func(ctx *sql.Context) error { return e.grantSynthesize(ctx, s) })
 }
 
 // grantSynthesize records a SYNTHESIZE grant. Granting it again is not an
@@ -138,12 +133,7 @@ func (e *Engine) grantSynthesize(ctx *sql.Context, s *dpparse.GrantSynthesize) e
 
 // revokeSynthesizeNode returns the node of REVOKE SYNTHESIZE.
 func (e *Engine) revokeSynthesizeNode(s *dpparse.RevokeSynthesize) *dpNode {
-	return &dpNode{stmt: s, schema: okSchema, run: func(ctx *sql.Context) ([]sql.Row, error) {
-		if err := e.revokeSynthesize(ctx, s); err != nil {
-			return nil, err
-		}
-		return okRows(), nil
-	}}
+	return okNode(s, func(ctx *sql.Context) error { return e.revokeSynthesize(ctx, s) })
 }
 
 // revokeSynthesize deletes a SYNTHESIZE grant; revoking a grant that does
@@ -178,30 +168,32 @@ func (e *Engine) revokeSynthesize(ctx *sql.Context, s *dpparse.RevokeSynthesize)
 // grantProcedures are the CALL twins of GRANT and REVOKE SYNTHESIZE, with
 // the host defaulting to '%' as in the statements.
 func (e *Engine) grantProcedures() []sql.ExternalStoredProcedureDetails {
-	grant := func(ctx *sql.Context, table, user, host string) (sql.RowIter, error) {
-		tn, err := parseTableArg(table)
-		if err != nil {
-			return procResult(nil, err)
+	var procs []sql.ExternalStoredProcedureDetails
+	for _, p := range []struct {
+		name string
+		node func(dpparse.TableName, dpparse.Account) *dpNode
+	}{
+		{"dpsql_grant_synthesize", func(t dpparse.TableName, a dpparse.Account) *dpNode {
+			return e.grantSynthesizeNode(&dpparse.GrantSynthesize{Table: t, Account: a})
+		}},
+		{"dpsql_revoke_synthesize", func(t dpparse.TableName, a dpparse.Account) *dpNode {
+			return e.revokeSynthesizeNode(&dpparse.RevokeSynthesize{Table: t, Account: a})
+		}},
+	} {
+		call := func(ctx *sql.Context, table, user, host string) (sql.RowIter, error) {
+			tn, err := parseTableArg(table)
+			if err != nil {
+				return procResult(nil, err)
+			}
+			return procResult(p.node(tn, dpparse.Account{User: user, Host: host}).run(ctx))
 		}
-		s := &dpparse.GrantSynthesize{Table: tn, Account: dpparse.Account{User: user, Host: host}}
-		return procResult(e.grantSynthesizeNode(s).run(ctx))
+		procs = append(procs,
+			sql.ExternalStoredProcedureDetails{Name: p.name, Schema: okSchema, Function: call},
+			sql.ExternalStoredProcedureDetails{Name: p.name, Schema: okSchema,
+				Function: func(ctx *sql.Context, table, user string) (sql.RowIter, error) { return call(ctx, table, user, "%") }},
+		)
 	}
-	revoke := func(ctx *sql.Context, table, user, host string) (sql.RowIter, error) {
-		tn, err := parseTableArg(table)
-		if err != nil {
-			return procResult(nil, err)
-		}
-		s := &dpparse.RevokeSynthesize{Table: tn, Account: dpparse.Account{User: user, Host: host}}
-		return procResult(e.revokeSynthesizeNode(s).run(ctx))
-	}
-	return []sql.ExternalStoredProcedureDetails{
-		{Name: "dpsql_grant_synthesize", Schema: okSchema, Function: grant},
-		{Name: "dpsql_grant_synthesize", Schema: okSchema,
-			Function: func(ctx *sql.Context, table, user string) (sql.RowIter, error) { return grant(ctx, table, user, "%") }},
-		{Name: "dpsql_revoke_synthesize", Schema: okSchema, Function: revoke},
-		{Name: "dpsql_revoke_synthesize", Schema: okSchema,
-			Function: func(ctx *sql.Context, table, user string) (sql.RowIter, error) { return revoke(ctx, table, user, "%") }},
-	}
+	return procs
 }
 
 // Keeping grants with their accounts.
