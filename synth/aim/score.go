@@ -4,7 +4,6 @@ import (
 	"context"
 	"sync"
 
-	"github.com/dpsql/dpsql/synth/internal/adaptive"
 	"github.com/dpsql/dpsql/synth/internal/marginal"
 	"github.com/dpsql/dpsql/synth/pgm"
 )
@@ -92,16 +91,20 @@ func (s *scorer) scores(ctx context.Context, dst []float64, eligible []int, mode
 		c := &r.cands[i]
 		dst[s.pos[i]] = c.weight * (marginal.L1(r.answers[i], xhat) - sqrt2pi*sigma*float64(len(xhat)))
 	}
-	// Each worker reuses one projection buffer; groups are independent.
+	// The roots are computed as one batch (sharing the model's reduced
+	// cliques); each worker reuses one projection buffer.
+	roots := make([][]int, len(s.groups))
+	for g := range s.groups {
+		roots[g] = r.cands[s.groups[g].root].attrs
+	}
 	bufs := sync.Pool{New: func() any { return new([]float64) }}
-	err := adaptive.Parallel(ctx, len(s.groups), func(g int) {
+	err := model.MarginalsFunc(ctx, roots, func(g int, x []float64) {
 		buf := bufs.Get().(*[]float64)
 		defer bufs.Put(buf)
 		grp := &s.groups[g]
-		x := model.Marginal(r.cands[grp.root].attrs)
 		score(grp.root, x)
 		for _, i := range grp.deps {
-			*buf = marginal.ProjectTo(*buf, r.dom, r.cands[grp.root].attrs, x, r.cands[i].attrs)
+			*buf = marginal.ProjectTo(*buf, r.dom, roots[g], x, r.cands[i].attrs)
 			score(i, *buf)
 		}
 	})

@@ -165,16 +165,24 @@ func (o *Options) Run(ctx context.Context, in *synth.Input) (*synth.Result, erro
 			delta = max(delta, w[i].Weight)
 		}
 		scores = slices.Grow(scores[:0], len(eligible))[:len(eligible)]
-		err := adaptive.Parallel(ctx, len(eligible), func(k int) {
-			i := eligible[k]
-			var xhat []float64
-			if model != nil {
-				xhat = model.Marginal(sets[i])
-			} else {
-				xhat = uniform(len(answers[i]))
+		var err error
+		if model != nil {
+			// One batch: the model's reduced cliques are shared between
+			// the sets, and only the marginals being scored are held.
+			esets := make([][]int, len(eligible))
+			for k, i := range eligible {
+				esets[k] = sets[i]
 			}
-			scores[k] = w[i].Weight * (marginal.L1(answers[i], xhat) - float64(len(xhat)))
-		})
+			err = model.MarginalsFunc(ctx, esets, func(k int, xhat []float64) {
+				i := eligible[k]
+				scores[k] = w[i].Weight * (marginal.L1(answers[i], xhat) - float64(len(xhat)))
+			})
+		} else {
+			for k, i := range eligible {
+				xhat := uniform(len(answers[i]))
+				scores[k] = w[i].Weight * (marginal.L1(answers[i], xhat) - float64(len(xhat)))
+			}
+		}
 		if err != nil {
 			return fail(err)
 		}
