@@ -170,7 +170,10 @@ func (m *Model) eliminate(attrs []int, weight map[int][]float64, cache *reduceCa
 	for a, w := range weight {
 		fs = append(fs, factor{attrs: []int{a}, vals: w})
 	}
-	return productElimination(m.dom, fs, attrs)
+	// The workspace of one elimination is bounded by the model's size (or
+	// by the result's, if larger), and by 1<<20 cells for small models.
+	limit := float64(max(jt.total, m.dom.Cells(attrs), 1<<20))
+	return productElimination(m.dom, fs, attrs, limit)
 }
 
 // reduceClique returns clique v's factor (p_v if v is the subtree's top,
@@ -230,20 +233,54 @@ func (m *Model) reduceClique(v int, top bool, keep bitset, cache *reduceCache) f
 // factors that hold it, together with every other attribute found only in
 // those factors, in one fused pass. The order is the cheapest (in cells
 // swept) of a few greedy rules, planned on the factors' scopes before any
-// arithmetic. The factors are not modified.
-func productElimination(dom *Domain, fs []factor, keep []int) factor {
+// arithmetic, among those whose intermediate tables stay within limit
+// cells. When none does, it conditions on the largest attribute of the
+// largest intermediate table: it sums the eliminations of the factors
+// restricted to each of its values, so that the workspace stays bounded
+// for the same arithmetic. The factors are not modified.
+func productElimination(dom *Domain, fs []factor, keep []int, limit float64) factor {
 	n := dom.Len()
 	keepSet := bitsetOf(n, keep)
 	scopes := make([]bitset, len(fs))
 	for i, f := range fs {
 		scopes[i] = bitsetOf(n, f.attrs)
 	}
-	var order []int
-	best := math.Inf(1)
+	var (
+		order, minOrder []int
+		peak            bitset
+		best, minPeak   = math.Inf(1), math.Inf(1)
+	)
 	for rule := range numRules {
-		o, cost := planElimination(dom, scopes, keepSet, rule)
-		if cost < best {
+		o, cost, pk := planElimination(dom, scopes, keepSet, rule)
+		if c := pk.cells(dom); c <= limit && cost < best {
 			order, best = o, cost
+		} else if order == nil && c < minPeak {
+			minOrder, minPeak, peak = o, c, pk
+		}
+	}
+	if order == nil {
+		// Condition on the largest eliminated attribute of the peak.
+		b := -1
+		for _, a := range peak.attrs() {
+			if !keepSet.has(a) && (b < 0 || dom.sizes[a] > dom.sizes[b]) {
+				b = a
+			}
+		}
+		if b < 0 || dom.sizes[b] == 1 {
+			order = minOrder // the peak holds only the query's attributes
+		} else {
+			res := factor{attrs: keep, vals: make([]float64, dom.Cells(keep))}
+			sub := make([]factor, len(fs))
+			for x := range dom.sizes[b] {
+				for i, f := range fs {
+					sub[i] = restrict(dom, f, b, x)
+				}
+				r := productElimination(dom, sub, keep, limit)
+				for i, v := range r.vals {
+					res.vals[i] += v
+				}
+			}
+			return res
 		}
 	}
 	fs = slices.Clone(fs)
@@ -295,7 +332,7 @@ const (
 // the attributes outside keep from factors with the given scopes under rule,
 // and the cells it sweeps. Attributes summed out alongside another are not
 // listed.
-func planElimination(dom *Domain, scopes []bitset, keep bitset, rule int) ([]int, float64) {
+func planElimination(dom *Domain, scopes []bitset, keep bitset, rule int) (order []int, cost float64, peak bitset) {
 	n := dom.Len()
 	scopes = slices.Clone(scopes)
 	elim := newBitset(n)
@@ -305,8 +342,7 @@ func planElimination(dom *Domain, scopes []bitset, keep bitset, rule int) ([]int
 	for i := range elim {
 		elim[i] &^= keep[i]
 	}
-	var order []int
-	var total float64
+	peak = newBitset(n)
 	u, out, rest := newBitset(n), newBitset(n), newBitset(n)
 	// step fills u (the union of the scopes holding a), rest (the union of
 	// the others) and out (u less what is summed out with a).
@@ -349,7 +385,10 @@ func planElimination(dom *Domain, scopes []bitset, keep bitset, rule int) ([]int
 		}
 		step(best)
 		order = append(order, best)
-		total += u.cells(dom)
+		cost += u.cells(dom)
+		if out.cells(dom) > peak.cells(dom) {
+			copy(peak, out)
+		}
 		k := 0
 		for _, s := range scopes {
 			if !s.has(best) {
@@ -362,7 +401,26 @@ func planElimination(dom *Domain, scopes []bitset, keep bitset, rule int) ([]int
 			elim[i] &^= u[i] &^ out[i]
 		}
 	}
-	return order, total
+	return order, cost, peak
+}
+
+// restrict returns f with attribute b fixed to x (f itself if it does not
+// hold b).
+func restrict(dom *Domain, f factor, b, x int) factor {
+	p, ok := slices.BinarySearch(f.attrs, b)
+	if !ok {
+		return f
+	}
+	inner := 1
+	for _, a := range f.attrs[p+1:] {
+		inner *= dom.sizes[a]
+	}
+	size := dom.sizes[b]
+	out := factor{attrs: slices.Delete(slices.Clone(f.attrs), p, p+1), vals: make([]float64, len(f.vals)/size)}
+	for o, i := 0, x*inner; i < len(f.vals); o, i = o+inner, i+size*inner {
+		copy(out.vals[o:o+inner], f.vals[i:i+inner])
+	}
+	return out
 }
 
 // productSum returns Σ_{over \ out} Π fs as a factor over out ⊆ over, where

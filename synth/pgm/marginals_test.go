@@ -162,12 +162,68 @@ func TestProductEliminationMemory(t *testing.T) {
 	}
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
-	out := productElimination(dom, []factor{f1, f2}, []int{0, 2})
+	out := productElimination(dom, []factor{f1, f2}, []int{0, 2}, math.Inf(1))
 	runtime.ReadMemStats(&after)
 	if len(out.vals) != 2500 || !near(out.vals[17], 1.0/2500, 1e-12) {
 		t.Fatalf("chain elimination gave %d cells, cell 17 = %v", len(out.vals), out.vals[17])
 	}
 	if b := after.TotalAlloc - before.TotalAlloc; b > 2*2500*8+1<<12 {
 		t.Errorf("chain elimination allocated %d bytes for a %d-byte result", b, 2500*8)
+	}
+}
+
+// TestProductEliminationLimit checks elimination against the brute-force
+// sum of the product, with no workspace limit and with limits that force
+// conditioning on one or several attributes.
+func TestProductEliminationLimit(t *testing.T) {
+	rng := rand.New(rand.NewPCG(59, 60))
+	for trial := range 100 {
+		d := 1 + rng.IntN(6)
+		dom := randomDomain(t, rng, d, 4)
+		var fs []factor
+		for _, s := range randomSets(rng, d, 1+rng.IntN(5), 3) {
+			f := factor{attrs: s, vals: make([]float64, dom.Cells(s))}
+			for i := range f.vals {
+				if rng.IntN(8) != 0 {
+					f.vals[i] = rng.Float64()
+				}
+			}
+			fs = append(fs, f)
+		}
+		keep := rng.Perm(d)[:rng.IntN(d+1)]
+		slices.Sort(keep)
+		// Brute force over the full domain: an attribute no factor
+		// holds is not summed over (it takes value 0) unless kept, when
+		// the product is constant in it.
+		want := make([]float64, dom.Cells(keep))
+		held := newBitset(d)
+		for _, f := range fs {
+			for _, a := range f.attrs {
+				held.set(a)
+			}
+		}
+		forEachCell(dom, func(x []int) {
+			p := 1.0
+			for _, f := range fs {
+				p *= f.vals[cellIndex(dom, f.attrs, x)]
+			}
+			for a := range d {
+				if !held.has(a) && x[a] != 0 && !slices.Contains(keep, a) {
+					return
+				}
+			}
+			want[cellIndex(dom, keep, x)] += p
+		})
+		for _, limit := range []float64{math.Inf(1), 4, 1} {
+			got := productElimination(dom, fs, keep, limit)
+			if !slices.Equal(got.attrs, keep) {
+				t.Fatalf("trial %d: result over %v, want %v", trial, got.attrs, keep)
+			}
+			for i := range want {
+				if !near(got.vals[i], want[i], 1e-12) {
+					t.Fatalf("trial %d (limit %v): factors %v keep %v cell %d = %v, want %v", trial, limit, fs, keep, i, got.vals[i], want[i])
+				}
+			}
+		}
 	}
 }
