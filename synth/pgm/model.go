@@ -72,8 +72,8 @@ func (m *Model) Marginal(attrs []int) []float64 {
 // MarginalWhere is Marginal with evidence: weight[a][v] multiplies the
 // probability of attribute a taking value v (e.g. a 0/1 indicator of a set
 // of allowed values) before attributes outside attrs are summed out.
-// Weights must be finite and non-negative (elimination runs in log space);
-// a signed query is the difference of two weighted ones. The count where
+// Weights must be finite and non-negative (elimination multiplies
+// probabilities, so products of weights must stay finite); a signed query is the difference of two weighted ones. The count where
 // a ∈ S and b = v is MarginalWhere(nil, {a: 1_S, b: e_v})[0]; the sum of a
 // over the records is MarginalWhere(nil, {a: [0, 1, 2, …]})[0].
 func (m *Model) MarginalWhere(attrs []int, weight map[int][]float64) []float64 {
