@@ -1,17 +1,13 @@
 package main
 
 import (
-	"context"
 	"database/sql"
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"slices"
 	"strconv"
 	"strings"
 	"testing"
-
-	"github.com/go-sql-driver/mysql"
 )
 
 // setupAnswers starts a server with raw.people (correlated generated rows
@@ -50,17 +46,6 @@ func setupAnswers(t *testing.T) (*server, *sql.DB) {
 		"INSERT INTO plain.p SELECT * FROM syn.p",
 	)
 	return s, root
-}
-
-// sortedRows sorts rows for comparison as sets.
-func sortedRows(rows [][]string) [][]string {
-	out := slices.Clone(rows)
-	slices.SortFunc(out, func(a, b []string) int { return strings.Compare(strings.Join(a, "|"), strings.Join(b, "|")) })
-	return out
-}
-
-func equalRows(a, b [][]string) bool {
-	return slices.EqualFunc(a, b, func(x, y []string) bool { return slices.Equal(x, y) })
 }
 
 // TestAnswerFromModel: over the wire, a routed COUNT query equals the
@@ -127,7 +112,7 @@ func TestAnswerFromModel(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, q := range []string{"SELECT sex, age, COUNT(*) FROM %s GROUP BY sex, age", "SELECT COUNT(*) FROM %s WHERE city = 'a'"} {
-		got, err := connStrings(conn, fmt.Sprintf(q, "syn.p"))
+		got, err := tryQueryStrings(conn, fmt.Sprintf(q, "syn.p"))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -136,7 +121,7 @@ func TestAnswerFromModel(t *testing.T) {
 			t.Errorf("rows mode %s: %v, rows give %v", q, got, want)
 		}
 	}
-	if p, err := connStrings(conn, "EXPLAIN SELECT COUNT(*) FROM syn.p"); err != nil || !strings.HasPrefix(p[len(p)-1][0], "answered from synthetic rows") {
+	if p, err := tryQueryStrings(conn, "EXPLAIN SELECT COUNT(*) FROM syn.p"); err != nil || !strings.HasPrefix(p[len(p)-1][0], "answered from synthetic rows") {
 		t.Errorf("EXPLAIN in rows mode = %v, %v", p, err)
 	}
 
@@ -163,22 +148,6 @@ func TestAnswerFromModel(t *testing.T) {
 	if len(sets) != 3 || !equalRows(sets[0], model) || len(sets[1]) != 3 || sets[2][0][0] == "" {
 		t.Errorf("script results %v (model total %v)", sets, model)
 	}
-}
-
-// inDatabase makes a pool's connections start in database db (table
-// functions need a current database).
-func inDatabase(db string) func(*mysql.Config) {
-	return func(c *mysql.Config) { c.DBName = db }
-}
-
-// connStrings is queryStrings on one connection.
-func connStrings(conn *sql.Conn, q string) ([][]string, error) {
-	rows, err := conn.QueryContext(context.Background(), q)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	return scanStrings(rows)
 }
 
 // TestErrorBoundsOverTheWire: SHOW ERROR BOUNDS, its prepared CALL twin and

@@ -2,15 +2,11 @@ package main
 
 import (
 	"database/sql"
-	"errors"
-	"os/exec"
 	"reflect"
-	"slices"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 )
 
 // Integration tests of the privacy-budget statements through the real
@@ -42,55 +38,6 @@ func setupPrivacy(t *testing.T, root *sql.DB) {
 
 // as opens a pool for one of privacyUsers.
 func (s *server) as(user string) *sql.DB { return s.open(user, privacyUsers[user]) }
-
-// wantMySQLError checks the error number of running q on db (0: success).
-func wantMySQLError(t *testing.T, db *sql.DB, code uint16, q string, args ...any) {
-	t.Helper()
-	rows, err := db.Query(q, args...)
-	if err == nil {
-		// Errors of statements that return rows may surface while reading.
-		_, err = scanStrings(rows)
-		rows.Close()
-	}
-	if got := mysqlCode(err); got != code {
-		t.Errorf("%s: error %d (%v), want %d", q, got, err, code)
-	}
-}
-
-// columns returns the column names of q's result.
-func columns(t *testing.T, db *sql.DB, q string) []string {
-	t.Helper()
-	rows, err := db.Query(q)
-	if err != nil {
-		t.Fatalf("%s: %v", q, err)
-	}
-	defer rows.Close()
-	cols, err := rows.Columns()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return cols
-}
-
-// preparedStrings runs q as a server-side prepared statement.
-func preparedStrings(t *testing.T, db *sql.DB, q string, args ...any) [][]string {
-	t.Helper()
-	stmt, err := db.Prepare(q)
-	if err != nil {
-		t.Fatalf("prepare %s: %v", q, err)
-	}
-	defer stmt.Close()
-	rows, err := stmt.Query(args...)
-	if err != nil {
-		t.Fatalf("%s %v: %v", q, args, err)
-	}
-	defer rows.Close()
-	out, err := scanStrings(rows)
-	if err != nil {
-		t.Fatalf("%s %v: %v", q, args, err)
-	}
-	return out
-}
 
 func TestPrivacyBudgetStatements(t *testing.T) {
 	dir := t.TempDir()
@@ -192,30 +139,4 @@ func TestPrivacyBudgetStatements(t *testing.T) {
 	if eps != 2.5 {
 		t.Errorf("ε after restart = %v", eps)
 	}
-}
-
-// mariadbLookPath finds the mariadb or mysql client, for tests that check
-// the CLI as one part among others (mariadbCLI skips the whole test).
-func mariadbLookPath() (string, error) {
-	for _, name := range []string{"mariadb", "mysql"} {
-		if p, err := exec.LookPath(name); err == nil {
-			return p, nil
-		}
-	}
-	return "", errors.New("mariadb/mysql client not installed")
-}
-
-// normalizeTimes rewrites column col (a DATETIME) of rows in one format.
-func normalizeTimes(t *testing.T, rows [][]string, col int) [][]string {
-	t.Helper()
-	out := make([][]string, len(rows))
-	for i, r := range rows {
-		tm, err := time.Parse("2006-01-02 15:04:05.999999", r[col])
-		if err != nil {
-			t.Fatalf("row %v: column %d is not a DATETIME: %v", r, col, err)
-		}
-		out[i] = slices.Clone(r)
-		out[i][col] = tm.Format(time.RFC3339Nano)
-	}
-	return out
 }

@@ -297,14 +297,3 @@ func TestLoad(t *testing.T) {
 		t.Fatal("server not serving after the load")
 	}
 }
-
-// connQuery runs q on conn and returns its rows as text.
-func connQuery(ctx context.Context, conn *sql.Conn, q string) (string, error) {
-	rows, err := conn.QueryContext(ctx, q)
-	if err != nil {
-		return "", err
-	}
-	defer rows.Close()
-	got, err := scanStrings(rows)
-	return fmt.Sprint(got), err
-}

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"database/sql"
 	"errors"
@@ -173,73 +172,6 @@ func (s *server) open(user, password string, params ...func(*mysql.Config)) *sql
 // root returns a pool for root.
 func (s *server) root() *sql.DB { return s.open("root", rootPassword) }
 
-func multiStatements(c *mysql.Config) { c.MultiStatements = true }
-
-// mustExec runs statements and fails the test on the first error.
-func mustExec(t testing.TB, db *sql.DB, stmts ...string) {
-	t.Helper()
-	for _, q := range stmts {
-		if _, err := db.Exec(q); err != nil {
-			t.Fatalf("%s: %v", q, err)
-		}
-	}
-}
-
-// queryStrings runs q and returns every row as strings (NULL as "NULL").
-func queryStrings(t testing.TB, db *sql.DB, q string, args ...any) [][]string {
-	t.Helper()
-	out, err := tryQueryStrings(db, q, args...)
-	if err != nil {
-		t.Fatalf("%s: %v", q, err)
-	}
-	return out
-}
-
-func tryQueryStrings(db *sql.DB, q string, args ...any) ([][]string, error) {
-	rows, err := db.Query(q, args...)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	return scanStrings(rows)
-}
-
-func scanStrings(rows *sql.Rows) ([][]string, error) {
-	cols, err := rows.Columns()
-	if err != nil {
-		return nil, err
-	}
-	var out [][]string
-	for rows.Next() {
-		vals := make([]sql.NullString, len(cols))
-		ptrs := make([]any, len(cols))
-		for i := range vals {
-			ptrs[i] = &vals[i]
-		}
-		if err := rows.Scan(ptrs...); err != nil {
-			return nil, err
-		}
-		row := make([]string, len(cols))
-		for i, v := range vals {
-			row[i] = "NULL"
-			if v.Valid {
-				row[i] = v.String
-			}
-		}
-		out = append(out, row)
-	}
-	return out, rows.Err()
-}
-
-// mysqlCode is the MySQL error number of err, or 0.
-func mysqlCode(err error) uint16 {
-	var me *mysql.MySQLError
-	if errors.As(err, &me) {
-		return me.Number
-	}
-	return 0
-}
-
 // runDpsql runs the dpsql binary to completion.
 func runDpsql(t testing.TB, args ...string) (stdout, stderr string, exitCode int) {
 	t.Helper()
@@ -267,18 +199,6 @@ func runDpsql(t testing.TB, args ...string) (stdout, stderr string, exitCode int
 	}
 }
 
-// mariadbCLI returns the path of the mariadb (or mysql) client, skipping
-// the test if neither is installed.
-func mariadbCLI(t testing.TB) string {
-	for _, name := range []string{"mariadb", "mysql"} {
-		if p, err := exec.LookPath(name); err == nil {
-			return p
-		}
-	}
-	t.Skip("mariadb/mysql CLI not installed (apt-get install mariadb-client); .ci/run installs it")
-	return ""
-}
-
 // cli runs the mariadb CLI against s in batch mode and returns its output.
 func (s *server) cli(t testing.TB, user, password, script string) (string, error) {
 	t.Helper()
@@ -286,30 +206,4 @@ func (s *server) cli(t testing.TB, user, password, script string) (string, error
 	cmd := exec.Command(mariadbCLI(t), "-h"+host, "-P"+port, "-u"+user, "-p"+password, "--batch", "--skip-column-names", "-e", script)
 	out, err := cmd.CombinedOutput()
 	return string(out), err
-}
-
-// lines splits CLI output into trimmed lines.
-func lines(s string) []string {
-	var out []string
-	sc := bufio.NewScanner(strings.NewReader(s))
-	for sc.Scan() {
-		if l := strings.TrimSpace(sc.Text()); l != "" {
-			out = append(out, l)
-		}
-	}
-	return out
-}
-
-// sharedData returns the path of a file in ../shared/data relative to the
-// repository root, skipping the test if it is absent.
-func sharedData(t testing.TB, name string) string {
-	t.Helper()
-	p, err := filepath.Abs(filepath.Join("..", "..", "..", "shared", "data", name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(p); err != nil {
-		t.Skipf("%s not present (needs ../shared/data next to the repository)", p)
-	}
-	return p
 }

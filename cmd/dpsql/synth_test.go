@@ -24,42 +24,10 @@ import (
 // fastAIM keeps AIM short in tests: few rounds and estimation iterations.
 const fastAIM = "ROUNDS = 24, PGM_ITERS = 10, FINAL_ITERS = 50"
 
-// budgetRow returns SHOW PRIVACY BUDGET FOR table as strings.
-func budgetRow(t *testing.T, db *sql.DB, table string) []string {
-	t.Helper()
-	rows := queryStrings(t, db, "SHOW PRIVACY BUDGET FOR "+table)
-	if len(rows) != 1 {
-		t.Fatalf("SHOW PRIVACY BUDGET FOR %s = %v", table, rows)
-	}
-	return rows[0]
-}
-
-// budgetFloat is column col (rho_total = 3, rho_spent = 4) of a budget row.
-func budgetFloat(t *testing.T, row []string, col int) float64 {
-	t.Helper()
-	x, err := strconv.ParseFloat(row[col], 64)
-	if err != nil {
-		t.Fatalf("budget row %v column %d: %v", row, col, err)
-	}
-	return x
-}
-
 const (
 	colRhoTotal = 3
 	colRhoSpent = 4
 )
-
-// lastLedgerEntry returns the status and note of the table's last ledger
-// entry.
-func lastLedgerEntry(t *testing.T, db *sql.DB, table string) (status, note string) {
-	t.Helper()
-	rows := queryStrings(t, db, "SHOW PRIVACY LEDGER FOR "+table)
-	if len(rows) == 0 {
-		t.Fatalf("empty ledger for %s", table)
-	}
-	last := rows[len(rows)-1]
-	return last[6], last[7]
-}
 
 // setupTiny creates raw.t, a small table with public domains, and gives it
 // a budget of (eps, 1e-6).
