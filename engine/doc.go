@@ -20,6 +20,52 @@
 // registry: one plan node and one CALL procedure (the twin that server-side
 // prepared statements can use) per statement.
 //
+// # DP statements
+//
+// Each dpsql statement is a plan node (most are a dpNode: a run function
+// and a schema) built by Engine.plan and run with the session's context.
+// They share dp.go: the catalog (metadata buckets, synthetic-table records)
+// and the budget ledger, openTable (resolve the named raw table and check
+// the caller's role: owner or SYNTHESIZE grantee, access.go), the public
+// domain of a table (domains.go: schema plus the owner's declarations) and
+// the session's ledger user. budget_stmts.go, domain_stmts.go,
+// grant_stmts.go, synthetic_stmts.go and bounds_stmts.go hold the statements
+// and their CALL twins.
+//
+// # Synthesis
+//
+// CREATE SYNTHETIC TABLE (synthesize.go) validates everything that needs no
+// data (options, domain, workload compiled by the planner, target, cost),
+// reserves ρ in the ledger durably, scans the source once into a
+// column-major encoded dataset (encode.go), runs the mechanism from the
+// registry with noise from synth/noise (keyed by the server secret when
+// SEED is given), then commits the ledger entry and writes the table, its
+// rows, its model and its release in one catalog transaction. A failure or
+// KILL QUERY after the scan started leaves the charge spent and nothing
+// written. Progress shows in SHOW PROCESSLIST.
+//
+// # Answers from models
+//
+// For text queries, the parser also routes a COUNT SELECT on one synthetic
+// table to its model (answer_route.go): if the session's
+// dpsql_answer_source is 'model', planner.RouteSelect accepts the query and
+// go-mysql-server binds it for the session (privileges and result types),
+// the statement becomes a ModelAnswer node (answer_node.go) that computes
+// expected counts from the model. answer.go caches, per synthetic table
+// (at most 32, least recently used out), the decoded model, its marginals
+// and its bounds.Analysis, which SHOW ERROR BOUNDS and the dp_marginal table
+// function (bounds_stmts.go, sqlfuncs) read. EXPLAIN of a SELECT on a
+// synthetic table says which source answers it (explain.go). Everything
+// else, including prepared statements, runs on the synthetic rows.
+//
+// # Isolation
+//
+// The provider wraps every database so that, per session, the tables and
+// views its user holds no privilege on do not exist in any enumeration
+// (isolation.go), serves information_schema with one table value per
+// lookup (isolation_infoschema.go), and guards LOAD_FILE; an analyzer rule
+// adds MySQL's FILE, SUPER and PROCESS checks that GMS lacks.
+//
 // # Authentication
 //
 // Authentication is always on: GMS's mysql database holds users and grants
