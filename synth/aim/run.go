@@ -100,9 +100,12 @@ func (r *run) measure(attrs []int, x []float64, sigma, eps float64, round int) {
 	r.measured = adaptive.AddMaximal(r.measured, attrs)
 }
 
-// estimate refits the model to all measurements, warm-started.
+// estimate refits the model to all measurements, warm-started. Each line
+// search starts from 4× the previous step (pgm.GrowStep): on adult (ε = 1,
+// all 3-way, seeds 0–5) that cut AIM's CPU by a fifth with mean error
+// 0.1837 against 0.1855 for restarting every search at the full step.
 func (r *run) estimate(ctx context.Context, iters int) error {
-	m, err := pgm.Estimate(ctx, r.dom, r.meas, &pgm.EstimateOptions{Iters: iters, WarmStart: r.model})
+	m, err := pgm.Estimate(ctx, r.dom, r.meas, &pgm.EstimateOptions{Iters: iters, WarmStart: r.model, Step: pgm.GrowStep})
 	if err != nil {
 		return err
 	}
