@@ -173,20 +173,21 @@ func listen(addr string) (net.Listener, error) {
 	return ln, nil
 }
 
-// newServer creates the MySQL server on ln.
+// newServer creates the MySQL server on ln. A client that disconnects
+// cancels its running statement (disconnect.go).
 func (e *Engine) newServer(ln net.Listener) error {
 	logrus.SetLevel(logrus.WarnLevel)
 	tlsCfg, err := e.cfg.tlsConfig()
 	if err != nil {
 		return err
 	}
-	srv, err := server.NewServer(server.Config{
+	srv, err := server.NewServerWithHandler(server.Config{
 		Protocol:               "tcp",
 		Address:                ln.Addr().String(),
 		Listener:               ln,
 		TLSConfig:              tlsCfg,
 		RequireSecureTransport: e.cfg.RequireTLS,
-	}, e.sqle, sql.NewContext, e.newConnSession, nil)
+	}, e.sqle, sql.NewContext, e.newConnSession, nil, watchDisconnects(e.log))
 	if err != nil {
 		return ErrListen.Wrap(err, "cannot start server on %s", ln.Addr())
 	}
