@@ -479,28 +479,14 @@ func (e *editor) unindexTx(ctx *sql.Context, tb, rows *bbolt.Bucket, keys []stri
 		return nil
 	}
 	for _, k := range keys {
-		old := rows.Get([]byte(k))
-		if old == nil {
-			continue
-		}
-		row, err := e.m.rows.decode(ctx, old)
+		err := e.uniqueEntries(ctx, tb, rows.Get([]byte(k)), func(b *bbolt.Bucket, _ *uniqIndex, _ sql.Row, uk []byte) error {
+			if string(b.Get(uk)) == k {
+				return b.Delete(uk)
+			}
+			return nil
+		})
 		if err != nil {
 			return err
-		}
-		for _, u := range e.m.uniq {
-			uk, ok, err := u.encode(ctx, row)
-			if err != nil {
-				return err
-			}
-			b := tb.Bucket(uniqBucketName(u.def.ID))
-			if b == nil {
-				return ErrSchemaChanged
-			}
-			if ok && string(b.Get(uk)) == k {
-				if err := b.Delete(uk); err != nil {
-					return err
-				}
-			}
 		}
 	}
 	return nil
@@ -513,26 +499,7 @@ func (e *editor) indexTx(ctx *sql.Context, tb, rows *bbolt.Bucket, keys []string
 		return nil
 	}
 	for _, k := range keys {
-		p := e.pending[k]
-		if p.val == nil {
-			continue
-		}
-		row, err := e.m.rows.decode(ctx, p.val)
-		if err != nil {
-			return err
-		}
-		for _, u := range e.m.uniq {
-			uk, ok, err := u.encode(ctx, row)
-			if err != nil {
-				return err
-			}
-			if !ok {
-				continue
-			}
-			b := tb.Bucket(uniqBucketName(u.def.ID))
-			if b == nil {
-				return ErrSchemaChanged
-			}
+		err := e.uniqueEntries(ctx, tb, e.pending[k].val, func(b *bbolt.Bucket, u *uniqIndex, row sql.Row, uk []byte) error {
 			if owner := b.Get(uk); owner != nil && string(owner) != k {
 				ex, err := e.m.rows.decode(ctx, rows.Get(owner))
 				if err != nil {
@@ -540,9 +507,41 @@ func (e *editor) indexTx(ctx *sql.Context, tb, rows *bbolt.Bucket, keys []string
 				}
 				return u.dupErr(row, ex)
 			}
-			if err := b.Put(uk, []byte(k)); err != nil {
-				return err
-			}
+			return b.Put(uk, []byte(k))
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// uniqueEntries decodes the stored row enc (nothing to do if nil) and
+// calls fn with the bucket, index and key of each of its unique-index
+// entries; an index in which the row has no entry (a NULL in the key) is
+// skipped. A missing index bucket means the schema changed meanwhile.
+func (e *editor) uniqueEntries(ctx *sql.Context, tb *bbolt.Bucket, enc []byte, fn func(b *bbolt.Bucket, u *uniqIndex, row sql.Row, uk []byte) error) error {
+	if enc == nil {
+		return nil
+	}
+	row, err := e.m.rows.decode(ctx, enc)
+	if err != nil {
+		return err
+	}
+	for _, u := range e.m.uniq {
+		uk, ok, err := u.encode(ctx, row)
+		if err != nil {
+			return err
+		}
+		b := tb.Bucket(uniqBucketName(u.def.ID))
+		if b == nil {
+			return ErrSchemaChanged
+		}
+		if !ok {
+			continue
+		}
+		if err := fn(b, u, row, uk); err != nil {
+			return err
 		}
 	}
 	return nil
