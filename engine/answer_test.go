@@ -3,12 +3,10 @@ package engine
 import (
 	"context"
 	"fmt"
-	"math"
 	"slices"
 	"strings"
 	"testing"
 
-	"github.com/dolthub/go-mysql-server/sql"
 	"github.com/dolthub/vitess/go/mysql"
 	"github.com/shopspring/decimal"
 
@@ -288,43 +286,6 @@ func TestModelAnswerCache(t *testing.T) {
 	if got2 := f.rows("SELECT sex, age, city, COUNT(*) FROM p2 GROUP BY sex, age, city"); !sameRows(got2, want, false) {
 		t.Errorf("after RENAME: %v", got2)
 	}
-}
-
-// sameRows compares results, numbers by value; unordered ones as sets.
-func sameRows(got, want []sql.Row, ordered bool) bool {
-	key := func(r sql.Row) string {
-		parts := make([]string, len(r))
-		for i, v := range r {
-			switch x := v.(type) {
-			case int64, int32, int8, int16, uint8, uint16, uint32, uint64, int:
-				parts[i] = fmt.Sprint(x)
-			case float64:
-				if x == math.Trunc(x) {
-					parts[i] = fmt.Sprint(int64(x))
-				} else {
-					parts[i] = fmt.Sprint(x)
-				}
-			case decimal.Decimal:
-				parts[i] = x.String()
-			default:
-				parts[i] = fmt.Sprintf("%v", x)
-			}
-		}
-		return strings.Join(parts, "|")
-	}
-	g := make([]string, len(got))
-	for i, r := range got {
-		g[i] = key(r)
-	}
-	w := make([]string, len(want))
-	for i, r := range want {
-		w[i] = key(r)
-	}
-	if !ordered {
-		slices.Sort(g)
-		slices.Sort(w)
-	}
-	return slices.Equal(g, w)
 }
 
 var _ = context.Background

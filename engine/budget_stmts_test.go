@@ -58,11 +58,7 @@ func newDPFixture(t *testing.T) *dpFixture {
 // open (re)opens the engine over the fixture's data directory.
 func (f *dpFixture) open() {
 	f.t.Helper()
-	st, err := openStorage(f.dir)
-	if err != nil {
-		f.t.Fatal(err)
-	}
-	f.e = newTestEngine(f.t, st, nil)
+	f.e = openDiskEngine(f.t, f.dir, nil)
 }
 
 // reopen closes the engine and opens a new one over the same directory,
@@ -120,15 +116,6 @@ func (f *dpFixture) tableRef(db, name string) tableRef {
 		f.t.Fatalf("table %s.%s: %v, %v", db, name, ok, err)
 	}
 	return tableRef{DB: db, Name: t.Name(), ID: t.ID(), Table: t}
-}
-
-// budgetRows maps SHOW PRIVACY BUDGET rows by table.
-func budgetRows(rows []sql.Row) map[string]sql.Row {
-	m := make(map[string]sql.Row, len(rows))
-	for _, r := range rows {
-		m[r[0].(string)] = r
-	}
-	return m
 }
 
 func TestSetBudgetValidation(t *testing.T) {

@@ -5,7 +5,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/dolthub/go-mysql-server/sql"
 	"github.com/dolthub/vitess/go/mysql"
 
 	"github.com/dpsql/dpsql/catalog/domain"
@@ -83,15 +82,6 @@ func TestSetDomainAccess(t *testing.T) {
 	if _, _, err := query(f.e, ctx, "ALTER TABLE t SET DOMAIN city IN ('b')"); err != nil {
 		t.Fatal(err)
 	}
-}
-
-// showDomainRows maps SHOW DOMAIN rows by column.
-func showDomainRows(rows []sql.Row) map[string]sql.Row {
-	m := make(map[string]sql.Row, len(rows))
-	for _, r := range rows {
-		m[r[0].(string)] = r
-	}
-	return m
 }
 
 func TestShowDomain(t *testing.T) {

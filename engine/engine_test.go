@@ -5,8 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"log/slog"
 	"sync"
 	"testing"
 
@@ -44,49 +42,6 @@ func (m *memStorage) Persist(_ *sql.Context, data []byte) error {
 	return nil
 }
 func (m *memStorage) Close() error { return nil }
-
-// newTestEngine builds an engine over st with root's password "pw".
-func newTestEngine(t *testing.T, st Storage, mod func(*Config)) *Engine {
-	t.Helper()
-	cfg := DefaultConfig()
-	cfg.DataDir = t.TempDir()
-	cfg.RootPassword = "pw"
-	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
-	if mod != nil {
-		mod(&cfg)
-	}
-	e, err := build(context.Background(), cfg, cfg.DataDir, st)
-	if err != nil {
-		t.Fatalf("build: %v", err)
-	}
-	t.Cleanup(func() { e.Close() })
-	return e
-}
-
-// sessionCtx returns a context for a session of user@host, as a connection
-// would get.
-func sessionCtx(e *Engine, id uint32, user, host string) *sql.Context {
-	base := sql.NewBaseSessionWithClientServer("", sql.Client{User: user, Address: host}, id)
-	return sql.NewContext(context.Background(), sql.WithSession(e.store.NewSession(base)))
-}
-
-// query runs q in ctx and drains it.
-func query(e *Engine, ctx *sql.Context, q string) (sql.Schema, []sql.Row, error) {
-	sch, iter, _, err := e.sqle.Query(ctx, q)
-	if err != nil {
-		return nil, nil, err
-	}
-	rows, err := sql.RowIterToRows(ctx, iter)
-	return sch, rows, err
-}
-
-// errCode is the MySQL error number a client would see for err (0 if nil).
-func errCode(err error) int {
-	if err == nil {
-		return 0
-	}
-	return sql.CastSQLError(err).Num
-}
 
 func TestStatementRouting(t *testing.T) {
 	e := newTestEngine(t, newMemStorage(), nil)
@@ -250,21 +205,6 @@ func testQueryInternal(t *testing.T, e *Engine) {
 	}
 }
 
-// toInt converts a numeric result value (int64, or a decimal for SUM).
-func toInt(v any) int64 {
-	switch v := v.(type) {
-	case int64:
-		return v
-	case int32:
-		return int64(v)
-	case float64:
-		return int64(v)
-	case interface{ IntPart() int64 }:
-		return v.IntPart()
-	}
-	return -1
-}
-
 func TestUsersBootstrapAndReload(t *testing.T) {
 	st := newMemStorage()
 	e1 := newTestEngine(t, st, func(c *Config) { c.RootPassword = "" })
@@ -370,13 +310,7 @@ func TestConfigValidate(t *testing.T) {
 // for 30 000 inserts).
 func TestDemoSeed(t *testing.T) {
 	dir := t.TempDir()
-	open := func() *Engine {
-		st, err := openStorage(dir)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return newTestEngine(t, st, func(c *Config) { c.Demo = true })
-	}
+	open := func() *Engine { return openDiskEngine(t, dir, func(c *Config) { c.Demo = true }) }
 	count := func(e *Engine, where string) int64 {
 		_, rows, err := e.QueryInternal(context.Background(), DemoDatabase, "SELECT COUNT(*) FROM "+DemoTable+where)
 		if err != nil {

@@ -35,11 +35,7 @@ var (
 // secure-files directory.
 func securityFixture(t *testing.T) (*Engine, string) {
 	t.Helper()
-	st, err := openStorage(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	e := newTestEngine(t, st, nil)
+	e := openDiskEngine(t, t.TempDir(), nil)
 	dump := filepath.Join(e.DataDir(), secureFilesDir, "adult.csv")
 	if err := os.MkdirAll(filepath.Dir(dump), 0o700); err != nil {
 		t.Fatal(err)

@@ -87,11 +87,7 @@ func newSynthFixture(t *testing.T) *synthFixture {
 // open (re)opens the engine over the fixture's data directory.
 func (f *synthFixture) open() {
 	f.t.Helper()
-	st, err := openStorage(f.dir)
-	if err != nil {
-		f.t.Fatal(err)
-	}
-	f.e = newTestEngine(f.t, st, nil)
+	f.e = openDiskEngine(f.t, f.dir, nil)
 	f.root = sessionCtx(f.e, 1, RootUser, localhost)
 }
 
