@@ -289,19 +289,11 @@ func (c *compiler) comparison(e *sqlparser.ComparisonExpr, text string) (*Pred, 
 	return c.atom(a, at, text)
 }
 
-// mirror turns lit op col into col op' lit.
+// mirror turns lit op col into col op' lit; an operator that does not
+// mirror becomes "mirrored op", refused with that name later.
 func mirror(op string) string {
-	switch op {
-	case sqlparser.LessThanStr:
-		return sqlparser.GreaterThanStr
-	case sqlparser.GreaterThanStr:
-		return sqlparser.LessThanStr
-	case sqlparser.LessEqualStr:
-		return sqlparser.GreaterEqualStr
-	case sqlparser.GreaterEqualStr:
-		return sqlparser.LessEqualStr
-	case sqlparser.EqualStr, sqlparser.NotEqualStr:
-		return op
+	if m, ok := domain.MirrorComparison(op); ok {
+		return m
 	}
 	return "mirrored " + op // unsupported with a column on the right
 }

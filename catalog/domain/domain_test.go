@@ -531,3 +531,32 @@ func TestLiteral(t *testing.T) {
 		}
 	}
 }
+
+func TestMirrorComparison(t *testing.T) {
+	for _, tc := range []struct {
+		op, want string
+		ok       bool
+	}{
+		{sqlparser.LessThanStr, sqlparser.GreaterThanStr, true},
+		{sqlparser.GreaterThanStr, sqlparser.LessThanStr, true},
+		{sqlparser.LessEqualStr, sqlparser.GreaterEqualStr, true},
+		{sqlparser.GreaterEqualStr, sqlparser.LessEqualStr, true},
+		{sqlparser.EqualStr, sqlparser.EqualStr, true},
+		{sqlparser.NotEqualStr, sqlparser.NotEqualStr, true},
+		{sqlparser.InStr, "", false},
+		{sqlparser.LikeStr, "", false},
+		{sqlparser.NullSafeEqualStr, "", false},
+	} {
+		got, ok := MirrorComparison(tc.op)
+		if got != tc.want || ok != tc.ok {
+			t.Errorf("MirrorComparison(%q) = %q, %v; want %q, %v", tc.op, got, ok, tc.want, tc.ok)
+		}
+		if ok {
+			// Mirroring is an involution: swapping the operands back
+			// restores the operator.
+			if back, _ := MirrorComparison(got); back != tc.op {
+				t.Errorf("MirrorComparison(MirrorComparison(%q)) = %q", tc.op, back)
+			}
+		}
+	}
+}

@@ -297,7 +297,9 @@ func collectChecks(text string, bounds map[string]*checkBounds) error {
 				if col, ok = e.Right.(*sqlparser.ColName); !ok {
 					return
 				}
-				other, op = e.Left, flip(op)
+				// lit op col; lit IN (cols…) and the like are no bound.
+				other = e.Left
+				op, _ = MirrorComparison(op)
 			}
 			if op == sqlparser.InStr {
 				tuple, ok := other.(sqlparser.ValTuple)
@@ -349,21 +351,23 @@ func collectChecks(text string, bounds map[string]*checkBounds) error {
 	return nil
 }
 
-// flip mirrors a comparison operator: lit < col is col > lit.
-func flip(op string) string {
+// MirrorComparison returns the comparison operator op with its operands
+// swapped (lit < col is col > lit), for the operators sqlparser spells <,
+// >, <=, >=, = and !=; ok is false for any other operator.
+func MirrorComparison(op string) (mirrored string, ok bool) {
 	switch op {
 	case sqlparser.LessThanStr:
-		return sqlparser.GreaterThanStr
+		return sqlparser.GreaterThanStr, true
 	case sqlparser.GreaterThanStr:
-		return sqlparser.LessThanStr
+		return sqlparser.LessThanStr, true
 	case sqlparser.LessEqualStr:
-		return sqlparser.GreaterEqualStr
+		return sqlparser.GreaterEqualStr, true
 	case sqlparser.GreaterEqualStr:
-		return sqlparser.LessEqualStr
-	case sqlparser.InStr:
-		return "" // lit IN (cols…) is not a bound
+		return sqlparser.LessEqualStr, true
+	case sqlparser.EqualStr, sqlparser.NotEqualStr:
+		return op, true
 	}
-	return op
+	return "", false
 }
 
 func numericLiteral(e sqlparser.Expr) (float64, bool) {
