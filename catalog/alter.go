@@ -41,14 +41,7 @@ func (t *Table) DropColumn(ctx *sql.Context, name string) error {
 	if old[i].PrimaryKey {
 		return fmt.Errorf("catalog: cannot drop primary key column %s of %s", name, t.meta.name)
 	}
-	var cols sql.Schema
-	var src []int
-	for j, c := range old {
-		if j != i {
-			cols = append(cols, c)
-			src = append(src, j)
-		}
-	}
+	cols, src := withoutColumn(old, i)
 	return t.rewrite(ctx, cols, src, -1, nil)
 }
 
@@ -65,14 +58,7 @@ func (t *Table) ModifyColumn(ctx *sql.Context, name string, column *sql.Column, 
 	}
 	col := column.Copy()
 	col.PrimaryKey = old[i].PrimaryKey
-	var cols sql.Schema
-	var src []int
-	for j, c := range old {
-		if j != i {
-			cols = append(cols, c)
-			src = append(src, j)
-		}
-	}
+	cols, src := withoutColumn(old, i)
 	pos := i
 	if order != nil {
 		var err error
@@ -233,4 +219,16 @@ func remapIndexes(idxs []storedIndex, cols sql.Schema, oldCol *sql.Column, conv 
 		}
 	}
 	return out
+}
+
+// withoutColumn returns the columns of sch other than column i, and for
+// each the position it had in sch.
+func withoutColumn(sch sql.Schema, i int) (cols sql.Schema, src []int) {
+	for j, c := range sch {
+		if j != i {
+			cols = append(cols, c)
+			src = append(src, j)
+		}
+	}
+	return cols, src
 }

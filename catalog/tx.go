@@ -78,6 +78,16 @@ func metaBucketName(bucket string) ([]byte, error) {
 	return []byte(metaPrefix + bucket), nil
 }
 
+// metaBucket returns metadata bucket bucket, or nil if it does not exist
+// yet.
+func (tx *Tx) metaBucket(bucket string) (*bbolt.Bucket, error) {
+	name, err := metaBucketName(bucket)
+	if err != nil {
+		return nil, err
+	}
+	return tx.tx.Bucket(name), nil
+}
+
 // Put stores val under key in metadata bucket "meta_"+bucket, creating the
 // bucket if needed.
 func (tx *Tx) Put(bucket string, key, val []byte) error {
@@ -98,13 +108,9 @@ func (tx *Tx) Put(bucket string, key, val []byte) error {
 // Get returns a copy of the value under key in metadata bucket bucket, or
 // nil if there is none.
 func (tx *Tx) Get(bucket string, key []byte) ([]byte, error) {
-	name, err := metaBucketName(bucket)
-	if err != nil {
-		return nil, err
-	}
-	b := tx.tx.Bucket(name)
+	b, err := tx.metaBucket(bucket)
 	if b == nil {
-		return nil, nil
+		return nil, err
 	}
 	return bytes.Clone(b.Get(key)), nil
 }
@@ -112,13 +118,9 @@ func (tx *Tx) Get(bucket string, key []byte) ([]byte, error) {
 // Delete removes key from metadata bucket bucket. Deleting a missing key is
 // not an error.
 func (tx *Tx) Delete(bucket string, key []byte) error {
-	name, err := metaBucketName(bucket)
-	if err != nil {
-		return err
-	}
-	b := tx.tx.Bucket(name)
+	b, err := tx.metaBucket(bucket)
 	if b == nil {
-		return nil
+		return err
 	}
 	if err := b.Delete(key); err != nil {
 		return fmt.Errorf("catalog: delete %s/%q: %w", bucket, key, err)
@@ -129,13 +131,9 @@ func (tx *Tx) Delete(bucket string, key []byte) error {
 // ForEach calls fn for every key/value pair of metadata bucket bucket, in key
 // order. It stops at the first error fn returns.
 func (tx *Tx) ForEach(bucket string, fn func(k, v []byte) error) error {
-	name, err := metaBucketName(bucket)
-	if err != nil {
-		return err
-	}
-	b := tx.tx.Bucket(name)
+	b, err := tx.metaBucket(bucket)
 	if b == nil {
-		return nil
+		return err
 	}
 	return b.ForEach(func(k, v []byte) error { return fn(bytes.Clone(k), bytes.Clone(v)) })
 }
