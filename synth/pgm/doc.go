@@ -87,7 +87,8 @@
 // buffers and int32 index maps) and nothing proportional to the data. A
 // Model keeps only its potentials and clique marginals. An out-of-clique
 // marginal never materialises a product of factors, and its intermediate
-// tables are bounded by max(model cells, result cells, 2^20) (beyond that
-// it conditions on an attribute and sums); a Marginals batch adds a cache of
-// reduced cliques bounded by the model's cells, freed on return.
+// tables are bounded by max(4 × model cells, 4 × result cells, 2^22)
+// (beyond that it conditions on an attribute and sums, at a cost in time);
+// a Marginals batch adds a cache of reduced cliques bounded by the model's
+// cells, freed on return.
 package pgm

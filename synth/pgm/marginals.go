@@ -170,9 +170,10 @@ func (m *Model) eliminate(attrs []int, weight map[int][]float64, cache *reduceCa
 	for a, w := range weight {
 		fs = append(fs, factor{attrs: []int{a}, vals: w})
 	}
-	// The workspace of one elimination is bounded by the model's size (or
-	// by the result's, if larger), and by 1<<20 cells for small models.
-	limit := float64(max(jt.total, m.dom.Cells(attrs), 1<<20))
+	// The intermediate tables of one elimination are bounded by a few
+	// times the model's size or the result's, and by 2^22 cells (32 MB)
+	// for small models.
+	limit := float64(max(4*jt.total, 4*m.dom.Cells(attrs), 1<<22))
 	return productElimination(m.dom, fs, attrs, limit)
 }
 
@@ -236,8 +237,10 @@ func (m *Model) reduceClique(v int, top bool, keep bitset, cache *reduceCache) f
 // arithmetic, among those whose intermediate tables stay within limit
 // cells. When none does, it conditions on the largest attribute of the
 // largest intermediate table: it sums the eliminations of the factors
-// restricted to each of its values, so that the workspace stays bounded
-// for the same arithmetic. The factors are not modified.
+// restricted to each of its values. That bounds the workspace but repeats,
+// for every value, the part of the elimination that does not involve the
+// attribute, so it is a fallback for limits that ordinary queries stay
+// within. The factors are not modified.
 func productElimination(dom *Domain, fs []factor, keep []int, limit float64) factor {
 	n := dom.Len()
 	keepSet := bitsetOf(n, keep)
@@ -495,24 +498,45 @@ func productSumLoop(dst []float64, vals [][]float64, strides [][]int, sizes []in
 	os := ls[nf]
 	for {
 		o := off[nf]
+		// When the innermost dimension is summed out (os == 0) the row
+		// accumulates in a register rather than through dst[o].
+		var sum float64
 		switch nf {
 		case 1:
 			a, sa := vals[0][off[0]:], ls[0]
-			for i := range last {
-				dst[o+i*os] += a[i*sa]
+			if os == 0 {
+				for i := range last {
+					sum += a[i*sa]
+				}
+			} else {
+				for i := range last {
+					dst[o+i*os] += a[i*sa]
+				}
 			}
 		case 2:
 			a, sa := vals[0][off[0]:], ls[0]
 			b, sb := vals[1][off[1]:], ls[1]
-			for i := range last {
-				dst[o+i*os] += a[i*sa] * b[i*sb]
+			if os == 0 {
+				for i := range last {
+					sum += a[i*sa] * b[i*sb]
+				}
+			} else {
+				for i := range last {
+					dst[o+i*os] += a[i*sa] * b[i*sb]
+				}
 			}
 		case 3:
 			a, sa := vals[0][off[0]:], ls[0]
 			b, sb := vals[1][off[1]:], ls[1]
 			c, sc := vals[2][off[2]:], ls[2]
-			for i := range last {
-				dst[o+i*os] += a[i*sa] * b[i*sb] * c[i*sc]
+			if os == 0 {
+				for i := range last {
+					sum += a[i*sa] * b[i*sb] * c[i*sc]
+				}
+			} else {
+				for i := range last {
+					dst[o+i*os] += a[i*sa] * b[i*sb] * c[i*sc]
+				}
 			}
 		default:
 			for i := range last {
@@ -520,8 +544,15 @@ func productSumLoop(dst []float64, vals [][]float64, strides [][]int, sizes []in
 				for j := range nf {
 					p *= vals[j][off[j]+i*ls[j]]
 				}
-				dst[o+i*os] += p
+				if os == 0 {
+					sum += p
+				} else {
+					dst[o+i*os] += p
+				}
 			}
+		}
+		if os == 0 {
+			dst[o] += sum
 		}
 		// Odometer over the outer dimensions.
 		d := k - 2
