@@ -49,8 +49,11 @@ func columnMap(sch sql.Schema, dom *domain.Table) ([]int, error) {
 }
 
 // encodeTable reads every row of src once and encodes it over dom. A value
-// that cannot be read in its column's type at all (domain.Invalid) fails
-// the encoding, naming the column but not the value.
+// that cannot be read in its column's type at all (domain.Invalid) is
+// encoded like NULL: as NULL when the column is nullable, else as code 0,
+// the rule domain.Column.Encode applies to NULL in a NOT NULL column. It
+// must not fail the statement: whether a synthesis succeeds would then
+// depend on one row's value, outside the privacy accounting.
 func encodeTable(ctx context.Context, cat *catalog.Store, src tableRef, dom *domain.Table) (*pgm.Dataset, error) {
 	pd, err := pgmDomain(dom)
 	if err != nil {
@@ -77,7 +80,7 @@ func encodeTable(ctx context.Context, cat *catalog.Store, src tableRef, dom *dom
 			c := &dom.Columns[i]
 			code, st := c.Encode(row[pos[i]])
 			if st == domain.Invalid {
-				return fmt.Errorf("column %s holds a value that is not a %s", quoteIdent(c.Name()), c.Type())
+				code = max(c.NullCode(), 0)
 			}
 			cols[i] = append(cols[i], uint16(code))
 		}

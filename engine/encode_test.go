@@ -79,6 +79,47 @@ func TestEncodeTableOutOfDomain(t *testing.T) {
 	}
 }
 
+// TestEncodeTableInvalidValue reads values that cannot be read in the
+// domain's type at all: they are encoded like NULL (NULL when nullable,
+// else code 0) instead of failing the statement, so that whether a
+// synthesis succeeds never depends on one row's value.
+func TestEncodeTableInvalidValue(t *testing.T) {
+	f := newSynthFixture(t)
+	f.exec(
+		"CREATE TABLE raw.bad (a VARCHAR(20), b VARCHAR(20) NOT NULL)",
+		"INSERT INTO raw.bad VALUES ('2', '1'), ('not-a-number', 'zzz'), (NULL, '0')",
+	)
+	src, err := f.e.resolveTable(f.root, dpparse.TableName{DB: "raw", Name: "bad"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Integer domains over text columns: 'not-a-number' and 'zzz' are
+	// domain.Invalid.
+	a, err := domain.NewIntRange("a", 0, 3, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := domain.NewIntRange("b", 0, 3, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, st := b.Encode("zzz"); st != domain.Invalid {
+		t.Fatalf("Encode(\"zzz\") status %v, want invalid (the test needs an unreadable value)", st)
+	}
+	dom := &domain.Table{Columns: []domain.Column{a, b}}
+	ds, err := encodeTable(context.Background(), f.e.dp.cat, src, dom)
+	if err != nil {
+		t.Fatalf("encodeTable failed on an unreadable value: %v", err)
+	}
+	// a: 2, unreadable → NULL (code 4), NULL → 4. b: 1, unreadable → 0, 0.
+	want := [][]uint16{{2, 4, 4}, {1, 0, 0}}
+	for i, w := range want {
+		if got := ds.Column(i); !reflect.DeepEqual(got, w) {
+			t.Errorf("column %s codes %v, want %v", dom.Columns[i].Name(), got, w)
+		}
+	}
+}
+
 // TestAnswerRows checks the layout of an answers table against a direct
 // enumeration of the marginal's cells.
 func TestAnswerRows(t *testing.T) {
