@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -236,27 +237,48 @@ func TestDisconnectCancelsCommands(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			other := dialSocketClient(t, s)
-			otherDone := other.start(fmt.Sprintf("SET @dc_other = SLEEP(%d)", 2))
-
-			c := dialSocketClient(t, s, tt.params...)
-			done := c.start(tt.query, tt.args...)
-			waitRunning(t, root, tt.prefix, "", done)
-			c.closeSocket(t)
-			<-done
-			waitStopped(t, root, tt.prefix)
-
-			// The other client's statement ran to its end.
-			if err := <-otherDone; err != nil {
-				t.Errorf("another client's statement: %v", err)
-			}
-			var v sql.NullString
-			if err := other.conn.QueryRowContext(context.Background(), "SELECT @dc_other").Scan(&v); err != nil {
-				t.Fatal(err)
-			}
-			if n, err := strconv.Atoi(v.String); err != nil || n != 0 {
-				t.Errorf("another client's SLEEP returned %q, want 0 (not interrupted)", v.String)
-			}
+			checkLeaves(t, s, root, tt.query, tt.args, tt.prefix, tt.params...)
 		})
+	}
+}
+
+// TestDisconnectOverTLS: the socket under a TLS connection is watched too.
+func TestDisconnectOverTLS(t *testing.T) {
+	certFile, keyFile, pool := selfSigned(t, t.TempDir())
+	s := startServer(t, t.TempDir(), "--tls-cert", certFile, "--tls-key", keyFile, "--require-tls")
+	var handshakes atomic.Int32
+	secure := withTLS(pool, &handshakes)
+	root := s.open("root", rootPassword, secure)
+	checkLeaves(t, s, root, "SET @dc_tls = SLEEP(3600)", nil, "SET @dc_tls", secure)
+	if handshakes.Load() == 0 {
+		t.Fatal("no TLS handshake")
+	}
+}
+
+// checkLeaves runs query (with args, on a connection with params) on s,
+// closes its socket once it runs and checks that it stops, while a
+// statement of another client runs to its end.
+func checkLeaves(t *testing.T, s *server, root *sql.DB, query string, args []any, prefix string, params ...func(*mysql.Config)) {
+	t.Helper()
+	other := dialSocketClient(t, s, params...)
+	otherDone := other.start("SET @dc_other = SLEEP(2)")
+
+	c := dialSocketClient(t, s, params...)
+	done := c.start(query, args...)
+	waitRunning(t, root, prefix, "", done)
+	c.closeSocket(t)
+	<-done
+	waitStopped(t, root, prefix)
+
+	// The other client's statement ran to its end.
+	if err := <-otherDone; err != nil {
+		t.Errorf("another client's statement: %v", err)
+	}
+	var v sql.NullString
+	if err := other.conn.QueryRowContext(context.Background(), "SELECT @dc_other").Scan(&v); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := strconv.Atoi(v.String); err != nil || n != 0 {
+		t.Errorf("another client's SLEEP returned %q, want 0 (not interrupted)", v.String)
 	}
 }
