@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"go.etcd.io/bbolt"
+	bolterrors "go.etcd.io/bbolt/errors"
 )
 
 // openDB opens (or reopens) the bbolt file at path.
@@ -39,7 +40,7 @@ func mustOpen(t *testing.T, path string) (*bbolt.DB, *Ledger) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		if err := l.Check(); err != nil && !errors.Is(err, bbolt.ErrDatabaseNotOpen) {
+		if err := l.Check(); err != nil && !errors.Is(err, bolterrors.ErrDatabaseNotOpen) {
 			t.Errorf("ledger check: %v", err)
 		}
 		db.Close()

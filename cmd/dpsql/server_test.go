@@ -9,7 +9,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"runtime"
 	"strings"
 	"sync"
 	"syscall"
@@ -42,7 +41,8 @@ func runTests(m *testing.M) int {
 	binPath = filepath.Join(dir, "dpsql")
 	gobin, err := exec.LookPath("go")
 	if err != nil {
-		gobin = filepath.Join(runtime.GOROOT(), "bin", "go")
+		fmt.Fprintf(os.Stderr, "building dpsql: no go command on PATH: %v\n", err)
+		os.Exit(1)
 	}
 	build := exec.Command(gobin, "build", "-o", binPath, ".")
 	build.Env = append(os.Environ(), "CGO_ENABLED=0")
