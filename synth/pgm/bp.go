@@ -64,15 +64,26 @@ func newBPWork(jt *junctionTree) *bpWork {
 // p_v / acc. A child whose separator lies inside a sibling's has its message
 // folded into the sibling's, and its separator marginal projected from the
 // sibling's, so the parent's table is swept once per distinct separator.
-func (w *bpWork) run(p, theta []float64) float64 {
+func (w *bpWork) run(p, theta []float64) float64 { return w.runStep(p, theta, 0, nil) }
+
+// runStep is run at the potentials theta + a·dir without forming them: each
+// clique's belief starts from theta_v + a·dir_v, computed as kernel.AxpyTo
+// does, so the result is run's at the arena AxpyTo would give, bit for bit.
+// A line search thereby saves a sweep over the arena per trial step. A nil
+// dir means theta itself.
+func (w *bpWork) runStep(p, theta []float64, a float64, dir []float64) float64 {
 	jt := w.jt
-	if len(p) != jt.total || len(theta) != jt.total {
+	if len(p) != jt.total || len(theta) != jt.total || (dir != nil && len(dir) != jt.total) {
 		panic("pgm: arena length mismatch")
 	}
 	var logZ float64
 	for _, v := range jt.post {
 		b := jt.block(p, v)
 		th := jt.block(theta, v)
+		var dv []float64
+		if dir != nil {
+			dv = jt.block(dir, v)
+		}
 		kids := jt.sorted[v]
 		for _, c := range kids {
 			copy(w.comb[c], w.msg[c])
@@ -85,7 +96,11 @@ func (w *bpWork) run(p, theta []float64) float64 {
 		root := jt.parent[v] < 0
 		var partMax [maxParts]float64
 		w.team.run(len(b), 1, func(lo, hi, part int) {
-			copy(b[lo:hi], th[lo:hi])
+			if dv == nil {
+				copy(b[lo:hi], th[lo:hi])
+			} else {
+				kernel.AxpyTo(b[lo:hi], th[lo:hi], a, dv[lo:hi])
+			}
 			for _, c := range kids {
 				if jt.nest[c] < 0 {
 					kernel.Expand(b[lo:hi], w.comb[c], jt.downMap[c][lo:hi])

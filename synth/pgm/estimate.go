@@ -224,8 +224,8 @@ func warmStart(theta []float64, jt *junctionTree, ws *Model) error {
 func mirrorDescent(ctx context.Context, jt *junctionTree, obj *objective, theta []float64, o *EstimateOptions, st *EstimateStats) error {
 	bp := newBPWork(jt)
 	n := jt.total
-	buf := make([]float64, 4*n)
-	p, pNew, omega, dL := buf[:n:n], buf[n:2*n:2*n], buf[2*n:3*n:3*n], buf[3*n:]
+	buf := make([]float64, 3*n)
+	p, pNew, dL := buf[:n:n], buf[n:2*n:2*n], buf[2*n:]
 	bp.run(p, theta)
 	st.OracleCalls++
 	loss := obj.value(p)
@@ -243,14 +243,12 @@ func mirrorDescent(ctx context.Context, jt *junctionTree, obj *objective, theta 
 			return nil
 		}
 		obj.grad(dL)
-		copy(omega, theta)
+		// theta stays at omega while the trial steps are tried: BP forms
+		// omega − alpha·dL itself, and theta moves once, to the accepted step.
 		var newLoss float64
 		accepted := false
 		for range maxHalvings {
-			bp.team.run(n, 1, func(lo, hi, _ int) {
-				kernel.AxpyTo(theta[lo:hi], omega[lo:hi], -alpha, dL[lo:hi])
-			})
-			bp.run(pNew, theta)
+			bp.runStep(pNew, theta, -alpha, dL)
 			st.OracleCalls++
 			newLoss = obj.value(pNew)
 			if !lineSearch || (newLoss <= loss && loss-newLoss >= 0.5*alpha*obj.total*dotDiff(bp.team, dL, p, pNew)) {
@@ -263,9 +261,11 @@ func mirrorDescent(ctx context.Context, jt *junctionTree, obj *objective, theta 
 			// No step of 25 halvings decreases the loss enough: the fit
 			// has converged to working precision. (The reference takes
 			// the last trial step anyway, which can increase the loss.)
-			copy(theta, omega)
 			return nil
 		}
+		bp.team.run(n, 1, func(lo, hi, _ int) {
+			kernel.AxpyTo(theta[lo:hi], theta[lo:hi], -alpha, dL[lo:hi])
+		})
 		p, pNew = pNew, p
 		if o.Step == GrowStep && lineSearch {
 			alpha = min(step, alpha*growFactor)

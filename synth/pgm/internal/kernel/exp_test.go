@@ -70,3 +70,53 @@ func BenchmarkExp(b *testing.B) {
 		_ = s
 	})
 }
+
+// TestExpShiftInlined checks that the loops with Exp inlined by hand give
+// Exp's results bit for bit, on both sides of its fast-path range.
+func TestExpShiftInlined(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 3))
+	x := make([]float64, 10_000)
+	for i := range x {
+		switch i % 4 {
+		case 0:
+			x[i] = -rng.Float64() * 800
+		case 1:
+			x[i] = (rng.Float64()*2 - 1) * 40
+		case 2:
+			x[i] = math.Inf(-1)
+		default:
+			x[i] = -rng.Float64() * 1e-3
+		}
+	}
+	for _, s := range []float64{0, 3.5, -20, 750} {
+		got := append([]float64(nil), x...)
+		sum := ExpShiftTotal(got, s)
+		var want float64
+		for i, v := range x {
+			e := Exp(v - s)
+			want += e
+			if math.Float64bits(got[i]) != math.Float64bits(e) {
+				t.Fatalf("ExpShiftTotal(s=%v)[%d] = %v, Exp = %v", s, i, got[i], e)
+			}
+		}
+		if math.Float64bits(sum) != math.Float64bits(want) {
+			t.Fatalf("ExpShiftTotal(s=%v) sum = %v, want %v", s, sum, want)
+		}
+	}
+	shift := []float64{0, 3.5, math.Inf(-1), -20, 750}
+	idx := make([]int32, len(x))
+	for i := range idx {
+		idx[i] = int32(rng.IntN(len(shift)))
+	}
+	got := append([]float64(nil), x...)
+	ExpShiftGather(got, shift, idx)
+	for i, v := range x {
+		want := 0.0
+		if s := shift[idx[i]]; !math.IsInf(s, -1) {
+			want = Exp(v - s)
+		}
+		if math.Float64bits(got[i]) != math.Float64bits(want) {
+			t.Fatalf("ExpShiftGather[%d] = %v, want %v", i, got[i], want)
+		}
+	}
+}

@@ -92,7 +92,18 @@ func ExpShiftGather(x, shift []float64, idx []int32) {
 			x[i] = 0
 			continue
 		}
-		x[i] = Exp(v - s)
+		if d := v - s; d >= expMin && d <= expMax {
+			// Exp's fast path inlined by hand, as in ExpShiftTotal.
+			t := d*expInvL + expShift
+			n := int64(math.Float64bits(t)) << 13 >> 13 // round(d·64/ln2), sign-extended from 51 bits
+			kn := t - expShift
+			r := (d - kn*expL1) - kn*expL2
+			q := r * (1 + r*(0.5+r*(1.0/6+r*(1.0/24+r*(1.0/120)))))
+			tj := expTable[n&63]
+			x[i] = math.Float64frombits(math.Float64bits(tj+tj*q) + uint64(n>>6)<<52)
+		} else {
+			x[i] = Exp(d)
+		}
 	}
 }
 
@@ -151,7 +162,21 @@ func ExpShiftTotal(x []float64, s float64) float64 {
 	}
 	var sum float64
 	for i, v := range x {
-		e := Exp(v - s)
+		d := v - s
+		var e float64
+		if d >= expMin && d <= expMax {
+			// Exp's fast path, inlined by hand (too large for the
+			// compiler's inliner): the same arithmetic, bit for bit.
+			t := d*expInvL + expShift
+			n := int64(math.Float64bits(t)) << 13 >> 13 // round(d·64/ln2), sign-extended from 51 bits
+			kn := t - expShift
+			r := (d - kn*expL1) - kn*expL2
+			q := r * (1 + r*(0.5+r*(1.0/6+r*(1.0/24+r*(1.0/120)))))
+			tj := expTable[n&63]
+			e = math.Float64frombits(math.Float64bits(tj+tj*q) + uint64(n>>6)<<52)
+		} else {
+			e = Exp(d)
+		}
 		x[i] = e
 		sum += e
 	}
