@@ -36,14 +36,6 @@ func (b bitset) subsetOf(c bitset) bool {
 	return true
 }
 
-func (b bitset) equal(c bitset) bool {
-	for i := range b {
-		if b[i] != c[i] {
-			return false
-		}
-	}
-	return true
-}
 
 func (b bitset) empty() bool {
 	for _, w := range b {

@@ -13,16 +13,6 @@ import (
 	"gonum.org/v1/gonum/mat"
 )
 
-// jointCounts returns the count joint (row-major over all attributes) of a
-// dataset.
-func jointCounts(ds *Dataset) []float64 {
-	all := make([]int, ds.Domain().Len())
-	for i := range all {
-		all[i] = i
-	}
-	return ds.MarginalTo(nil, all)
-}
-
 // measure returns identity measurements of ds on sets, with Gaussian noise
 // of standard deviation sigma (0 = exact) from rng.
 func measure(ds *Dataset, sets [][]int, sigma float64, rng *rand.Rand) []Measurement {

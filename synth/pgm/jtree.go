@@ -224,8 +224,7 @@ func (jt *junctionTree) spanningTree() {
 	for i := range uf {
 		uf[i] = i
 	}
-	var find func(int) int
-	find = func(x int) int {
+	find := func(x int) int {
 		for uf[x] != x {
 			uf[x] = uf[uf[x]]
 			x = uf[x]

@@ -33,7 +33,7 @@ func TestExp(t *testing.T) {
 			t.Fatalf("Exp(%v) = %v, math.Exp = %v (%v ulps)", x, got, want, u)
 		}
 	}
-	for _, x := range []float64{0, -0.0, 1, -1, math.Ln2, -math.Ln2, 1e-300, -1e-300, -708, -708.0000001, 709, 709.1,
+	for _, x := range []float64{0, math.Copysign(0, -1), 1, -1, math.Ln2, -math.Ln2, 1e-300, -1e-300, -708, -708.0000001, 709, 709.1,
 		-745, -746, -1000, 1000, math.Inf(1), math.Inf(-1), math.NaN(), -math.Ln2 / 128, math.Ln2 / 128} {
 		check(x)
 	}
