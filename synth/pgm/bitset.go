@@ -36,7 +36,6 @@ func (b bitset) subsetOf(c bitset) bool {
 	return true
 }
 
-
 func (b bitset) empty() bool {
 	for _, w := range b {
 		if w != 0 {
