@@ -14,6 +14,7 @@ import (
 	"github.com/dpsql/dpsql/budget"
 	"github.com/dpsql/dpsql/catalog"
 	"github.com/dpsql/dpsql/engine/dpparse"
+	"github.com/dpsql/dpsql/internal/fixture"
 	"github.com/dpsql/dpsql/synth"
 	"github.com/dpsql/dpsql/synth/pgm"
 )
@@ -51,28 +52,7 @@ func newSynthFixture(t *testing.T) *synthFixture {
 	// Correlated rows: age follows sex, city follows age; some NULL cities
 	// and one out-of-domain age (clipped, never widening the domain).
 	rng := rand.New(rand.NewPCG(7, 11))
-	var b strings.Builder
-	b.WriteString("INSERT INTO raw.people (sex, age, city) VALUES ")
-	for i := range fixtureRows {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		sex := "F"
-		age := rng.IntN(5)
-		if rng.IntN(2) == 0 {
-			sex, age = "M", 5+rng.IntN(5)
-		}
-		city := "NULL"
-		switch {
-		case i%10 == 0:
-		case age < 5:
-			city = "'a'"
-		default:
-			city = []string{"'b'", "'c'"}[rng.IntN(2)]
-		}
-		fmt.Fprintf(&b, "('%s', %d, %s)", sex, age, city)
-	}
-	f.exec(b.String())
+	f.exec("INSERT INTO raw.people (sex, age, city) VALUES " + strings.Join(fixture.PeopleTuples(rng, fixtureRows), ","))
 	var err error
 	f.src, err = f.e.resolveTable(f.root, dpparse.TableName{DB: "raw", Name: "people"})
 	if err != nil {

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/dpsql/dpsql/internal/fixture"
 )
 
 // setupAnswers starts a server with raw.people (correlated generated rows
@@ -18,22 +20,7 @@ func setupAnswers(t *testing.T) (*server, *sql.DB) {
 	s := startServer(t, t.TempDir())
 	root := s.root()
 	rng := rand.New(rand.NewPCG(3, 4))
-	var values []string
-	for i := range 400 {
-		sex, age := "F", rng.IntN(5)
-		if rng.IntN(2) == 0 {
-			sex, age = "M", 5+rng.IntN(5)
-		}
-		city := "NULL"
-		switch {
-		case i%10 == 0:
-		case age < 5:
-			city = "'a'"
-		default:
-			city = []string{"'b'", "'c'"}[rng.IntN(2)]
-		}
-		values = append(values, fmt.Sprintf("('%s', %d, %s)", sex, age, city))
-	}
+	values := fixture.PeopleTuples(rng, 400)
 	mustExec(t, root,
 		"CREATE DATABASE raw", "CREATE DATABASE syn", "CREATE DATABASE plain",
 		"CREATE TABLE raw.people (sex ENUM('F','M') NOT NULL, age INT NOT NULL CHECK (age BETWEEN 0 AND 9),"+
