@@ -17,36 +17,28 @@ type bpWork struct {
 	// message combined with those of nested siblings, the separator
 	// marginal and the downward scale factor.
 	msg, shift, acc, comb, marg, down [][]float64
-	// scratch[part] holds per-part partial results of scatter kernels.
-	scratch [][]float64
 	// red is the scratch of reductions.
 	red []float64
 }
 
 func newBPWork(jt *junctionTree) *bpWork {
 	k := len(jt.cliques)
-	w := &bpWork{jt: jt, team: newTeam()}
+	w := &bpWork{jt: jt}
 	bufs := []*[][]float64{&w.msg, &w.shift, &w.acc, &w.comb, &w.marg, &w.down}
 	for _, b := range bufs {
 		*b = make([][]float64, k)
 	}
-	maxSep := 1
 	for v := range k {
 		if jt.parent[v] < 0 {
 			continue
 		}
 		n := jt.dom.Cells(jt.sep[v])
-		maxSep = max(maxSep, n)
 		buf := make([]float64, len(bufs)*n)
 		for i, b := range bufs {
 			(*b)[v] = buf[i*n : (i+1)*n : (i+1)*n]
 		}
 	}
 	w.red = make([]float64, jt.maxScratch)
-	w.scratch = make([][]float64, w.team.n)
-	for i := range w.scratch {
-		w.scratch[i] = make([]float64, 2*maxSep)
-	}
 	return w
 }
 

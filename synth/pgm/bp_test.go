@@ -43,17 +43,19 @@ func checkRunningIntersection(t *testing.T, jt *junctionTree, sets [][]int) {
 }
 
 func TestBeliefPropagationBruteForce(t *testing.T) {
-	t.Run("serial", func(t *testing.T) { testBPBruteForce(t) })
+	t.Run("serial", func(t *testing.T) { testBPBruteForce(t, team{}) })
 	t.Run("parallel", func(t *testing.T) {
-		// Split even tiny tables over three goroutines.
+		// Split even tiny tables into chunks run by three goroutines.
 		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(3))
-		defer func(n int) { parMinCells = n }(parMinCells)
-		parMinCells = 2
-		testBPBruteForce(t)
+		defer func(n int) { chunkCells = n }(chunkCells)
+		chunkCells = 2
+		p := newPool()
+		defer p.stop()
+		testBPBruteForce(t, team{p})
 	})
 }
 
-func testBPBruteForce(t *testing.T) {
+func testBPBruteForce(t *testing.T, tm team) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	for trial := range 200 {
 		d := 1 + rng.IntN(6)
@@ -73,7 +75,9 @@ func testBPBruteForce(t *testing.T) {
 		}
 		wantP, wantLogZ := normalize(bruteJoint(jt, theta))
 		p := make([]float64, jt.total)
-		logZ := newBPWork(jt).run(p, theta)
+		w := newBPWork(jt)
+		w.team = tm
+		logZ := w.run(p, theta)
 		if math.IsNaN(wantLogZ) { // every cell has probability 0
 			if !math.IsInf(logZ, -1) {
 				t.Fatalf("trial %d: logZ = %v for an all-zero model, want -Inf", trial, logZ)

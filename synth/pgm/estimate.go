@@ -223,6 +223,9 @@ func warmStart(theta []float64, jt *junctionTree, ws *Model) error {
 // mirrorDescent runs Algorithm 1 with Armijo backtracking, updating theta.
 func mirrorDescent(ctx context.Context, jt *junctionTree, obj *objective, theta []float64, o *EstimateOptions, st *EstimateStats) error {
 	bp := newBPWork(jt)
+	pool := newPool()
+	defer pool.stop()
+	bp.team, obj.team = team{pool}, team{pool}
 	n := jt.total
 	buf := make([]float64, 3*n)
 	p, pNew, dL := buf[:n:n], buf[n:2*n:2*n], buf[2*n:]
@@ -303,6 +306,9 @@ func accelerated(ctx context.Context, jt *junctionTree, obj *objective, theta []
 		return nil
 	}
 	bp := newBPWork(jt)
+	pool := newPool()
+	defer pool.stop()
+	bp.team, obj.team = team{pool}, team{pool}
 	n := jt.total
 	buf := make([]float64, 4*n)
 	w, v, u, g := buf[:n:n], buf[n:2*n:2*n], buf[2*n:3*n:3*n], buf[3*n:]

@@ -42,7 +42,7 @@ type objective struct {
 }
 
 func newObjective(jt *junctionTree, meas []Measurement, loss Loss, total float64) *objective {
-	o := &objective{jt: jt, loss: loss, total: total, team: newTeam()}
+	o := &objective{jt: jt, loss: loss, total: total}
 	nreal := len(meas)
 	meas = append(slices.Clip(meas), intermediates(jt, meas)...)
 	scratch := 0

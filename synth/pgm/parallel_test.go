@@ -1,0 +1,92 @@
+package pgm
+
+import (
+	"runtime"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// TestPoolRunsEveryChunkOnce runs many jobs of varied sizes through a pool
+// (with helpers spinning, parked and woken) and checks that every chunk ran
+// exactly once and had finished when do returned.
+func TestPoolRunsEveryChunkOnce(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(4))
+	p := newPool()
+	if p == nil {
+		t.Fatal("no pool with 4 procs")
+	}
+	defer p.stop()
+	var counts [maxParts]atomic.Int32
+	for job := range 3000 {
+		k := 1 + job%maxParts
+		p.do(k, func(c int) {
+			if job%7 == 0 {
+				time.Sleep(time.Microsecond) // let helpers take some chunks
+			}
+			counts[c].Add(1)
+		})
+		for c := range maxParts {
+			want := int32(0)
+			if c < k {
+				want = 1
+			}
+			if got := counts[c].Swap(0); got != want {
+				t.Fatalf("job %d (%d chunks): chunk %d ran %d times", job, k, c, got)
+			}
+		}
+		if job%1000 == 999 {
+			time.Sleep(2 * spinFor) // helpers park; the next job wakes them
+		}
+	}
+}
+
+// TestTeamChunks checks the chunk bounds of run and split: contiguous,
+// covering, aligned, and independent of the pool.
+func TestTeamChunks(t *testing.T) {
+	defer func(n int) { chunkCells = n }(chunkCells)
+	chunkCells = 3
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(2))
+	p := newPool()
+	defer p.stop()
+	for _, tm := range []team{{}, {p}} {
+		for n := 0; n < 80; n++ {
+			for _, align := range []int{1, 4} {
+				var seen [80]atomic.Int32
+				parts := tm.parts(n)
+				var used [maxParts]atomic.Int32
+				tm.run(n, align, func(lo, hi, part int) {
+					if part < 0 || part >= parts || lo > hi || (lo%align != 0 && lo != n) {
+						t.Errorf("n=%d align=%d: chunk %d = [%d, %d)", n, align, part, lo, hi)
+						return
+					}
+					used[part].Add(1)
+					for i := lo; i < hi; i++ {
+						seen[i].Add(1)
+					}
+				})
+				for i := range n {
+					if seen[i].Load() != 1 {
+						t.Fatalf("n=%d align=%d: cell %d covered %d times", n, align, i, seen[i].Load())
+					}
+				}
+				for c := range parts {
+					if used[c].Load() != 1 {
+						t.Fatalf("n=%d: chunk %d ran %d times", n, c, used[c].Load())
+					}
+				}
+			}
+			var seen [80]atomic.Int32
+			tm.split(n*5, n, func(lo, hi int) {
+				for i := lo; i < hi; i++ {
+					seen[i].Add(1)
+				}
+			})
+			for i := range n {
+				if seen[i].Load() != 1 {
+					t.Fatalf("split n=%d: index %d covered %d times", n, i, seen[i].Load())
+				}
+			}
+		}
+	}
+}
