@@ -50,8 +50,12 @@
 //
 // Domain, Dataset and Model are immutable once built and safe for concurrent
 // use. Dataset.Marginals and Estimate split work over GOMAXPROCS goroutines:
-// Marginals by marginal, Estimate by cell ranges of large cliques, with
-// per-goroutine partial sums so that no two goroutines write one cell.
+// Marginals by marginal, Estimate by chunks of the cell ranges of large
+// cliques, with per-chunk partial sums so that no two goroutines write one
+// cell. Estimate keeps one helper goroutine per extra core spinning between
+// kernels for its duration (parking after 200 µs idle), because waking a
+// goroutine per kernel costs more than a kernel. Chunks depend only on table
+// sizes, so an estimate is the same bit for bit on any number of cores.
 //
 // # Algorithms
 //
