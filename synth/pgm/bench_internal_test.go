@@ -45,24 +45,37 @@ func BenchmarkBP(b *testing.B) {
 	}
 	p := make([]float64, jt.total)
 	w := newBPWork(jt)
+	pool := newPool()
+	defer pool.stop()
+	w.team = team{pool}
 	b.ReportAllocs()
 	for b.Loop() {
 		w.run(p, theta)
 	}
 }
 
-// BenchmarkLoss is one loss and gradient evaluation on the same model.
+// BenchmarkLoss is one loss evaluation, and one gradient, on the same model.
 func BenchmarkLoss(b *testing.B) {
 	_, meas, jt := adultShaped(b)
 	p := make([]float64, jt.total)
 	newBPWork(jt).run(p, make([]float64, jt.total))
 	obj := newObjective(jt, meas, L2, 48842)
+	pool := newPool()
+	defer pool.stop()
+	obj.team = team{pool}
 	g := make([]float64, jt.total)
-	b.ReportAllocs()
-	for b.Loop() {
-		obj.value(p)
-		obj.grad(g)
-	}
+	b.Run("value", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			obj.value(p)
+		}
+	})
+	b.Run("grad", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			obj.grad(g)
+		}
+	})
 }
 
 // BenchmarkModelSize is AIM's per-candidate call: the model size of the

@@ -86,7 +86,7 @@ func (w *bpWork) runStep(p, theta []float64, a float64, dir []float64) float64 {
 			}
 		}
 		root := jt.parent[v] < 0
-		var partMax [maxParts]float64
+		var partMax, partSum [maxParts]float64
 		w.team.run(len(b), 1, func(lo, hi, part int) {
 			if dv == nil {
 				copy(b[lo:hi], th[lo:hi])
@@ -98,16 +98,17 @@ func (w *bpWork) runStep(p, theta []float64, a float64, dir []float64) float64 {
 					kernel.Expand(b[lo:hi], w.comb[c], jt.downMap[c][lo:hi])
 				}
 			}
-			if root { // fused here to save a sweep of the largest clique
+			if root {
+				// The root is exponentiated by chunks while they are in
+				// cache, each shifted by its own maximum; normalizeRoot
+				// rescales the chunks to a common one.
 				partMax[part] = kernel.Max(b[lo:hi])
+				partSum[part] = kernel.ExpShiftTotal(b[lo:hi], partMax[part])
 			}
 		})
 		if root {
-			mx := math.Inf(-1)
-			for _, x := range partMax[:w.team.parts(len(b))] {
-				mx = math.Max(mx, x)
-			}
-			logZ = w.normalizeRoot(b, mx)
+			k := w.team.parts(len(b))
+			logZ = w.normalizeRoot(b, partMax[:k], partSum[:k])
 			continue
 		}
 		w.upward(v, b)
@@ -139,20 +140,29 @@ func (w *bpWork) runStep(p, theta []float64, a float64, dir []float64) float64 {
 	return logZ
 }
 
-// normalizeRoot turns the root's log belief b, whose maximum is mx, into
-// probabilities and returns log Z.
-func (w *bpWork) normalizeRoot(b []float64, mx float64) float64 {
-	var part [maxParts]float64
-	w.team.run(len(b), 1, func(lo, hi, k int) { part[k] = kernel.ExpShiftTotal(b[lo:hi], mx) })
-	var sum float64
-	for _, x := range part[:w.team.parts(len(b))] {
-		sum += x
+// normalizeRoot turns the root's chunks b, each holding exp(belief −
+// max[c]) and summing to sum[c], into probabilities and returns log Z.
+func (w *bpWork) normalizeRoot(b, max, sum []float64) float64 {
+	mx := math.Inf(-1)
+	for _, x := range max {
+		mx = math.Max(mx, x)
 	}
-	if sum == 0 {
-		return math.Inf(-1)
+	if math.IsInf(mx, -1) { // every cell has probability 0 (b is all 0)
+		return mx
 	}
-	w.team.run(len(b), 1, func(lo, hi, _ int) { kernel.ScaleAll(b[lo:hi], 1/sum) })
-	return mx + math.Log(sum)
+	var scale [maxParts]float64
+	var total float64
+	for c, x := range max {
+		if !math.IsInf(x, -1) {
+			scale[c] = math.Exp(x - mx)
+			total += sum[c] * scale[c]
+		}
+	}
+	for c := range max {
+		scale[c] /= total
+	}
+	w.team.run(len(b), 1, func(lo, hi, c int) { kernel.ScaleAll(b[lo:hi], scale[c]) })
+	return mx + math.Log(total)
 }
 
 // upward computes the message of non-root clique v from its belief b, and
