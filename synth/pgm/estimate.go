@@ -226,12 +226,16 @@ func mirrorDescent(ctx context.Context, jt *junctionTree, obj *objective, theta 
 	pool := newPool()
 	defer pool.stop()
 	bp.team, obj.team = team{pool}, team{pool}
+	// One arena of marginals suffices: the loss, its gradient and the
+	// Armijo test work from the measurements' projections, which the
+	// objective keeps for the accepted point and the trial.
 	n := jt.total
-	buf := make([]float64, 3*n)
-	p, pNew, dL := buf[:n:n], buf[n:2*n:2*n], buf[2*n:]
+	buf := make([]float64, 2*n)
+	p, dL := buf[:n:n], buf[n:]
 	bp.run(p, theta)
 	st.OracleCalls++
 	loss := obj.value(p)
+	obj.accept()
 	st.Loss = loss
 	step, lineSearch := o.StepSize, o.StepSize <= 0
 	if lineSearch {
@@ -251,10 +255,10 @@ func mirrorDescent(ctx context.Context, jt *junctionTree, obj *objective, theta 
 		var newLoss float64
 		accepted := false
 		for range maxHalvings {
-			bp.runStep(pNew, theta, -alpha, dL)
+			bp.runStep(p, theta, -alpha, dL)
 			st.OracleCalls++
-			newLoss = obj.value(pNew)
-			if !lineSearch || (newLoss <= loss && loss-newLoss >= 0.5*alpha*obj.total*dotDiff(bp.team, dL, p, pNew)) {
+			newLoss = obj.value(p)
+			if !lineSearch || (newLoss <= loss && loss-newLoss >= 0.5*alpha*obj.total*obj.dirDot()) {
 				accepted = true
 				break
 			}
@@ -269,7 +273,7 @@ func mirrorDescent(ctx context.Context, jt *junctionTree, obj *objective, theta 
 		bp.team.run(n, 1, func(lo, hi, _ int) {
 			kernel.AxpyTo(theta[lo:hi], theta[lo:hi], -alpha, dL[lo:hi])
 		})
-		p, pNew = pNew, p
+		obj.accept()
 		if o.Step == GrowStep && lineSearch {
 			alpha = min(step, alpha*growFactor)
 		} else {
@@ -284,17 +288,6 @@ func mirrorDescent(ctx context.Context, jt *junctionTree, obj *objective, theta 
 		}
 	}
 	return nil
-}
-
-// dotDiff is kernel.DotDiff split over the team.
-func dotDiff(t team, g, x, y []float64) float64 {
-	var part [maxParts]float64
-	t.run(len(g), 1, func(lo, hi, k int) { part[k] = kernel.DotDiff(g[lo:hi], x[lo:hi], y[lo:hi]) })
-	var s float64
-	for _, v := range part[:t.parts(len(g))] {
-		s += v
-	}
-	return s
 }
 
 // accelerated runs Algorithm 2 (accelerated dual averaging) and finishes with

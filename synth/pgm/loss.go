@@ -21,12 +21,15 @@ type compiled struct {
 	q      *mat.Dense
 	y      []float64
 	x      []float64 // projected marginal (probabilities)
+	xAcc   []float64 // x at the last accepted point (see accept)
+	gOwn   []float64 // c·Qᵀr at the point of the last grad call (real measurements)
 	r      []float64 // c·(Q·total·x − y)
 	g      []float64 // gradient over attrs, accumulated from dependants
 	pseudo bool      // an unmeasured intermediate table: no loss of its own
 	own    []float64 // Qᵀ r (dense queries only)
 	qx     *mat.VecDense
 	xv     *mat.VecDense
+	xvAcc  *mat.VecDense
 	ov     *mat.VecDense
 	rv     *mat.VecDense
 }
@@ -64,9 +67,10 @@ func newObjective(jt *junctionTree, meas []Measurement, loss Loss, total float64
 		m := meas[i]
 		k := clique[i]
 		n := jt.dom.Cells(m.Attrs)
-		cm := compiled{clique: k, src: -1, q: m.Query, y: m.Y, x: make([]float64, n), r: make([]float64, len(m.Y)), g: make([]float64, n)}
+		cm := compiled{clique: k, src: -1, q: m.Query, y: m.Y, x: make([]float64, n), xAcc: make([]float64, n), r: make([]float64, len(m.Y)), g: make([]float64, n)}
 		if i < nreal {
 			cm.c = 1 / m.Sigma
+			cm.gOwn = make([]float64, n)
 		} else {
 			cm.pseudo = true
 		}
@@ -86,6 +90,7 @@ func newObjective(jt *junctionTree, meas []Measurement, loss Loss, total float64
 		if m.Query != nil {
 			cm.own = make([]float64, n)
 			cm.xv = mat.NewVecDense(n, cm.x)
+			cm.xvAcc = mat.NewVecDense(n, cm.xAcc)
 			cm.qx = mat.NewVecDense(len(m.Y), nil)
 			cm.ov = mat.NewVecDense(n, cm.own)
 			cm.rv = mat.NewVecDense(len(m.Y), cm.r)
@@ -235,7 +240,10 @@ func (o *objective) grad(dst []float64) {
 				m.ov.MulVec(m.q.T(), m.rv)
 				own = m.own
 			}
-			kernel.Axpy(m.g, m.c, own)
+			for j, v := range own {
+				m.gOwn[j] = m.c * v
+			}
+			kernel.Axpy(m.g, 1, m.gOwn)
 		}
 		var to []float64
 		if m.src < 0 {
@@ -251,6 +259,34 @@ func (o *objective) grad(dst []float64) {
 			})
 		}
 	}
+}
+
+// accept makes the marginals of the last value call the accepted point
+// that dirDot measures from.
+func (o *objective) accept() {
+	for i := range o.meas {
+		m := &o.meas[i]
+		m.x, m.xAcc = m.xAcc, m.x
+		m.xv, m.xvAcc = m.xvAcc, m.xv
+	}
+}
+
+// dirDot returns ⟨∇L, p − p'⟩ for the gradient ∇L of the last grad call
+// (an arena), p the accepted point and p' that of the last value call,
+// without touching the arenas: the gradient is a sum of measurement
+// gradients broadcast into cliques, and broadcasting is the adjoint of
+// projecting, so ⟨∇L, p⟩ = Σ_m ⟨c·Qᵀr_m, proj_m p⟩, and value has already
+// projected both points.
+func (o *objective) dirDot() float64 {
+	var s float64
+	for i := range o.meas {
+		m := &o.meas[i]
+		if m.pseudo {
+			continue
+		}
+		s += kernel.DotDiff(m.gOwn, m.xAcc, m.x)
+	}
+	return s
 }
 
 func sign(x float64) float64 {

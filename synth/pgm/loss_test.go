@@ -86,6 +86,23 @@ func TestObjectiveAgainstNaive(t *testing.T) {
 				t.Fatalf("trial %d: gradient %d = %v, want %v", trial, i, grad[i], wantGrad[i])
 			}
 		}
+		// The Armijo test's ⟨∇L, p − p'⟩, taken in measurement space,
+		// against the arenas.
+		obj.accept()
+		for i := range theta {
+			theta[i] += rng.NormFloat64()
+		}
+		p2 := make([]float64, jt.total)
+		newBPWork(jt).run(p2, theta)
+		obj.value(p2)
+		var wantDot, scale float64
+		for i := range grad {
+			wantDot += wantGrad[i] * (p[i] - p2[i])
+			scale += math.Abs(wantGrad[i] * (p[i] - p2[i]))
+		}
+		if gotDot := obj.dirDot(); math.Abs(gotDot-wantDot) > 1e-12*scale {
+			t.Fatalf("trial %d: dirDot %v, want %v", trial, gotDot, wantDot)
+		}
 	}
 	if pseudo == 0 || nested == 0 {
 		t.Errorf("paths not exercised: %d intermediate tables, %d nested projections", pseudo, nested)
