@@ -168,8 +168,10 @@ func (p *pool) do(k int, chunk func(int)) {
 	}
 	for spins := 0; p.word.Load()&poolActive != 0; spins++ {
 		if spins%64 == 63 {
-			// A helper holding a chunk may be waiting for this P.
+			// A helper holding a chunk may be waiting for this P or
+			// this core.
 			runtime.Gosched()
+			osYield()
 		}
 	}
 	p.chunk = nil
@@ -215,7 +217,10 @@ func (p *pool) helper() {
 			continue
 		}
 		if time.Since(idleSince) < spinFor {
+			// Let other goroutines and other processes run: on a busy
+			// machine the owner may be waiting for this core.
 			runtime.Gosched()
+			osYield()
 			continue
 		}
 		// Park. The owner opens a job and then reads sleepers; this
