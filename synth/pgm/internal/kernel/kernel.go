@@ -6,6 +6,13 @@
 // has one entry per cell of C: idx[i] is the cell of S that cell i of C
 // projects to. Every kernel documents its reference loop; lengths are checked
 // once on entry and mismatches panic.
+//
+// On amd64 with AVX-512 the hot kernels run in assembly (kernel_amd64.s);
+// the Go loops in this file are the reference they are tested against and
+// the implementation everywhere else (and with the purego build tag). The
+// assembly versions are equal to the references bit for bit except where a
+// kernel's comment says otherwise (sums may be reassociated, exponentials
+// are within 2 ulps of math.Exp rather than equal to Exp).
 package kernel
 
 import "math"
@@ -19,6 +26,10 @@ func Expand(dst, src []float64, idx []int32) {
 	if len(idx) != len(dst) {
 		panic(errLength)
 	}
+	expand(dst, src, idx)
+}
+
+func expandGo(dst, src []float64, idx []int32) {
 	for i := range dst {
 		dst[i] += src[idx[i]]
 	}
@@ -82,10 +93,16 @@ func ExpShiftSum(x, acc, shift []float64, idx []int32) {
 // projection; cells whose shift is -Inf become 0:
 //
 //	for i := range x { x[i] = exp(x[i] - shift[idx[i]]) }
+//
+// The assembly version's exp is within 2 ulps of math.Exp (so is Exp's).
 func ExpShiftGather(x, shift []float64, idx []int32) {
 	if len(idx) != len(x) {
 		panic(errLength)
 	}
+	expShiftGather(x, shift, idx)
+}
+
+func expShiftGatherGo(x, shift []float64, idx []int32) {
 	for i, v := range x {
 		s := shift[idx[i]]
 		if s == math.Inf(-1) {
@@ -114,6 +131,10 @@ func Scale(x, f []float64, idx []int32) {
 	if len(idx) != len(x) {
 		panic(errLength)
 	}
+	scale(x, f, idx)
+}
+
+func scaleGo(x, f []float64, idx []int32) {
 	for i := range x {
 		x[i] *= f[idx[i]]
 	}
@@ -138,8 +159,12 @@ func LogSumExp(x []float64) float64 {
 	return m + math.Log(s)
 }
 
-// Max returns the largest entry of x (-Inf when x is empty).
-func Max(x []float64) float64 {
+// Max returns the largest entry of x (-Inf when x is empty); NaNs are
+// skipped. The assembly version may return -0 where this loop returns +0 or
+// the reverse (they compare equal).
+func Max(x []float64) float64 { return maxOf(x) }
+
+func maxGo(x []float64) float64 {
 	m := math.Inf(-1)
 	for _, v := range x {
 		if v > m {
@@ -154,12 +179,17 @@ func Max(x []float64) float64 {
 //
 //	for i := range x { x[i] = exp(x[i] - s); sum += x[i] }
 //
-// With s = -Inf every entry becomes 0.
+// With s = -Inf every entry becomes 0. The assembly version's exp is within
+// 2 ulps of math.Exp and its sum is accumulated in another order.
 func ExpShiftTotal(x []float64, s float64) float64 {
 	if math.IsInf(s, -1) {
 		clear(x)
 		return 0
 	}
+	return expShiftTotal(x, s)
+}
+
+func expShiftTotalGo(x []float64, s float64) float64 {
 	var sum float64
 	for i, v := range x {
 		d := v - s
@@ -184,7 +214,9 @@ func ExpShiftTotal(x []float64, s float64) float64 {
 }
 
 // ScaleAll is `for i := range x { x[i] *= a }`.
-func ScaleAll(x []float64, a float64) {
+func ScaleAll(x []float64, a float64) { scaleAll(x, a) }
+
+func scaleAllGo(x []float64, a float64) {
 	for i := range x {
 		x[i] *= a
 	}
@@ -194,42 +226,63 @@ func ScaleAll(x []float64, a float64) {
 //
 //	for i := range x { x[i] = exp(x[i] - s) }
 //
-// With s = -Inf every entry becomes 0.
+// With s = -Inf every entry becomes 0. The assembly version's exp is within
+// 2 ulps of math.Exp.
 func ExpShift(x []float64, s float64) {
 	if math.IsInf(s, -1) {
 		clear(x)
 		return
 	}
+	expShiftInPlace(x, s)
+}
+
+func expShiftGo(x []float64, s float64) {
 	for i, v := range x {
 		x[i] = Exp(v - s)
 	}
 }
 
-// Axpy is `for i := range y { y[i] += a * x[i] }`.
+// Axpy is `for i := range y { y[i] += a * x[i] }`, rounded as AxpyTo.
 func Axpy(y []float64, a float64, x []float64) {
 	if len(x) != len(y) {
 		panic(errLength)
 	}
+	axpy(y, a, x)
+}
+
+func axpyGo(y []float64, a float64, x []float64) {
 	for i := range y {
 		y[i] += a * x[i]
 	}
 }
 
 // AxpyTo is `for i := range dst { dst[i] = y[i] + a*x[i] }`.
+//
+// The product and the sum are rounded separately (no fused multiply-add), in
+// the assembly version too, so both give the same bits.
 func AxpyTo(dst []float64, y []float64, a float64, x []float64) {
 	if len(x) != len(dst) || len(y) != len(dst) {
 		panic(errLength)
 	}
+	axpyTo(dst, y, a, x)
+}
+
+func axpyToGo(dst []float64, y []float64, a float64, x []float64) {
 	for i := range dst {
 		dst[i] = y[i] + a*x[i]
 	}
 }
 
-// Dot is Σ x[i]·y[i].
+// Dot is Σ x[i]·y[i]. The assembly version sums in another order, with
+// fused multiply-adds.
 func Dot(x, y []float64) float64 {
 	if len(x) != len(y) {
 		panic(errLength)
 	}
+	return dot(x, y)
+}
+
+func dotGo(x, y []float64) float64 {
 	var s float64
 	for i := range x {
 		s += x[i] * y[i]
@@ -237,11 +290,16 @@ func Dot(x, y []float64) float64 {
 	return s
 }
 
-// DotDiff is Σ g[i]·(x[i] − y[i]).
+// DotDiff is Σ g[i]·(x[i] − y[i]). The assembly version sums in another
+// order, with fused multiply-adds.
 func DotDiff(g, x, y []float64) float64 {
 	if len(x) != len(g) || len(y) != len(g) {
 		panic(errLength)
 	}
+	return dotDiff(g, x, y)
+}
+
+func dotDiffGo(g, x, y []float64) float64 {
 	var s float64
 	for i := range g {
 		s += g[i] * (x[i] - y[i])

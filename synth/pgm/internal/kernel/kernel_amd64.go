@@ -1,0 +1,88 @@
+//go:build amd64 && !purego
+
+package kernel
+
+import (
+	"math"
+
+	"golang.org/x/sys/cpu"
+)
+
+// Implementation levels: the Go references, or the AVX-512 assembly of
+// kernel_amd64.s (which needs AVX-512 F, DQ and VL; FMA is part of F).
+const (
+	levelGo = iota
+	levelAVX512
+)
+
+var hasAVX512 = cpu.X86.HasAVX512F && cpu.X86.HasAVX512DQ && cpu.X86.HasAVX512VL
+
+// level is the implementation in use; tests switch it to compare them.
+var level = func() int {
+	if hasAVX512 {
+		return levelAVX512
+	}
+	return levelGo
+}()
+
+// levels lists the implementations this CPU can run, for the tests.
+var levels = func() []int {
+	if hasAVX512 {
+		return []int{levelGo, levelAVX512}
+	}
+	return []int{levelGo}
+}()
+
+// The gather kernels check every index against len(src) (unsigned, so
+// negative ones fail too) and report false if one was out of range; their Go
+// wrappers then run the reference loop, which panics with the usual index
+// error. src is cut to MaxInt32 cells so that its length fits the 32-bit
+// compare; every int32 index is below that.
+
+//go:noescape
+func expShiftGatherAVX512(x, shift []float64, idx []int32) (ok bool)
+
+//go:noescape
+func expShiftTotalAVX512(x []float64, s float64) (sum float64)
+
+func clip32(src []float64) []float64 {
+	if len(src) > math.MaxInt32 {
+		return src[:math.MaxInt32]
+	}
+	return src
+}
+
+func expand(dst, src []float64, idx []int32) { expandGo(dst, src, idx) }
+func scale(x, f []float64, idx []int32)      { scaleGo(x, f, idx) }
+
+func expShiftGather(x, shift []float64, idx []int32) {
+	if level >= levelAVX512 {
+		if !expShiftGatherAVX512(x, clip32(shift), idx) {
+			expShiftGatherGo(x, shift, idx)
+		}
+		return
+	}
+	expShiftGatherGo(x, shift, idx)
+}
+
+func expShiftTotal(x []float64, s float64) float64 {
+	if level >= levelAVX512 {
+		return expShiftTotalAVX512(x, s)
+	}
+	return expShiftTotalGo(x, s)
+}
+
+func expShiftInPlace(x []float64, s float64) {
+	if level >= levelAVX512 {
+		expShiftTotalAVX512(x, s)
+		return
+	}
+	expShiftGo(x, s)
+}
+
+func maxOf(x []float64) float64                       { return maxGo(x) }
+func scaleAll(x []float64, a float64)                 { scaleAllGo(x, a) }
+func axpy(y []float64, a float64, x []float64)        { axpyGo(y, a, x) }
+func axpyTo(dst, y []float64, a float64, x []float64) { axpyToGo(dst, y, a, x) }
+func dot(x, y []float64) float64                      { return dotGo(x, y) }
+func dotDiff(g, x, y []float64) float64               { return dotDiffGo(g, x, y) }

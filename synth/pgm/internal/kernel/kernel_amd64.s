@@ -1,0 +1,254 @@
+//go:build amd64 && !purego
+
+#include "textflag.h"
+
+// AVX-512 kernels. Each processes 8 float64 lanes per zmm register, with the
+// last len%8 cells under a k-mask (masked loads do not fault beyond a slice).
+// The Go references in kernel.go define the results.
+
+// Constants of the vectorised exp (see EXP8).
+DATA expc<>+0(SB)/8, $0x3FF71547652B82FE   // 1/ln2
+DATA expc<>+8(SB)/8, $0xBFE62E42FEFA39EF   // -ln2hi (ln2 rounded to double)
+DATA expc<>+16(SB)/8, $0xBC7ABC9E3B39803F  // -ln2lo (ln2 - ln2hi)
+DATA expc<>+24(SB)/8, $0x3FE0000000000001  // c2
+DATA expc<>+32(SB)/8, $0x3FC5555555555556  // c3
+DATA expc<>+40(SB)/8, $0x3FA5555555553D63  // c4
+DATA expc<>+48(SB)/8, $0x3F811111111109B3  // c5
+DATA expc<>+56(SB)/8, $0x3F56C16C1788BD90  // c6
+DATA expc<>+64(SB)/8, $0x3F2A01A01A7C41D5  // c7
+DATA expc<>+72(SB)/8, $0x3EFA019B90D2AE7A  // c8
+DATA expc<>+80(SB)/8, $0x3EC71DE0DAE63BB3  // c9
+DATA expc<>+88(SB)/8, $0x3E9289185613A3D6  // c10
+DATA expc<>+96(SB)/8, $0x3E5AF38A9B0EC855  // c11
+DATA expc<>+104(SB)/8, $0x3FF0000000000000 // 1
+DATA expc<>+112(SB)/8, $0xC087500000000000 // -746: exp underflows to 0 below
+DATA expc<>+120(SB)/8, $0x4086300000000000 // 710: exp overflows to +Inf above
+DATA expc<>+128(SB)/8, $0xFFF0000000000000 // -Inf
+GLOBL expc<>(SB), RODATA|NOPTR, $136
+
+DATA iota32<>+0(SB)/4, $0
+DATA iota32<>+4(SB)/4, $1
+DATA iota32<>+8(SB)/4, $2
+DATA iota32<>+12(SB)/4, $3
+DATA iota32<>+16(SB)/4, $4
+DATA iota32<>+20(SB)/4, $5
+DATA iota32<>+24(SB)/4, $6
+DATA iota32<>+28(SB)/4, $7
+GLOBL iota32<>(SB), RODATA|NOPTR, $32
+
+// EXP_CONSTS loads the exp constants into Z16–Z31.
+#define EXP_CONSTS \
+	VBROADCASTSD expc<>+0(SB), Z16; \
+	VBROADCASTSD expc<>+8(SB), Z17; \
+	VBROADCASTSD expc<>+16(SB), Z18; \
+	VBROADCASTSD expc<>+24(SB), Z19; \
+	VBROADCASTSD expc<>+32(SB), Z20; \
+	VBROADCASTSD expc<>+40(SB), Z21; \
+	VBROADCASTSD expc<>+48(SB), Z22; \
+	VBROADCASTSD expc<>+56(SB), Z23; \
+	VBROADCASTSD expc<>+64(SB), Z24; \
+	VBROADCASTSD expc<>+72(SB), Z25; \
+	VBROADCASTSD expc<>+80(SB), Z26; \
+	VBROADCASTSD expc<>+88(SB), Z27; \
+	VBROADCASTSD expc<>+96(SB), Z28; \
+	VBROADCASTSD expc<>+104(SB), Z29; \
+	VBROADCASTSD expc<>+112(SB), Z30; \
+	VBROADCASTSD expc<>+120(SB), Z31
+
+// EXP8 computes e^d for the 8 lanes of d as p·2^k: the caller finishes with
+// VSCALEFPD k, p, dst, which scales exactly and rounds once, so results that
+// underflow become the correctly rounded subnormal or 0 and those that
+// overflow +Inf. d is clamped to [-746, 710] first (VMAXPD/VMINPD return
+// their second source, d, when it is NaN, so NaN propagates; -Inf gives 0).
+// k = round(d/ln2), r = d - k·ln2 in two FMA steps (the first is exact), and
+// e^r on |r| ≤ ln2/2 is the degree-11 polynomial 1 + r + c2 r² + … + c11 r¹¹
+// (a Chebyshev fit of (e^r - 1 - r)/r², error below 2e-17 relative). d is
+// clobbered (it ends as r).
+#define EXP8(d, k, p) \
+	VMAXPD d, Z30, d; \
+	VMINPD d, Z31, d; \
+	VMULPD Z16, d, k; \
+	VRNDSCALEPD $0, k, k; \
+	VFMADD231PD Z17, k, d; \
+	VFMADD231PD Z18, k, d; \
+	VMOVAPD Z28, p; \
+	VFMADD213PD Z27, d, p; \
+	VFMADD213PD Z26, d, p; \
+	VFMADD213PD Z25, d, p; \
+	VFMADD213PD Z24, d, p; \
+	VFMADD213PD Z23, d, p; \
+	VFMADD213PD Z22, d, p; \
+	VFMADD213PD Z21, d, p; \
+	VFMADD213PD Z20, d, p; \
+	VFMADD213PD Z19, d, p; \
+	VFMADD213PD Z29, d, p; \
+	VFMADD213PD Z29, d, p
+
+// TAILMASK sets k to the low n bits (n < 8 in r), using AX.
+#define TAILMASK(r, k) \
+	MOVL $0xff, AX; \
+	BZHIL r, AX, AX; \
+	KMOVW AX, k
+
+// HSUM leaves in the low lane of X(z) the sum of the 8 lanes of z, using Z(t).
+#define HSUM(z, y, x, tz, ty, tx) \
+	VEXTRACTF64X4 $1, z, ty; \
+	VADDPD ty, y, y; \
+	VEXTRACTF128 $1, y, tx; \
+	VADDPD tx, x, x; \
+	VPERMILPD $1, x, tx; \
+	VADDSD tx, x, x
+
+// GATHER_SETUP prepares the index checks and the run detection of GATHER8:
+// SI = src, AX = len(src), Y15 = len(src) in each lane, Y14 = 0…7, Y13 = the
+// previous chunk's indices (none yet), K3 = lanes found in range so far.
+#define GATHER_SETUP \
+	VPBROADCASTD AX, Y15; \
+	VMOVDQU32 iota32<>(SB), Y14; \
+	VPCMPEQD Y13, Y13, Y13; \
+	KXNORW K3, K3, K3
+
+// GATHER8 loads src[idx[BX+j]], j < 8, into Z12 (DX = idx). Chunks whose
+// indices equal the previous chunk's (broadcast pairs, say) reuse Z12; chunks
+// of consecutive indices are one load; others are gathered. Indices outside
+// [0, len(src)) are not read and clear their lane in K3. Uses Y0, Y1, K1, K2,
+// R9 and the labels g8have and g8gather.
+#define GATHER8 \
+	VMOVDQU32 (DX)(BX*4), Y0; \
+	VPCMPUD $1, Y15, Y0, K1; \
+	KANDW K1, K3, K3; \
+	VPCMPEQD Y13, Y0, K2; \
+	KORTESTB K2, K2; \
+	JC g8have; \
+	VMOVDQA32 Y0, Y13; \
+	VPBROADCASTD X0, Y1; \
+	VPADDD Y14, Y1, Y1; \
+	VPCMPEQD Y1, Y0, K1, K2; \
+	KORTESTB K2, K2; \
+	JCC g8gather; \
+	VMOVD X0, R9; \
+	VMOVUPD (SI)(R9*8), Z12; \
+	JMP g8have; \
+g8gather: \
+	VGATHERDPD (SI)(Y0*8), K1, Z12; \
+g8have:
+
+// GATHER_TAIL loads the n = R8 < 8 remaining cells' src[idx] into Z12 under
+// K2 (which it sets), gathering; uses Y0, K1, K5 and AX.
+#define GATHER_TAIL \
+	TAILMASK(R8, K2); \
+	VMOVDQU32.Z (DX)(BX*4), K2, Y0; \
+	VPCMPUD $1, Y15, Y0, K2, K1; \
+	KXNORW K1, K2, K5; \
+	KANDW K5, K3, K3; \
+	VGATHERDPD (SI)(Y0*8), K1, Z12
+
+// GATHER_OK sets ZF if every index was in range (SETEQ ok stores it).
+#define GATHER_OK \
+	KMOVW K3, AX; \
+	CMPB AX, $0xff
+
+// func expShiftTotalAVX512(x []float64, s float64) (sum float64)
+TEXT ·expShiftTotalAVX512(SB), NOSPLIT, $0-40
+	MOVQ x_base+0(FP), DI
+	MOVQ x_len+8(FP), CX
+	VBROADCASTSD s+24(FP), Z15
+	EXP_CONSTS
+	VPXORQ Z10, Z10, Z10
+	VPXORQ Z11, Z11, Z11
+	XORQ BX, BX
+	MOVQ CX, DX
+	ANDQ $-16, DX
+	JZ est8
+
+est16:
+	VMOVUPD (DI)(BX*8), Z0
+	VMOVUPD 64(DI)(BX*8), Z3
+	VSUBPD Z15, Z0, Z0
+	VSUBPD Z15, Z3, Z3
+	EXP8(Z0, Z1, Z2)
+	EXP8(Z3, Z4, Z5)
+	VSCALEFPD Z1, Z2, Z2
+	VSCALEFPD Z4, Z5, Z5
+	VMOVUPD Z2, (DI)(BX*8)
+	VMOVUPD Z5, 64(DI)(BX*8)
+	VADDPD Z2, Z10, Z10
+	VADDPD Z5, Z11, Z11
+	ADDQ $16, BX
+	CMPQ BX, DX
+	JB est16
+
+est8:
+	LEAQ 8(BX), DX
+	CMPQ DX, CX
+	JA estTail
+	VMOVUPD (DI)(BX*8), Z0
+	VSUBPD Z15, Z0, Z0
+	EXP8(Z0, Z1, Z2)
+	VSCALEFPD Z1, Z2, Z2
+	VMOVUPD Z2, (DI)(BX*8)
+	VADDPD Z2, Z10, Z10
+	MOVQ DX, BX
+
+estTail:
+	MOVQ CX, R8
+	SUBQ BX, R8
+	JZ estDone
+	TAILMASK(R8, K1)
+	VMOVUPD.Z (DI)(BX*8), K1, Z0
+	VSUBPD Z15, Z0, Z0
+	EXP8(Z0, Z1, Z2)
+	VSCALEFPD Z1, Z2, Z2
+	VMOVUPD Z2, K1, (DI)(BX*8)
+	VADDPD Z2, Z10, K1, Z10
+
+estDone:
+	VADDPD Z11, Z10, Z10
+	HSUM(Z10, Y10, X10, Z1, Y1, X1)
+	VMOVSD X10, sum+32(FP)
+	VZEROUPPER
+	RET
+
+// func expShiftGatherAVX512(x, shift []float64, idx []int32) (ok bool)
+TEXT ·expShiftGatherAVX512(SB), NOSPLIT, $0-73
+	MOVQ x_base+0(FP), DI
+	MOVQ x_len+8(FP), CX
+	MOVQ shift_base+24(FP), SI
+	MOVQ shift_len+32(FP), AX
+	MOVQ idx_base+48(FP), DX
+	GATHER_SETUP
+	EXP_CONSTS
+	VBROADCASTSD expc<>+128(SB), Z11
+	XORQ BX, BX
+
+esgLoop:
+	LEAQ 8(BX), R8
+	CMPQ R8, CX
+	JA esgTail
+	GATHER8
+	VMOVUPD (DI)(BX*8), Z2
+	VCMPPD $4, Z11, Z12, K4 // shift != -Inf
+	VSUBPD Z12, Z2, Z2
+	EXP8(Z2, Z3, Z4)
+	VSCALEFPD.Z Z3, Z4, K4, Z4
+	VMOVUPD Z4, (DI)(BX*8)
+	MOVQ R8, BX
+	JMP esgLoop
+
+esgTail:
+	MOVQ CX, R8
+	SUBQ BX, R8
+	JZ esgDone
+	GATHER_TAIL
+	VMOVUPD.Z (DI)(BX*8), K2, Z2
+	VCMPPD $4, Z11, Z12, K4
+	VSUBPD Z12, Z2, Z2
+	EXP8(Z2, Z3, Z4)
+	VSCALEFPD.Z Z3, Z4, K4, Z4
+	VMOVUPD Z4, K2, (DI)(BX*8)
+
+esgDone:
+	GATHER_OK
+	SETEQ ok+72(FP)
+	VZEROUPPER
+	RET
