@@ -40,6 +40,12 @@ var levels = func() []int {
 // compare; every int32 index is below that.
 
 //go:noescape
+func expandAVX512(dst, src []float64, idx []int32) (ok bool)
+
+//go:noescape
+func scaleAVX512(x, f []float64, idx []int32) (ok bool)
+
+//go:noescape
 func expShiftGatherAVX512(x, shift []float64, idx []int32) (ok bool)
 
 //go:noescape
@@ -52,8 +58,25 @@ func clip32(src []float64) []float64 {
 	return src
 }
 
-func expand(dst, src []float64, idx []int32) { expandGo(dst, src, idx) }
-func scale(x, f []float64, idx []int32)      { scaleGo(x, f, idx) }
+func expand(dst, src []float64, idx []int32) {
+	if level >= levelAVX512 {
+		if !expandAVX512(dst, clip32(src), idx) {
+			expandGo(dst, src, idx)
+		}
+		return
+	}
+	expandGo(dst, src, idx)
+}
+
+func scale(x, f []float64, idx []int32) {
+	if level >= levelAVX512 {
+		if !scaleAVX512(x, clip32(f), idx) {
+			scaleGo(x, f, idx)
+		}
+		return
+	}
+	scaleGo(x, f, idx)
+}
 
 func expShiftGather(x, shift []float64, idx []int32) {
 	if level >= levelAVX512 {

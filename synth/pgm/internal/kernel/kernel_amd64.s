@@ -209,6 +209,76 @@ estDone:
 	VZEROUPPER
 	RET
 
+// func expandAVX512(dst, src []float64, idx []int32) (ok bool)
+TEXT ·expandAVX512(SB), NOSPLIT, $0-73
+	MOVQ dst_base+0(FP), DI
+	MOVQ dst_len+8(FP), CX
+	MOVQ src_base+24(FP), SI
+	MOVQ src_len+32(FP), AX
+	MOVQ idx_base+48(FP), DX
+	GATHER_SETUP
+	XORQ BX, BX
+
+expLoop:
+	LEAQ 8(BX), R8
+	CMPQ R8, CX
+	JA expTail
+	GATHER8
+	VADDPD (DI)(BX*8), Z12, Z2
+	VMOVUPD Z2, (DI)(BX*8)
+	MOVQ R8, BX
+	JMP expLoop
+
+expTail:
+	MOVQ CX, R8
+	SUBQ BX, R8
+	JZ expDone
+	GATHER_TAIL
+	VMOVUPD.Z (DI)(BX*8), K2, Z2
+	VADDPD Z2, Z12, Z2
+	VMOVUPD Z2, K2, (DI)(BX*8)
+
+expDone:
+	GATHER_OK
+	SETEQ ok+72(FP)
+	VZEROUPPER
+	RET
+
+// func scaleAVX512(x, f []float64, idx []int32) (ok bool)
+TEXT ·scaleAVX512(SB), NOSPLIT, $0-73
+	MOVQ x_base+0(FP), DI
+	MOVQ x_len+8(FP), CX
+	MOVQ f_base+24(FP), SI
+	MOVQ f_len+32(FP), AX
+	MOVQ idx_base+48(FP), DX
+	GATHER_SETUP
+	XORQ BX, BX
+
+scLoop:
+	LEAQ 8(BX), R8
+	CMPQ R8, CX
+	JA scTail
+	GATHER8
+	VMULPD (DI)(BX*8), Z12, Z2
+	VMOVUPD Z2, (DI)(BX*8)
+	MOVQ R8, BX
+	JMP scLoop
+
+scTail:
+	MOVQ CX, R8
+	SUBQ BX, R8
+	JZ scDone
+	GATHER_TAIL
+	VMOVUPD.Z (DI)(BX*8), K2, Z2
+	VMULPD Z2, Z12, Z2
+	VMOVUPD Z2, K2, (DI)(BX*8)
+
+scDone:
+	GATHER_OK
+	SETEQ ok+72(FP)
+	VZEROUPPER
+	RET
+
 // func expShiftGatherAVX512(x, shift []float64, idx []int32) (ok bool)
 TEXT ·expShiftGatherAVX512(SB), NOSPLIT, $0-73
 	MOVQ x_base+0(FP), DI
