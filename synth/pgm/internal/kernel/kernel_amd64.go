@@ -51,6 +51,24 @@ func expShiftGatherAVX512(x, shift []float64, idx []int32) (ok bool)
 //go:noescape
 func expShiftTotalAVX512(x []float64, s float64) (sum float64)
 
+//go:noescape
+func maxAVX512(x []float64) float64
+
+//go:noescape
+func scaleAllAVX512(x []float64, a float64)
+
+//go:noescape
+func axpyAVX512(y []float64, a float64, x []float64)
+
+//go:noescape
+func axpyToAVX512(dst, y []float64, a float64, x []float64)
+
+//go:noescape
+func dotAVX512(x, y []float64) float64
+
+//go:noescape
+func dotDiffAVX512(g, x, y []float64) float64
+
 func clip32(src []float64) []float64 {
 	if len(src) > math.MaxInt32 {
 		return src[:math.MaxInt32]
@@ -103,9 +121,47 @@ func expShiftInPlace(x []float64, s float64) {
 	expShiftGo(x, s)
 }
 
-func maxOf(x []float64) float64                       { return maxGo(x) }
-func scaleAll(x []float64, a float64)                 { scaleAllGo(x, a) }
-func axpy(y []float64, a float64, x []float64)        { axpyGo(y, a, x) }
-func axpyTo(dst, y []float64, a float64, x []float64) { axpyToGo(dst, y, a, x) }
-func dot(x, y []float64) float64                      { return dotGo(x, y) }
-func dotDiff(g, x, y []float64) float64               { return dotDiffGo(g, x, y) }
+func maxOf(x []float64) float64 {
+	if level >= levelAVX512 {
+		return maxAVX512(x)
+	}
+	return maxGo(x)
+}
+
+func scaleAll(x []float64, a float64) {
+	if level >= levelAVX512 {
+		scaleAllAVX512(x, a)
+		return
+	}
+	scaleAllGo(x, a)
+}
+
+func axpy(y []float64, a float64, x []float64) {
+	if level >= levelAVX512 {
+		axpyAVX512(y, a, x)
+		return
+	}
+	axpyGo(y, a, x)
+}
+
+func axpyTo(dst, y []float64, a float64, x []float64) {
+	if level >= levelAVX512 {
+		axpyToAVX512(dst, y, a, x)
+		return
+	}
+	axpyToGo(dst, y, a, x)
+}
+
+func dot(x, y []float64) float64 {
+	if level >= levelAVX512 {
+		return dotAVX512(x, y)
+	}
+	return dotGo(x, y)
+}
+
+func dotDiff(g, x, y []float64) float64 {
+	if level >= levelAVX512 {
+		return dotDiffAVX512(g, x, y)
+	}
+	return dotDiffGo(g, x, y)
+}

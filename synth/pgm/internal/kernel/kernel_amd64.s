@@ -99,6 +99,15 @@ GLOBL iota32<>(SB), RODATA|NOPTR, $32
 	VPERMILPD $1, x, tx; \
 	VADDSD tx, x, x
 
+// HMAX is HSUM with max; no lane may be NaN.
+#define HMAX(z, y, x, tz, ty, tx) \
+	VEXTRACTF64X4 $1, z, ty; \
+	VMAXPD ty, y, y; \
+	VEXTRACTF128 $1, y, tx; \
+	VMAXPD tx, x, x; \
+	VPERMILPD $1, x, tx; \
+	VMAXSD tx, x, x
+
 // GATHER_SETUP prepares the index checks and the run detection of GATHER8:
 // SI = src, AX = len(src), Y15 = len(src) in each lane, Y14 = 0…7, Y13 = the
 // previous chunk's indices (none yet), K3 = lanes found in range so far.
@@ -320,5 +329,325 @@ esgTail:
 esgDone:
 	GATHER_OK
 	SETEQ ok+72(FP)
+	VZEROUPPER
+	RET
+
+// func maxAVX512(x []float64) float64
+TEXT ·maxAVX512(SB), NOSPLIT, $0-32
+	MOVQ x_base+0(FP), SI
+	MOVQ x_len+8(FP), CX
+	VBROADCASTSD expc<>+128(SB), Z0
+	VMOVAPD Z0, Z1
+	VMOVAPD Z0, Z2
+	VMOVAPD Z0, Z3
+	XORQ BX, BX
+	MOVQ CX, DX
+	ANDQ $-32, DX
+	JZ max8
+
+max32:
+	VMOVUPD (SI)(BX*8), Z4
+	VMOVUPD 64(SI)(BX*8), Z5
+	VMOVUPD 128(SI)(BX*8), Z6
+	VMOVUPD 192(SI)(BX*8), Z7
+	VMAXPD Z0, Z4, Z0 // v > m ? v : m, so NaNs are skipped
+	VMAXPD Z1, Z5, Z1
+	VMAXPD Z2, Z6, Z2
+	VMAXPD Z3, Z7, Z3
+	ADDQ $32, BX
+	CMPQ BX, DX
+	JB max32
+
+max8:
+	LEAQ 8(BX), DX
+	CMPQ DX, CX
+	JA maxTail
+	VMOVUPD (SI)(BX*8), Z4
+	VMAXPD Z0, Z4, Z0
+	MOVQ DX, BX
+	JMP max8
+
+maxTail:
+	MOVQ CX, R8
+	SUBQ BX, R8
+	JZ maxDone
+	TAILMASK(R8, K1)
+	VMOVUPD.Z (SI)(BX*8), K1, Z4
+	VMAXPD Z0, Z4, K1, Z0
+
+maxDone:
+	VMAXPD Z1, Z0, Z0
+	VMAXPD Z3, Z2, Z2
+	VMAXPD Z2, Z0, Z0
+	HMAX(Z0, Y0, X0, Z1, Y1, X1)
+	VMOVSD X0, ret+24(FP)
+	VZEROUPPER
+	RET
+
+// func scaleAllAVX512(x []float64, a float64)
+TEXT ·scaleAllAVX512(SB), NOSPLIT, $0-32
+	MOVQ x_base+0(FP), DI
+	MOVQ x_len+8(FP), CX
+	VBROADCASTSD a+24(FP), Z15
+	XORQ BX, BX
+	MOVQ CX, DX
+	ANDQ $-32, DX
+	JZ sa8
+
+sa32:
+	VMULPD (DI)(BX*8), Z15, Z0
+	VMULPD 64(DI)(BX*8), Z15, Z1
+	VMULPD 128(DI)(BX*8), Z15, Z2
+	VMULPD 192(DI)(BX*8), Z15, Z3
+	VMOVUPD Z0, (DI)(BX*8)
+	VMOVUPD Z1, 64(DI)(BX*8)
+	VMOVUPD Z2, 128(DI)(BX*8)
+	VMOVUPD Z3, 192(DI)(BX*8)
+	ADDQ $32, BX
+	CMPQ BX, DX
+	JB sa32
+
+sa8:
+	LEAQ 8(BX), DX
+	CMPQ DX, CX
+	JA saTail
+	VMULPD (DI)(BX*8), Z15, Z0
+	VMOVUPD Z0, (DI)(BX*8)
+	MOVQ DX, BX
+	JMP sa8
+
+saTail:
+	MOVQ CX, R8
+	SUBQ BX, R8
+	JZ saDone
+	TAILMASK(R8, K1)
+	VMOVUPD.Z (DI)(BX*8), K1, Z0
+	VMULPD Z0, Z15, Z0
+	VMOVUPD Z0, K1, (DI)(BX*8)
+
+saDone:
+	VZEROUPPER
+	RET
+
+// func axpyAVX512(y []float64, a float64, x []float64)
+TEXT ·axpyAVX512(SB), NOSPLIT, $0-56
+	MOVQ y_base+0(FP), DI
+	MOVQ y_len+8(FP), CX
+	VBROADCASTSD a+24(FP), Z15
+	MOVQ x_base+32(FP), SI
+	XORQ BX, BX
+	MOVQ CX, DX
+	ANDQ $-32, DX
+	JZ ax8
+
+ax32:
+	VMULPD (SI)(BX*8), Z15, Z0
+	VMULPD 64(SI)(BX*8), Z15, Z1
+	VMULPD 128(SI)(BX*8), Z15, Z2
+	VMULPD 192(SI)(BX*8), Z15, Z3
+	VADDPD (DI)(BX*8), Z0, Z0
+	VADDPD 64(DI)(BX*8), Z1, Z1
+	VADDPD 128(DI)(BX*8), Z2, Z2
+	VADDPD 192(DI)(BX*8), Z3, Z3
+	VMOVUPD Z0, (DI)(BX*8)
+	VMOVUPD Z1, 64(DI)(BX*8)
+	VMOVUPD Z2, 128(DI)(BX*8)
+	VMOVUPD Z3, 192(DI)(BX*8)
+	ADDQ $32, BX
+	CMPQ BX, DX
+	JB ax32
+
+ax8:
+	LEAQ 8(BX), DX
+	CMPQ DX, CX
+	JA axTail
+	VMULPD (SI)(BX*8), Z15, Z0
+	VADDPD (DI)(BX*8), Z0, Z0
+	VMOVUPD Z0, (DI)(BX*8)
+	MOVQ DX, BX
+	JMP ax8
+
+axTail:
+	MOVQ CX, R8
+	SUBQ BX, R8
+	JZ axDone
+	TAILMASK(R8, K1)
+	VMOVUPD.Z (SI)(BX*8), K1, Z0
+	VMOVUPD.Z (DI)(BX*8), K1, Z1
+	VMULPD Z0, Z15, Z0
+	VADDPD Z1, Z0, Z0
+	VMOVUPD Z0, K1, (DI)(BX*8)
+
+axDone:
+	VZEROUPPER
+	RET
+
+// func axpyToAVX512(dst, y []float64, a float64, x []float64)
+TEXT ·axpyToAVX512(SB), NOSPLIT, $0-80
+	MOVQ dst_base+0(FP), DI
+	MOVQ dst_len+8(FP), CX
+	MOVQ y_base+24(FP), R10
+	VBROADCASTSD a+48(FP), Z15
+	MOVQ x_base+56(FP), SI
+	XORQ BX, BX
+	MOVQ CX, DX
+	ANDQ $-32, DX
+	JZ at8
+
+at32:
+	VMULPD (SI)(BX*8), Z15, Z0
+	VMULPD 64(SI)(BX*8), Z15, Z1
+	VMULPD 128(SI)(BX*8), Z15, Z2
+	VMULPD 192(SI)(BX*8), Z15, Z3
+	VADDPD (R10)(BX*8), Z0, Z0
+	VADDPD 64(R10)(BX*8), Z1, Z1
+	VADDPD 128(R10)(BX*8), Z2, Z2
+	VADDPD 192(R10)(BX*8), Z3, Z3
+	VMOVUPD Z0, (DI)(BX*8)
+	VMOVUPD Z1, 64(DI)(BX*8)
+	VMOVUPD Z2, 128(DI)(BX*8)
+	VMOVUPD Z3, 192(DI)(BX*8)
+	ADDQ $32, BX
+	CMPQ BX, DX
+	JB at32
+
+at8:
+	LEAQ 8(BX), DX
+	CMPQ DX, CX
+	JA atTail
+	VMULPD (SI)(BX*8), Z15, Z0
+	VADDPD (R10)(BX*8), Z0, Z0
+	VMOVUPD Z0, (DI)(BX*8)
+	MOVQ DX, BX
+	JMP at8
+
+atTail:
+	MOVQ CX, R8
+	SUBQ BX, R8
+	JZ atDone
+	TAILMASK(R8, K1)
+	VMOVUPD.Z (SI)(BX*8), K1, Z0
+	VMOVUPD.Z (R10)(BX*8), K1, Z1
+	VMULPD Z0, Z15, Z0
+	VADDPD Z1, Z0, Z0
+	VMOVUPD Z0, K1, (DI)(BX*8)
+
+atDone:
+	VZEROUPPER
+	RET
+
+// func dotAVX512(x, y []float64) float64
+TEXT ·dotAVX512(SB), NOSPLIT, $0-56
+	MOVQ x_base+0(FP), SI
+	MOVQ x_len+8(FP), CX
+	MOVQ y_base+24(FP), DI
+	VPXORQ Z0, Z0, Z0
+	VPXORQ Z1, Z1, Z1
+	VPXORQ Z2, Z2, Z2
+	VPXORQ Z3, Z3, Z3
+	XORQ BX, BX
+	MOVQ CX, DX
+	ANDQ $-32, DX
+	JZ dot8
+
+dot32:
+	VMOVUPD (SI)(BX*8), Z4
+	VMOVUPD 64(SI)(BX*8), Z5
+	VMOVUPD 128(SI)(BX*8), Z6
+	VMOVUPD 192(SI)(BX*8), Z7
+	VFMADD231PD (DI)(BX*8), Z4, Z0
+	VFMADD231PD 64(DI)(BX*8), Z5, Z1
+	VFMADD231PD 128(DI)(BX*8), Z6, Z2
+	VFMADD231PD 192(DI)(BX*8), Z7, Z3
+	ADDQ $32, BX
+	CMPQ BX, DX
+	JB dot32
+
+dot8:
+	LEAQ 8(BX), DX
+	CMPQ DX, CX
+	JA dotTail
+	VMOVUPD (SI)(BX*8), Z4
+	VFMADD231PD (DI)(BX*8), Z4, Z0
+	MOVQ DX, BX
+	JMP dot8
+
+dotTail:
+	MOVQ CX, R8
+	SUBQ BX, R8
+	JZ dotDone
+	TAILMASK(R8, K1)
+	VMOVUPD.Z (SI)(BX*8), K1, Z4
+	VMOVUPD.Z (DI)(BX*8), K1, Z5
+	VFMADD231PD Z5, Z4, Z0
+
+dotDone:
+	VADDPD Z1, Z0, Z0
+	VADDPD Z3, Z2, Z2
+	VADDPD Z2, Z0, Z0
+	HSUM(Z0, Y0, X0, Z1, Y1, X1)
+	VMOVSD X0, ret+48(FP)
+	VZEROUPPER
+	RET
+
+// func dotDiffAVX512(g, x, y []float64) float64
+TEXT ·dotDiffAVX512(SB), NOSPLIT, $0-80
+	MOVQ g_base+0(FP), R10
+	MOVQ g_len+8(FP), CX
+	MOVQ x_base+24(FP), SI
+	MOVQ y_base+48(FP), DI
+	VPXORQ Z0, Z0, Z0
+	VPXORQ Z1, Z1, Z1
+	VPXORQ Z2, Z2, Z2
+	VPXORQ Z3, Z3, Z3
+	XORQ BX, BX
+	MOVQ CX, DX
+	ANDQ $-32, DX
+	JZ dd8
+
+dd32:
+	VMOVUPD (SI)(BX*8), Z4
+	VMOVUPD 64(SI)(BX*8), Z5
+	VMOVUPD 128(SI)(BX*8), Z6
+	VMOVUPD 192(SI)(BX*8), Z7
+	VSUBPD (DI)(BX*8), Z4, Z4
+	VSUBPD 64(DI)(BX*8), Z5, Z5
+	VSUBPD 128(DI)(BX*8), Z6, Z6
+	VSUBPD 192(DI)(BX*8), Z7, Z7
+	VFMADD231PD (R10)(BX*8), Z4, Z0
+	VFMADD231PD 64(R10)(BX*8), Z5, Z1
+	VFMADD231PD 128(R10)(BX*8), Z6, Z2
+	VFMADD231PD 192(R10)(BX*8), Z7, Z3
+	ADDQ $32, BX
+	CMPQ BX, DX
+	JB dd32
+
+dd8:
+	LEAQ 8(BX), DX
+	CMPQ DX, CX
+	JA ddTail
+	VMOVUPD (SI)(BX*8), Z4
+	VSUBPD (DI)(BX*8), Z4, Z4
+	VFMADD231PD (R10)(BX*8), Z4, Z0
+	MOVQ DX, BX
+	JMP dd8
+
+ddTail:
+	MOVQ CX, R8
+	SUBQ BX, R8
+	JZ ddDone
+	TAILMASK(R8, K1)
+	VMOVUPD.Z (SI)(BX*8), K1, Z4
+	VMOVUPD.Z (DI)(BX*8), K1, Z5
+	VMOVUPD.Z (R10)(BX*8), K1, Z6
+	VSUBPD Z5, Z4, Z4
+	VFMADD231PD Z6, Z4, Z0
+
+ddDone:
+	VADDPD Z1, Z0, Z0
+	VADDPD Z3, Z2, Z2
+	VADDPD Z2, Z0, Z0
+	HSUM(Z0, Y0, X0, Z1, Y1, X1)
+	VMOVSD X0, ret+72(FP)
 	VZEROUPPER
 	RET
