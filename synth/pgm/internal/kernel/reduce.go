@@ -136,15 +136,19 @@ func (r *Reduction) applyPar(dst, src, scratch []float64, isMax bool, par Par) {
 		case i > 0 || par == nil:
 			reduceAxis(next, cur, st, isMax)
 		case st.outer > 1:
-			// Blocks of the outer axis write disjoint parts of next.
-			in, out := st.s*st.inner, st.inner
-			par(len(cur), st.outer, func(lo, hi int) {
-				reduceAxis(next[lo*out:hi*out], cur[lo*in:hi*in], step{hi - lo, st.s, st.inner}, isMax)
+			// Blocks of the outer axis write disjoint parts of next. (The
+			// closures capture copies, so that the variables of the loop,
+			// which they would otherwise move to the heap, stay on the
+			// stack when par is nil.)
+			in, out, from, to := st.s*st.inner, st.inner, cur, next
+			par(len(from), st.outer, func(lo, hi int) {
+				reduceAxis(to[lo*out:hi*out], from[lo*in:hi*in], step{hi - lo, st.s, st.inner}, isMax)
 			})
 		default:
 			// One block: columns of the s × inner matrix are disjoint.
-			par(len(cur), st.inner, func(lo, hi int) {
-				reduceColumns(next[lo:hi], cur, st.s, st.inner, lo, isMax)
+			from, to := cur, next
+			par(len(from), st.inner, func(lo, hi int) {
+				reduceColumns(to[lo:hi], from, st.s, st.inner, lo, isMax)
 			})
 		}
 		cur = next
