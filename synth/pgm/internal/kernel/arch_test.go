@@ -393,6 +393,90 @@ func TestArchVectorKernels(t *testing.T) {
 	})
 }
 
+// TestArchReduce compares reduceAxis and reduceColumns with their Go
+// references on random shapes, with NaN, ±Inf and ±0 in the data: sums up to
+// reassociation, maxima exactly (== , NaN where the reference has NaN).
+func TestArchReduce(t *testing.T) {
+	forLevels(t, func(t *testing.T) {
+		rng := rand.New(rand.NewPCG(41, 42))
+		inners := []int{1, 2, 3, 4, 5, 6, 7, 8, 9, 12, 15, 16, 17, 24, 31, 32, 33, 40, 63, 64, 65, 84, 100}
+		for trial := range 3000 {
+			st := step{outer: 1 + rng.IntN(5), s: 1 + rng.IntN(20), inner: inners[rng.IntN(len(inners))]}
+			if trial%7 == 0 {
+				st.s = 1 + rng.IntN(700)
+			}
+			src := make([]float64, st.outer*st.s*st.inner)
+			special := trial%3 == 0
+			for i := range src {
+				src[i] = rng.NormFloat64()
+				if special {
+					switch rng.IntN(12) {
+					case 0:
+						src[i] = math.NaN()
+					case 1:
+						src[i] = math.Inf(-1)
+					case 2:
+						src[i] = math.Inf(1)
+					case 3:
+						src[i] = 0
+					case 4:
+						src[i] = math.Copysign(0, -1)
+					}
+				}
+			}
+			for _, isMax := range []bool{false, true} {
+				got, all := guarded(st.outer * st.inner)
+				reduceAxis(got, src, st, isMax)
+				checkGuard(t, "reduceAxis", got, all)
+				want := make([]float64, len(got))
+				reduceAxisGo(want, src, st, isMax)
+				checkReduced(t, fmt.Sprint("reduceAxis ", st, isMax), got, want, src, st, isMax)
+
+				// reduceColumns on a random column range of the first block.
+				lo := rng.IntN(st.inner)
+				hi := lo + rng.IntN(st.inner-lo+1)
+				block := src[:st.s*st.inner]
+				gotC, allC := guarded(hi - lo)
+				reduceColumns(gotC, block, st.s, st.inner, lo, isMax)
+				checkGuard(t, "reduceColumns", gotC, allC)
+				wantC := make([]float64, hi-lo)
+				reduceColumnsGo(wantC, block, st.s, st.inner, lo, isMax)
+				for i := range wantC {
+					if !reducedEqual(gotC[i], wantC[i], isMax, float64(st.s)) {
+						t.Fatalf("reduceColumns %v [%d,%d) max=%v: [%d] = %v, want %v", st, lo, hi, isMax, i, gotC[i], wantC[i])
+					}
+				}
+			}
+		}
+	})
+}
+
+func checkReduced(t *testing.T, name string, got, want, src []float64, st step, isMax bool) {
+	t.Helper()
+	for i := range want {
+		// The scale of a sum is the sum of its terms' magnitudes.
+		var scale float64
+		o, c := i/st.inner, i%st.inner
+		for j := range st.s {
+			scale += math.Abs(src[(o*st.s+j)*st.inner+c])
+		}
+		if !reducedEqual(got[i], want[i], isMax, scale) {
+			t.Fatalf("%s: [%d] = %v, want %v", name, i, got[i], want[i])
+		}
+	}
+}
+
+func reducedEqual(got, want float64, isMax bool, scale float64) bool {
+	if isMax || math.IsInf(want, 0) || math.IsNaN(want) || math.IsInf(scale, 0) || math.IsNaN(scale) {
+		return sameValue(got, want)
+	}
+	return math.Abs(got-want) <= 1e-13*scale
+}
+
+func TestArchReductionAgainstMap(t *testing.T) {
+	forLevels(t, TestReductionAgainstMap)
+}
+
 func TestArchKernelsAgainstReference(t *testing.T) {
 	forLevels(t, TestKernelsAgainstReference)
 }
@@ -403,6 +487,7 @@ func TestArchKernelsDoNotAllocate(t *testing.T) {
 		y := make([]float64, 1000)
 		idx := Map([]int{10, 100}, []int{1})
 		sub := make([]float64, 100)
+		r := NewReduction([]int{10, 100}, []int{1})
 		n := testing.AllocsPerRun(10, func() {
 			Expand(x, sub, idx)
 			Scale(x, sub, idx)
@@ -415,6 +500,8 @@ func TestArchKernelsDoNotAllocate(t *testing.T) {
 			AxpyTo(x, y, 2, x)
 			Dot(x, y)
 			DotDiff(x, y, x)
+			r.Sum(sub, x, nil)
+			r.Max(sub, x, nil)
 		})
 		if n != 0 {
 			t.Errorf("kernels allocate %v times", n)

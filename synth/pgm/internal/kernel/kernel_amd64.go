@@ -165,3 +165,54 @@ func dotDiff(g, x, y []float64) float64 {
 	}
 	return dotDiffGo(g, x, y)
 }
+
+// The reductions trust their shapes: outer blocks of s rows; row j of block
+// o starts at src[(o·s + j)·stride] and has width cells, and block o's
+// result goes to dst[o·width:]. Their callers check the bounds.
+
+//go:noescape
+func reduceSmallSumAVX512(dst, src []float64, outer, s, inner int)
+
+//go:noescape
+func reduceSmallMaxAVX512(dst, src []float64, outer, s, inner int)
+
+//go:noescape
+func reduceColsSumAVX512(dst, src []float64, outer, s, width, stride int)
+
+//go:noescape
+func reduceColsMaxAVX512(dst, src []float64, outer, s, width, stride int)
+
+// reduceAxisArch is reduceAxis (whose lengths are checked) with the same
+// split as reduceAxisGo: inner < 16 reduces each block's rows in registers
+// (a maximum skipping NaNs), wider blocks go column-block by column-block
+// from a copy of the first row.
+func reduceAxisArch(dst, src []float64, st step, isMax bool) {
+	if level < levelAVX512 || st.outer <= 0 || st.s <= 0 || st.inner <= 0 {
+		reduceAxisGo(dst, src, st, isMax)
+		return
+	}
+	switch {
+	case st.inner < 16 && isMax:
+		reduceSmallMaxAVX512(dst, src, st.outer, st.s, st.inner)
+	case st.inner < 16:
+		reduceSmallSumAVX512(dst, src, st.outer, st.s, st.inner)
+	case isMax:
+		reduceColsMaxAVX512(dst, src, st.outer, st.s, st.inner, st.inner)
+	default:
+		reduceColsSumAVX512(dst, src, st.outer, st.s, st.inner, st.inner)
+	}
+}
+
+func reduceColumnsArch(dst, src []float64, s, inner, lo int, isMax bool) {
+	w := len(dst)
+	// Row j reads src[j·inner+lo : j·inner+lo+w]; the last row must fit.
+	if level < levelAVX512 || s <= 0 || w == 0 || lo < 0 || inner < 0 || (s-1)*inner+lo+w > len(src) {
+		reduceColumnsGo(dst, src, s, inner, lo, isMax)
+		return
+	}
+	if isMax {
+		reduceColsMaxAVX512(dst, src[lo:], 1, s, w, inner)
+	} else {
+		reduceColsSumAVX512(dst, src[lo:], 1, s, w, inner)
+	}
+}

@@ -651,3 +651,307 @@ ddDone:
 	VMOVSD X0, ret+72(FP)
 	VZEROUPPER
 	RET
+
+// REDUCE_SMALL reduces each of R11 blocks of R12 rows × R13 (< 16) columns
+// at SI into a row at DI, with OP (VADDPD or VMAXPD, register sources only:
+// OP acc, v, acc computes v+acc or v > acc ? v : acc, which skips NaNs) from
+// the identity in Z31. With 1, 2, 4 or 8 columns a block is one contiguous
+// run whose lanes all belong to the column lane % columns: it is reduced in
+// four accumulators and folded. Other widths go row by row, in two
+// accumulator sets (even and odd rows), the columns beyond 8 under K2.
+#define REDUCE_SMALL(OP) \
+	MOVQ R12, R14; \
+	IMULQ R13, R14; \
+	MOVQ R13, R15; \
+	SHLQ $4, R15; \
+	CMPQ R13, $8; \
+	JA rsRows; \
+	LEAQ -1(R13), AX; \
+	TESTQ R13, AX; \
+	JNZ rsRows; \
+rsBlock: \
+	VMOVAPD Z31, Z0; \
+	VMOVAPD Z31, Z1; \
+	VMOVAPD Z31, Z2; \
+	VMOVAPD Z31, Z3; \
+	XORQ BX, BX; \
+	MOVQ R14, DX; \
+	ANDQ $-32, DX; \
+	JZ rs8; \
+rs32: \
+	VMOVUPD (SI)(BX*8), Z4; \
+	VMOVUPD 64(SI)(BX*8), Z5; \
+	VMOVUPD 128(SI)(BX*8), Z6; \
+	VMOVUPD 192(SI)(BX*8), Z7; \
+	OP Z0, Z4, Z0; \
+	OP Z1, Z5, Z1; \
+	OP Z2, Z6, Z2; \
+	OP Z3, Z7, Z3; \
+	ADDQ $32, BX; \
+	CMPQ BX, DX; \
+	JB rs32; \
+rs8: \
+	LEAQ 8(BX), DX; \
+	CMPQ DX, R14; \
+	JA rsTail; \
+	VMOVUPD (SI)(BX*8), Z4; \
+	OP Z0, Z4, Z0; \
+	MOVQ DX, BX; \
+	JMP rs8; \
+rsTail: \
+	MOVQ R14, R8; \
+	SUBQ BX, R8; \
+	JZ rsFold; \
+	TAILMASK(R8, K1); \
+	VMOVUPD.Z (SI)(BX*8), K1, Z4; \
+	OP Z0, Z4, K1, Z0; \
+rsFold: \
+	OP Z1, Z0, Z0; \
+	OP Z3, Z2, Z2; \
+	OP Z2, Z0, Z0; \
+	CMPQ R13, $8; \
+	JEQ rsStore8; \
+	VEXTRACTF64X4 $1, Z0, Y1; \
+	OP Y1, Y0, Y0; \
+	CMPQ R13, $4; \
+	JEQ rsStore4; \
+	VEXTRACTF128 $1, Y0, X1; \
+	OP X1, X0, X0; \
+	CMPQ R13, $2; \
+	JEQ rsStore2; \
+	VPERMILPD $1, X0, X1; \
+	OP X1, X0, X0; \
+	VMOVSD X0, (DI); \
+	JMP rsNext; \
+rsStore2: \
+	VMOVUPD X0, (DI); \
+	JMP rsNext; \
+rsStore4: \
+	VMOVUPD Y0, (DI); \
+	JMP rsNext; \
+rsStore8: \
+	VMOVUPD Z0, (DI); \
+rsNext: \
+	LEAQ (DI)(R13*8), DI; \
+	LEAQ (SI)(R14*8), SI; \
+	DECQ R11; \
+	JNZ rsBlock; \
+	JMP rsDone; \
+rsRows: \
+	MOVQ R13, R8; \
+	SUBQ $8, R8; \
+	JA rsTwo; \
+	TAILMASK(R13, K2); \
+rsOneBlock: \
+	VMOVAPD Z31, Z0; \
+	VMOVAPD Z31, Z2; \
+	MOVQ SI, R9; \
+	LEAQ (SI)(R13*8), R10; \
+	MOVQ R12, CX; \
+rsOnePair: \
+	CMPQ CX, $2; \
+	JB rsOneLast; \
+	VMOVUPD.Z (R9), K2, Z4; \
+	VMOVUPD.Z (R10), K2, Z6; \
+	OP Z0, Z4, Z0; \
+	OP Z2, Z6, Z2; \
+	ADDQ R15, R9; \
+	ADDQ R15, R10; \
+	SUBQ $2, CX; \
+	JMP rsOnePair; \
+rsOneLast: \
+	TESTQ CX, CX; \
+	JZ rsOneStore; \
+	VMOVUPD.Z (R9), K2, Z4; \
+	OP Z0, Z4, Z0; \
+rsOneStore: \
+	OP Z2, Z0, Z0; \
+	VMOVUPD Z0, K2, (DI); \
+	LEAQ (DI)(R13*8), DI; \
+	LEAQ (SI)(R14*8), SI; \
+	DECQ R11; \
+	JNZ rsOneBlock; \
+	JMP rsDone; \
+rsTwo: \
+	TAILMASK(R8, K2); \
+rsTwoBlock: \
+	VMOVAPD Z31, Z0; \
+	VMOVAPD Z31, Z1; \
+	VMOVAPD Z31, Z2; \
+	VMOVAPD Z31, Z3; \
+	MOVQ SI, R9; \
+	LEAQ (SI)(R13*8), R10; \
+	MOVQ R12, CX; \
+rsTwoPair: \
+	CMPQ CX, $2; \
+	JB rsTwoLast; \
+	VMOVUPD (R9), Z4; \
+	VMOVUPD.Z 64(R9), K2, Z5; \
+	VMOVUPD (R10), Z6; \
+	VMOVUPD.Z 64(R10), K2, Z7; \
+	OP Z0, Z4, Z0; \
+	OP Z1, Z5, Z1; \
+	OP Z2, Z6, Z2; \
+	OP Z3, Z7, Z3; \
+	ADDQ R15, R9; \
+	ADDQ R15, R10; \
+	SUBQ $2, CX; \
+	JMP rsTwoPair; \
+rsTwoLast: \
+	TESTQ CX, CX; \
+	JZ rsTwoStore; \
+	VMOVUPD (R9), Z4; \
+	VMOVUPD.Z 64(R9), K2, Z5; \
+	OP Z0, Z4, Z0; \
+	OP Z1, Z5, Z1; \
+rsTwoStore: \
+	OP Z2, Z0, Z0; \
+	OP Z3, Z1, Z1; \
+	VMOVUPD Z0, (DI); \
+	VMOVUPD Z1, K2, 64(DI); \
+	LEAQ (DI)(R13*8), DI; \
+	LEAQ (SI)(R14*8), SI; \
+	DECQ R11; \
+	JNZ rsTwoBlock; \
+rsDone:
+
+// func reduceSmallSumAVX512(dst, src []float64, outer, s, inner int)
+TEXT ·reduceSmallSumAVX512(SB), NOSPLIT, $0-72
+	MOVQ dst_base+0(FP), DI
+	MOVQ src_base+24(FP), SI
+	MOVQ outer+48(FP), R11
+	MOVQ s+56(FP), R12
+	MOVQ inner+64(FP), R13
+	VPXORQ Z31, Z31, Z31
+	REDUCE_SMALL(VADDPD)
+	VZEROUPPER
+	RET
+
+// func reduceSmallMaxAVX512(dst, src []float64, outer, s, inner int)
+TEXT ·reduceSmallMaxAVX512(SB), NOSPLIT, $0-72
+	MOVQ dst_base+0(FP), DI
+	MOVQ src_base+24(FP), SI
+	MOVQ outer+48(FP), R11
+	MOVQ s+56(FP), R12
+	MOVQ inner+64(FP), R13
+	VBROADCASTSD expc<>+128(SB), Z31
+	REDUCE_SMALL(VMAXPD)
+	VZEROUPPER
+	RET
+
+// COLMASK sets k to the lanes of vector v (0…3) among the R8 remaining
+// columns (all 8 if ≥ 8 are left for it, none if none), using AX and CX.
+#define COLMASK(v, k) \
+	MOVQ R8, CX; \
+	SUBQ $(8*v), CX; \
+	MOVL $0, AX; \
+	CMOVQLT AX, CX; \
+	MOVL $0xff, AX; \
+	BZHIL CX, AX, AX; \
+	KMOVW AX, k
+
+// REDUCE_COLS reduces each of R11 blocks of R12 rows (R15 bytes apart) × R13
+// columns at SI into a row at DI: the first row is copied, then OP (as in
+// REDUCE_SMALL) folds in the others, so a maximum keeps a NaN of the first
+// row and skips the others'. Columns go 32 at a time in four accumulators;
+// the last < 32 under masks K1–K4.
+#define REDUCE_COLS(OP) \
+rcBlock: \
+	XORQ BX, BX; \
+rcCols: \
+	LEAQ 32(BX), DX; \
+	CMPQ DX, R13; \
+	JA rcRest; \
+	LEAQ (SI)(BX*8), R9; \
+	VMOVUPD (R9), Z0; \
+	VMOVUPD 64(R9), Z1; \
+	VMOVUPD 128(R9), Z2; \
+	VMOVUPD 192(R9), Z3; \
+	MOVQ R12, R10; \
+	DECQ R10; \
+	JZ rcStore; \
+rcRow: \
+	ADDQ R15, R9; \
+	VMOVUPD (R9), Z4; \
+	VMOVUPD 64(R9), Z5; \
+	VMOVUPD 128(R9), Z6; \
+	VMOVUPD 192(R9), Z7; \
+	OP Z0, Z4, Z0; \
+	OP Z1, Z5, Z1; \
+	OP Z2, Z6, Z2; \
+	OP Z3, Z7, Z3; \
+	DECQ R10; \
+	JNZ rcRow; \
+rcStore: \
+	VMOVUPD Z0, (DI)(BX*8); \
+	VMOVUPD Z1, 64(DI)(BX*8); \
+	VMOVUPD Z2, 128(DI)(BX*8); \
+	VMOVUPD Z3, 192(DI)(BX*8); \
+	MOVQ DX, BX; \
+	JMP rcCols; \
+rcRest: \
+	MOVQ R13, R8; \
+	SUBQ BX, R8; \
+	JZ rcNext; \
+	COLMASK(0, K1); \
+	COLMASK(1, K2); \
+	COLMASK(2, K3); \
+	COLMASK(3, K4); \
+	LEAQ (SI)(BX*8), R9; \
+	VMOVUPD.Z (R9), K1, Z0; \
+	VMOVUPD.Z 64(R9), K2, Z1; \
+	VMOVUPD.Z 128(R9), K3, Z2; \
+	VMOVUPD.Z 192(R9), K4, Z3; \
+	MOVQ R12, R10; \
+	DECQ R10; \
+	JZ rcRestStore; \
+rcRestRow: \
+	ADDQ R15, R9; \
+	VMOVUPD.Z (R9), K1, Z4; \
+	VMOVUPD.Z 64(R9), K2, Z5; \
+	VMOVUPD.Z 128(R9), K3, Z6; \
+	VMOVUPD.Z 192(R9), K4, Z7; \
+	OP Z0, Z4, Z0; \
+	OP Z1, Z5, Z1; \
+	OP Z2, Z6, Z2; \
+	OP Z3, Z7, Z3; \
+	DECQ R10; \
+	JNZ rcRestRow; \
+rcRestStore: \
+	VMOVUPD Z0, K1, (DI)(BX*8); \
+	VMOVUPD Z1, K2, 64(DI)(BX*8); \
+	VMOVUPD Z2, K3, 128(DI)(BX*8); \
+	VMOVUPD Z3, K4, 192(DI)(BX*8); \
+rcNext: \
+	LEAQ (DI)(R13*8), DI; \
+	MOVQ R15, AX; \
+	IMULQ R12, AX; \
+	ADDQ AX, SI; \
+	DECQ R11; \
+	JNZ rcBlock
+
+// func reduceColsSumAVX512(dst, src []float64, outer, s, width, stride int)
+TEXT ·reduceColsSumAVX512(SB), NOSPLIT, $0-80
+	MOVQ dst_base+0(FP), DI
+	MOVQ src_base+24(FP), SI
+	MOVQ outer+48(FP), R11
+	MOVQ s+56(FP), R12
+	MOVQ width+64(FP), R13
+	MOVQ stride+72(FP), R15
+	SHLQ $3, R15
+	REDUCE_COLS(VADDPD)
+	VZEROUPPER
+	RET
+
+// func reduceColsMaxAVX512(dst, src []float64, outer, s, width, stride int)
+TEXT ·reduceColsMaxAVX512(SB), NOSPLIT, $0-80
+	MOVQ dst_base+0(FP), DI
+	MOVQ src_base+24(FP), SI
+	MOVQ outer+48(FP), R11
+	MOVQ s+56(FP), R12
+	MOVQ width+64(FP), R13
+	MOVQ stride+72(FP), R15
+	SHLQ $3, R15
+	REDUCE_COLS(VMAXPD)
+	VZEROUPPER
+	RET

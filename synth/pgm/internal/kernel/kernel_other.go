@@ -18,6 +18,12 @@ func axpyTo(dst, y []float64, a float64, x []float64) {
 func dot(x, y []float64) float64        { return dotGo(x, y) }
 func dotDiff(g, x, y []float64) float64 { return dotDiffGo(g, x, y) }
 
+func reduceAxisArch(dst, src []float64, st step, isMax bool) { reduceAxisGo(dst, src, st, isMax) }
+
+func reduceColumnsArch(dst, src []float64, s, inner, lo int, isMax bool) {
+	reduceColumnsGo(dst, src, s, inner, lo, isMax)
+}
+
 // levels lists the implementations the tests compare; only Go here.
 var levels = []int{levelGo}
 

@@ -161,6 +161,13 @@ func reduceAxis(dst, src []float64, st step, isMax bool) {
 	if len(src) != st.outer*st.s*st.inner || len(dst) != st.outer*st.inner {
 		panic(errLength)
 	}
+	reduceAxisArch(dst, src, st, isMax)
+}
+
+// reduceAxisGo is reduceAxis in Go, the reference for the assembly: with
+// inner < 16 a maximum skips NaNs; otherwise (and in reduceColumns) a NaN in
+// the first row of a block is kept and NaNs in the other rows are skipped.
+func reduceAxisGo(dst, src []float64, st step, isMax bool) {
 	inner, s := st.inner, st.s
 	for o := range st.outer {
 		d := dst[o*inner : (o+1)*inner]
@@ -203,6 +210,10 @@ func reduceAxis(dst, src []float64, st step, isMax bool) {
 // reduceColumns reduces columns [lo, lo+len(dst)) of the s × inner matrix
 // src into dst.
 func reduceColumns(dst, src []float64, s, inner, lo int, isMax bool) {
+	reduceColumnsArch(dst, src, s, inner, lo, isMax)
+}
+
+func reduceColumnsGo(dst, src []float64, s, inner, lo int, isMax bool) {
 	hi := lo + len(dst)
 	copy(dst, src[lo:hi])
 	for j := 1; j < s; j++ {
