@@ -8,30 +8,36 @@ import (
 	"golang.org/x/sys/cpu"
 )
 
-// Implementation levels: the Go references, or the AVX-512 assembly of
-// kernel_amd64.s (which needs AVX-512 F, DQ and VL; FMA is part of F).
+// Implementation levels: the Go references; AVX2 and FMA, with which the
+// exp kernels run kernel_avx2_amd64.s and the others Go; AVX-512 (F, DQ, VL,
+// with BMI2 for the tail masks), with which every kernel runs
+// kernel_amd64.s.
 const (
 	levelGo = iota
+	levelAVX2
 	levelAVX512
 )
 
-var hasAVX512 = cpu.X86.HasAVX512F && cpu.X86.HasAVX512DQ && cpu.X86.HasAVX512VL
-
-// level is the implementation in use; tests switch it to compare them.
-var level = func() int {
-	if hasAVX512 {
-		return levelAVX512
-	}
-	return levelGo
-}()
+var (
+	hasAVX2   = cpu.X86.HasAVX2 && cpu.X86.HasFMA
+	hasAVX512 = hasAVX2 && cpu.X86.HasAVX512F && cpu.X86.HasAVX512DQ && cpu.X86.HasAVX512VL && cpu.X86.HasBMI2
+)
 
 // levels lists the implementations this CPU can run, for the tests.
 var levels = func() []int {
-	if hasAVX512 {
-		return []int{levelGo, levelAVX512}
+	l := []int{levelGo}
+	if hasAVX2 {
+		l = append(l, levelAVX2)
 	}
-	return []int{levelGo}
+	if hasAVX512 {
+		l = append(l, levelAVX512)
+	}
+	return l
 }()
+
+// level is the implementation in use, the best there is; tests switch it to
+// compare them.
+var level = levels[len(levels)-1]
 
 // The gather kernels check every index against len(src) (unsigned, so
 // negative ones fail too) and report false if one was out of range; their Go
@@ -50,6 +56,12 @@ func expShiftGatherAVX512(x, shift []float64, idx []int32) (ok bool)
 
 //go:noescape
 func expShiftTotalAVX512(x []float64, s float64) (sum float64)
+
+//go:noescape
+func expShiftGatherAVX2(x, shift []float64, idx []int32) (ok bool)
+
+//go:noescape
+func expShiftTotalAVX2(x []float64, s float64) (sum float64)
 
 //go:noescape
 func maxAVX512(x []float64) float64
@@ -97,28 +109,37 @@ func scale(x, f []float64, idx []int32) {
 }
 
 func expShiftGather(x, shift []float64, idx []int32) {
-	if level >= levelAVX512 {
-		if !expShiftGatherAVX512(x, clip32(shift), idx) {
-			expShiftGatherGo(x, shift, idx)
-		}
-		return
+	var ok bool
+	switch {
+	case level >= levelAVX512:
+		ok = expShiftGatherAVX512(x, clip32(shift), idx)
+	case level >= levelAVX2:
+		ok = expShiftGatherAVX2(x, clip32(shift), idx)
 	}
-	expShiftGatherGo(x, shift, idx)
+	if !ok {
+		expShiftGatherGo(x, shift, idx)
+	}
 }
 
 func expShiftTotal(x []float64, s float64) float64 {
-	if level >= levelAVX512 {
+	switch {
+	case level >= levelAVX512:
 		return expShiftTotalAVX512(x, s)
+	case level >= levelAVX2:
+		return expShiftTotalAVX2(x, s)
 	}
 	return expShiftTotalGo(x, s)
 }
 
 func expShiftInPlace(x []float64, s float64) {
-	if level >= levelAVX512 {
+	switch {
+	case level >= levelAVX512:
 		expShiftTotalAVX512(x, s)
-		return
+	case level >= levelAVX2:
+		expShiftTotalAVX2(x, s)
+	default:
+		expShiftGo(x, s)
 	}
-	expShiftGo(x, s)
 }
 
 func maxOf(x []float64) float64 {

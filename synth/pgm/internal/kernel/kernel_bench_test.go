@@ -199,3 +199,31 @@ func BenchmarkVector(b *testing.B) {
 	})
 	_ = s
 }
+
+// BenchmarkLevels runs the exp kernels at every implementation level the CPU
+// supports (0 Go, 1 AVX2, 2 AVX-512 on amd64).
+func BenchmarkLevels(b *testing.B) {
+	saved := level
+	defer func() { level = saved }()
+	src := benchData(adultCells, 30)
+	x := make([]float64, len(src))
+	idx := Map(adultSizes, []int{0, 3})
+	shift := benchData(int(maxIdx(idx))+1, 3)
+	for _, l := range levels {
+		level = l
+		b.Run(fmt.Sprint("ExpShiftTotal/level", l), func(b *testing.B) {
+			for b.Loop() {
+				copy(x, src)
+				ExpShiftTotal(x, 0.5)
+			}
+			perCell(b, len(x))
+		})
+		b.Run(fmt.Sprint("ExpShiftGather/level", l), func(b *testing.B) {
+			for b.Loop() {
+				copy(x, src)
+				ExpShiftGather(x, shift, idx)
+			}
+			perCell(b, len(x))
+		})
+	}
+}
