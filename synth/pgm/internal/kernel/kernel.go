@@ -7,9 +7,10 @@
 // projects to. Every kernel documents its reference loop; lengths are checked
 // once on entry and mismatches panic.
 //
-// On amd64 with AVX-512 the hot kernels run in assembly (kernel_amd64.s);
-// the Go loops in this file are the reference they are tested against and
-// the implementation everywhere else (and with the purego build tag). The
+// On amd64 with AVX-512 the hot kernels run in assembly (kernel_amd64.s),
+// and with only AVX2 and FMA the exp kernels do (kernel_avx2_amd64.s); the
+// Go loops in this file are the reference they are tested against and the
+// implementation everywhere else (and with the purego build tag). The
 // assembly versions are equal to the references bit for bit except where a
 // kernel's comment says otherwise (sums may be reassociated, exponentials
 // are within 2 ulps of math.Exp rather than equal to Exp).
@@ -252,14 +253,15 @@ func Axpy(y []float64, a float64, x []float64) {
 
 func axpyGo(y []float64, a float64, x []float64) {
 	for i := range y {
-		y[i] += a * x[i]
+		y[i] += float64(a * x[i]) // the conversion forbids fusing (GOAMD64=v3)
 	}
 }
 
 // AxpyTo is `for i := range dst { dst[i] = y[i] + a*x[i] }`.
 //
-// The product and the sum are rounded separately (no fused multiply-add), in
-// the assembly version too, so both give the same bits.
+// The product and the sum are rounded separately (no fused multiply-add, even
+// where the compiler may fuse), in the assembly version too, so all give the
+// same bits.
 func AxpyTo(dst []float64, y []float64, a float64, x []float64) {
 	if len(x) != len(dst) || len(y) != len(dst) {
 		panic(errLength)
@@ -269,7 +271,7 @@ func AxpyTo(dst []float64, y []float64, a float64, x []float64) {
 
 func axpyToGo(dst []float64, y []float64, a float64, x []float64) {
 	for i := range dst {
-		dst[i] = y[i] + a*x[i]
+		dst[i] = y[i] + float64(a*x[i])
 	}
 }
 
