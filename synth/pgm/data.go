@@ -162,6 +162,15 @@ func addScaled(dst []uint32, c []uint16, s uint32) {
 // the rules of MarginalTo. The marginals are allocated by the workers that
 // fill them, so that zeroing the memory is shared between cores too.
 func (d *Dataset) Marginals(ctx context.Context, sets [][]int) ([][]float64, error) {
+	return d.MarginalsTo(ctx, nil, sets)
+}
+
+// MarginalsTo is Marginals writing marginal i into dst[i] when dst has that
+// entry and it is large enough (as MarginalTo does), so that a caller that
+// counts repeatedly allocates nothing and touches no fresh memory. It
+// returns the marginals, resliced or allocated as needed, in a slice that
+// reuses dst when it has room.
+func (d *Dataset) MarginalsTo(ctx context.Context, dst [][]float64, sets [][]int) ([][]float64, error) {
 	for _, s := range sets {
 		if err := d.checkDistinct(s); err != nil {
 			return nil, err
@@ -170,7 +179,12 @@ func (d *Dataset) Marginals(ctx context.Context, sets [][]int) ([][]float64, err
 			return nil, fmt.Errorf("pgm: marginal over %v has too many cells", s)
 		}
 	}
-	out := make([][]float64, len(sets))
+	out := dst
+	if cap(out) < len(sets) {
+		out = make([][]float64, len(sets))
+		copy(out, dst)
+	}
+	out = out[:len(sets)]
 	var next atomic.Int64
 	workers := min(runtime.GOMAXPROCS(0), len(sets))
 	var wg sync.WaitGroup
@@ -183,7 +197,13 @@ func (d *Dataset) Marginals(ctx context.Context, sets [][]int) ([][]float64, err
 				if i >= len(sets) || ctx.Err() != nil {
 					return
 				}
-				out[i] = make([]float64, d.dom.Cells(sets[i]))
+				n := d.dom.Cells(sets[i])
+				if cap(out[i]) < n {
+					out[i] = make([]float64, n)
+				} else {
+					out[i] = out[i][:n]
+					clear(out[i])
+				}
 				d.countInto(out[i], sets[i], 0, d.rows)
 			}
 		}()

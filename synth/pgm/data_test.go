@@ -2,7 +2,9 @@ package pgm
 
 import (
 	"context"
+	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 )
 
@@ -135,6 +137,30 @@ func TestMarginalTo(t *testing.T) {
 				t.Fatalf("Marginals: set %v cell %d = %v, want %v", attrs, i, all[k][i], want[i])
 			}
 		}
+	}
+	// Into reused buffers, dirty and of every size: the same counts.
+	rng := rand.New(rand.NewPCG(5, 6))
+	dst := make([][]float64, len(sets)+3)
+	for i := range dst {
+		dst[i] = make([]float64, rng.IntN(40))
+		for j := range dst[i] {
+			dst[i][j] = math.NaN()
+		}
+	}
+	for range 2 {
+		again, err := ds.MarginalsTo(context.Background(), dst, sets)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(again) != len(sets) {
+			t.Fatalf("MarginalsTo returned %d marginals, want %d", len(again), len(sets))
+		}
+		for k := range sets {
+			if !slices.Equal(again[k], all[k]) {
+				t.Fatalf("MarginalsTo: set %v = %v, want %v", sets[k], again[k], all[k])
+			}
+		}
+		dst = again
 	}
 	if _, err := ds.Marginals(context.Background(), [][]int{{0, 0}}); err == nil {
 		t.Error("Marginals with a repeated attribute succeeded")
