@@ -7,10 +7,10 @@
 // projects to. Every kernel documents its reference loop; lengths are checked
 // once on entry and mismatches panic.
 //
-// On amd64 with AVX-512 the hot kernels run in assembly (kernel_amd64.s),
-// and with only AVX2 and FMA the exp kernels do (kernel_avx2_amd64.s); the
-// Go loops in this file are the reference they are tested against and the
-// implementation everywhere else (and with the purego build tag). The
+// On amd64 the hot kernels run in assembly, with AVX-512 (kernel_amd64.s)
+// or else AVX2 and FMA (kernel_avx2_amd64.s); the Go loops in this file are
+// the reference they are tested against and the implementation everywhere
+// else (and with the purego build tag). The
 // assembly versions are equal to the references bit for bit except where a
 // kernel's comment says otherwise (sums may be reassociated, exponentials
 // are within 2 ulps of math.Exp rather than equal to Exp).

@@ -8,10 +8,9 @@ import (
 	"golang.org/x/sys/cpu"
 )
 
-// Implementation levels: the Go references; AVX2 and FMA, with which the
-// exp kernels run kernel_avx2_amd64.s and the others Go; AVX-512 (F, DQ, VL,
-// with BMI2 for the tail masks), with which every kernel runs
-// kernel_amd64.s.
+// Implementation levels: the Go references; AVX2 and FMA
+// (kernel_avx2_amd64.s); AVX-512 F, DQ and VL, with BMI2 for the tail masks
+// (kernel_amd64.s).
 const (
 	levelGo = iota
 	levelAVX2
@@ -64,6 +63,30 @@ func expShiftGatherAVX2(x, shift []float64, idx []int32) (ok bool)
 func expShiftTotalAVX2(x []float64, s float64) (sum float64)
 
 //go:noescape
+func expandAVX2(dst, src []float64, idx []int32) (ok bool)
+
+//go:noescape
+func scaleAVX2(x, f []float64, idx []int32) (ok bool)
+
+//go:noescape
+func maxAVX2(x []float64) float64
+
+//go:noescape
+func scaleAllAVX2(x []float64, a float64)
+
+//go:noescape
+func axpyAVX2(y []float64, a float64, x []float64)
+
+//go:noescape
+func axpyToAVX2(dst, y []float64, a float64, x []float64)
+
+//go:noescape
+func dotAVX2(x, y []float64) float64
+
+//go:noescape
+func dotDiffAVX2(g, x, y []float64) float64
+
+//go:noescape
 func maxAVX512(x []float64) float64
 
 //go:noescape
@@ -89,23 +112,29 @@ func clip32(src []float64) []float64 {
 }
 
 func expand(dst, src []float64, idx []int32) {
-	if level >= levelAVX512 {
-		if !expandAVX512(dst, clip32(src), idx) {
-			expandGo(dst, src, idx)
-		}
-		return
+	var ok bool
+	switch {
+	case level >= levelAVX512:
+		ok = expandAVX512(dst, clip32(src), idx)
+	case level >= levelAVX2:
+		ok = expandAVX2(dst, clip32(src), idx)
 	}
-	expandGo(dst, src, idx)
+	if !ok {
+		expandGo(dst, src, idx)
+	}
 }
 
 func scale(x, f []float64, idx []int32) {
-	if level >= levelAVX512 {
-		if !scaleAVX512(x, clip32(f), idx) {
-			scaleGo(x, f, idx)
-		}
-		return
+	var ok bool
+	switch {
+	case level >= levelAVX512:
+		ok = scaleAVX512(x, clip32(f), idx)
+	case level >= levelAVX2:
+		ok = scaleAVX2(x, clip32(f), idx)
 	}
-	scaleGo(x, f, idx)
+	if !ok {
+		scaleGo(x, f, idx)
+	}
 }
 
 func expShiftGather(x, shift []float64, idx []int32) {
@@ -143,46 +172,64 @@ func expShiftInPlace(x []float64, s float64) {
 }
 
 func maxOf(x []float64) float64 {
-	if level >= levelAVX512 {
+	switch {
+	case level >= levelAVX512:
 		return maxAVX512(x)
+	case level >= levelAVX2:
+		return maxAVX2(x)
 	}
 	return maxGo(x)
 }
 
 func scaleAll(x []float64, a float64) {
-	if level >= levelAVX512 {
+	switch {
+	case level >= levelAVX512:
 		scaleAllAVX512(x, a)
-		return
+	case level >= levelAVX2:
+		scaleAllAVX2(x, a)
+	default:
+		scaleAllGo(x, a)
 	}
-	scaleAllGo(x, a)
 }
 
 func axpy(y []float64, a float64, x []float64) {
-	if level >= levelAVX512 {
+	switch {
+	case level >= levelAVX512:
 		axpyAVX512(y, a, x)
-		return
+	case level >= levelAVX2:
+		axpyAVX2(y, a, x)
+	default:
+		axpyGo(y, a, x)
 	}
-	axpyGo(y, a, x)
 }
 
 func axpyTo(dst, y []float64, a float64, x []float64) {
-	if level >= levelAVX512 {
+	switch {
+	case level >= levelAVX512:
 		axpyToAVX512(dst, y, a, x)
-		return
+	case level >= levelAVX2:
+		axpyToAVX2(dst, y, a, x)
+	default:
+		axpyToGo(dst, y, a, x)
 	}
-	axpyToGo(dst, y, a, x)
 }
 
 func dot(x, y []float64) float64 {
-	if level >= levelAVX512 {
+	switch {
+	case level >= levelAVX512:
 		return dotAVX512(x, y)
+	case level >= levelAVX2:
+		return dotAVX2(x, y)
 	}
 	return dotGo(x, y)
 }
 
 func dotDiff(g, x, y []float64) float64 {
-	if level >= levelAVX512 {
+	switch {
+	case level >= levelAVX512:
 		return dotDiffAVX512(g, x, y)
+	case level >= levelAVX2:
+		return dotDiffAVX2(g, x, y)
 	}
 	return dotDiffGo(g, x, y)
 }
@@ -203,37 +250,66 @@ func reduceColsSumAVX512(dst, src []float64, outer, s, width, stride int)
 //go:noescape
 func reduceColsMaxAVX512(dst, src []float64, outer, s, width, stride int)
 
+//go:noescape
+func reduceSmallSumAVX2(dst, src []float64, outer, s, inner int)
+
+//go:noescape
+func reduceSmallMaxAVX2(dst, src []float64, outer, s, inner int)
+
+//go:noescape
+func reduceColsSumAVX2(dst, src []float64, outer, s, width, stride int)
+
+//go:noescape
+func reduceColsMaxAVX2(dst, src []float64, outer, s, width, stride int)
+
 // reduceAxisArch is reduceAxis (whose lengths are checked) with the same
 // split as reduceAxisGo: inner < 16 reduces each block's rows in registers
 // (a maximum skipping NaNs), wider blocks go column-block by column-block
 // from a copy of the first row.
 func reduceAxisArch(dst, src []float64, st step, isMax bool) {
-	if level < levelAVX512 || st.outer <= 0 || st.s <= 0 || st.inner <= 0 {
+	if level < levelAVX2 || st.outer <= 0 || st.s <= 0 || st.inner <= 0 {
 		reduceAxisGo(dst, src, st, isMax)
 		return
 	}
-	switch {
-	case st.inner < 16 && isMax:
-		reduceSmallMaxAVX512(dst, src, st.outer, st.s, st.inner)
-	case st.inner < 16:
-		reduceSmallSumAVX512(dst, src, st.outer, st.s, st.inner)
-	case isMax:
-		reduceColsMaxAVX512(dst, src, st.outer, st.s, st.inner, st.inner)
-	default:
-		reduceColsSumAVX512(dst, src, st.outer, st.s, st.inner, st.inner)
+	if st.inner < 16 {
+		reduceSmall(dst, src, st.outer, st.s, st.inner, isMax)
+	} else {
+		reduceCols(dst, src, st.outer, st.s, st.inner, st.inner, isMax)
 	}
 }
 
 func reduceColumnsArch(dst, src []float64, s, inner, lo int, isMax bool) {
 	w := len(dst)
 	// Row j reads src[j·inner+lo : j·inner+lo+w]; the last row must fit.
-	if level < levelAVX512 || s <= 0 || w == 0 || lo < 0 || inner < 0 || (s-1)*inner+lo+w > len(src) {
+	if level < levelAVX2 || s <= 0 || w == 0 || lo < 0 || inner < 0 || (s-1)*inner+lo+w > len(src) {
 		reduceColumnsGo(dst, src, s, inner, lo, isMax)
 		return
 	}
-	if isMax {
-		reduceColsMaxAVX512(dst, src[lo:], 1, s, w, inner)
-	} else {
-		reduceColsSumAVX512(dst, src[lo:], 1, s, w, inner)
+	reduceCols(dst, src[lo:], 1, s, w, inner, isMax)
+}
+
+func reduceSmall(dst, src []float64, outer, s, inner int, isMax bool) {
+	switch {
+	case level >= levelAVX512 && isMax:
+		reduceSmallMaxAVX512(dst, src, outer, s, inner)
+	case level >= levelAVX512:
+		reduceSmallSumAVX512(dst, src, outer, s, inner)
+	case isMax:
+		reduceSmallMaxAVX2(dst, src, outer, s, inner)
+	default:
+		reduceSmallSumAVX2(dst, src, outer, s, inner)
+	}
+}
+
+func reduceCols(dst, src []float64, outer, s, width, stride int, isMax bool) {
+	switch {
+	case level >= levelAVX512 && isMax:
+		reduceColsMaxAVX512(dst, src, outer, s, width, stride)
+	case level >= levelAVX512:
+		reduceColsSumAVX512(dst, src, outer, s, width, stride)
+	case isMax:
+		reduceColsMaxAVX2(dst, src, outer, s, width, stride)
+	default:
+		reduceColsSumAVX2(dst, src, outer, s, width, stride)
 	}
 }

@@ -200,30 +200,44 @@ func BenchmarkVector(b *testing.B) {
 	_ = s
 }
 
-// BenchmarkLevels runs the exp kernels at every implementation level the CPU
+// BenchmarkLevels runs the kernels at every implementation level the CPU
 // supports (0 Go, 1 AVX2, 2 AVX-512 on amd64).
 func BenchmarkLevels(b *testing.B) {
 	saved := level
 	defer func() { level = saved }()
 	src := benchData(adultCells, 30)
 	x := make([]float64, len(src))
-	idx := Map(adultSizes, []int{0, 3})
-	shift := benchData(int(maxIdx(idx))+1, 3)
+	y := benchData(adultCells+1, 1)[:adultCells]
+	mixed := Map(adultSizes, []int{0, 3})
+	pairs := Map(adultSizes, []int{0, 4})
+	shift := benchData(int(maxIdx(mixed))+1, 3)
+	sub := benchData(int(maxIdx(pairs))+1, 1e-9)
+	reds := []*Reduction{NewReduction(adultSizes, []int{0, 4}), NewReduction(adultSizes, []int{0, 2, 3, 4})}
+	dst := make([]float64, adultCells)
+	kernels := []struct {
+		name string
+		f    func()
+	}{
+		{"ExpShiftTotal", func() { copy(x, src); ExpShiftTotal(x, 0.5) }},
+		{"ExpShiftGather/mixed", func() { copy(x, src); ExpShiftGather(x, shift, mixed) }},
+		{"Expand/pairs", func() { Expand(x, sub, pairs) }},
+		{"Scale/pairs", func() { Scale(x, sub, pairs) }},
+		{"sum" + fmt.Sprint(reds[0].steps), func() { reds[0].Sum(dst[:reds[0].Out()], src, nil) }},
+		{"max" + fmt.Sprint(reds[0].steps), func() { reds[0].Max(dst[:reds[0].Out()], src, nil) }},
+		{"sum" + fmt.Sprint(reds[1].steps), func() { reds[1].Sum(dst[:reds[1].Out()], src, nil) }},
+		{"max" + fmt.Sprint(reds[1].steps), func() { reds[1].Max(dst[:reds[1].Out()], src, nil) }},
+		{"AxpyTo", func() { AxpyTo(x, y, 0.5, src) }},
+		{"Max", func() { Max(src) }},
+	}
 	for _, l := range levels {
 		level = l
-		b.Run(fmt.Sprint("ExpShiftTotal/level", l), func(b *testing.B) {
-			for b.Loop() {
-				copy(x, src)
-				ExpShiftTotal(x, 0.5)
-			}
-			perCell(b, len(x))
-		})
-		b.Run(fmt.Sprint("ExpShiftGather/level", l), func(b *testing.B) {
-			for b.Loop() {
-				copy(x, src)
-				ExpShiftGather(x, shift, idx)
-			}
-			perCell(b, len(x))
-		})
+		for _, k := range kernels {
+			b.Run(fmt.Sprint(k.name, "/level", l), func(b *testing.B) {
+				for b.Loop() {
+					k.f()
+				}
+				perCell(b, adultCells)
+			})
+		}
 	}
 }
