@@ -75,9 +75,6 @@ func maxAVX2(x []float64) float64
 func scaleAllAVX2(x []float64, a float64)
 
 //go:noescape
-func axpyAVX2(y []float64, a float64, x []float64)
-
-//go:noescape
 func axpyToAVX2(dst, y []float64, a float64, x []float64)
 
 //go:noescape
@@ -91,9 +88,6 @@ func maxAVX512(x []float64) float64
 
 //go:noescape
 func scaleAllAVX512(x []float64, a float64)
-
-//go:noescape
-func axpyAVX512(y []float64, a float64, x []float64)
 
 //go:noescape
 func axpyToAVX512(dst, y []float64, a float64, x []float64)
@@ -192,16 +186,8 @@ func scaleAll(x []float64, a float64) {
 	}
 }
 
-func axpy(y []float64, a float64, x []float64) {
-	switch {
-	case level >= levelAVX512:
-		axpyAVX512(y, a, x)
-	case level >= levelAVX2:
-		axpyAVX2(y, a, x)
-	default:
-		axpyGo(y, a, x)
-	}
-}
+// axpy is axpyTo in place: the kernels read each cell before writing it.
+func axpy(y []float64, a float64, x []float64) { axpyTo(y, y, a, x) }
 
 func axpyTo(dst, y []float64, a float64, x []float64) {
 	switch {

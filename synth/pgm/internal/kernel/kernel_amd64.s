@@ -429,59 +429,6 @@ saDone:
 	VZEROUPPER
 	RET
 
-// func axpyAVX512(y []float64, a float64, x []float64)
-TEXT ·axpyAVX512(SB), NOSPLIT, $0-56
-	MOVQ y_base+0(FP), DI
-	MOVQ y_len+8(FP), CX
-	VBROADCASTSD a+24(FP), Z15
-	MOVQ x_base+32(FP), SI
-	XORQ BX, BX
-	MOVQ CX, DX
-	ANDQ $-32, DX
-	JZ ax8
-
-ax32:
-	VMULPD (SI)(BX*8), Z15, Z0
-	VMULPD 64(SI)(BX*8), Z15, Z1
-	VMULPD 128(SI)(BX*8), Z15, Z2
-	VMULPD 192(SI)(BX*8), Z15, Z3
-	VADDPD (DI)(BX*8), Z0, Z0
-	VADDPD 64(DI)(BX*8), Z1, Z1
-	VADDPD 128(DI)(BX*8), Z2, Z2
-	VADDPD 192(DI)(BX*8), Z3, Z3
-	VMOVUPD Z0, (DI)(BX*8)
-	VMOVUPD Z1, 64(DI)(BX*8)
-	VMOVUPD Z2, 128(DI)(BX*8)
-	VMOVUPD Z3, 192(DI)(BX*8)
-	ADDQ $32, BX
-	CMPQ BX, DX
-	JB ax32
-
-ax8:
-	LEAQ 8(BX), DX
-	CMPQ DX, CX
-	JA axTail
-	VMULPD (SI)(BX*8), Z15, Z0
-	VADDPD (DI)(BX*8), Z0, Z0
-	VMOVUPD Z0, (DI)(BX*8)
-	MOVQ DX, BX
-	JMP ax8
-
-axTail:
-	MOVQ CX, R8
-	SUBQ BX, R8
-	JZ axDone
-	TAILMASK(R8, K1)
-	VMOVUPD.Z (SI)(BX*8), K1, Z0
-	VMOVUPD.Z (DI)(BX*8), K1, Z1
-	VMULPD Z0, Z15, Z0
-	VADDPD Z1, Z0, Z0
-	VMOVUPD Z0, K1, (DI)(BX*8)
-
-axDone:
-	VZEROUPPER
-	RET
-
 // func axpyToAVX512(dst, y []float64, a float64, x []float64)
 TEXT ·axpyToAVX512(SB), NOSPLIT, $0-80
 	MOVQ dst_base+0(FP), DI

@@ -537,59 +537,6 @@ saDone:
 	VZEROUPPER
 	RET
 
-// func axpyAVX2(y []float64, a float64, x []float64)
-TEXT ·axpyAVX2(SB), NOSPLIT, $0-56
-	MOVQ y_base+0(FP), DI
-	MOVQ y_len+8(FP), CX
-	VBROADCASTSD a+24(FP), Y15
-	MOVQ x_base+32(FP), SI
-	XORQ BX, BX
-	MOVQ CX, DX
-	ANDQ $-16, DX
-	JZ ax4
-
-ax16:
-	VMULPD (SI)(BX*8), Y15, Y0
-	VMULPD 32(SI)(BX*8), Y15, Y1
-	VMULPD 64(SI)(BX*8), Y15, Y2
-	VMULPD 96(SI)(BX*8), Y15, Y3
-	VADDPD (DI)(BX*8), Y0, Y0
-	VADDPD 32(DI)(BX*8), Y1, Y1
-	VADDPD 64(DI)(BX*8), Y2, Y2
-	VADDPD 96(DI)(BX*8), Y3, Y3
-	VMOVUPD Y0, (DI)(BX*8)
-	VMOVUPD Y1, 32(DI)(BX*8)
-	VMOVUPD Y2, 64(DI)(BX*8)
-	VMOVUPD Y3, 96(DI)(BX*8)
-	ADDQ $16, BX
-	CMPQ BX, DX
-	JB ax16
-
-ax4:
-	LEAQ 4(BX), DX
-	CMPQ DX, CX
-	JA axTail
-	VMULPD (SI)(BX*8), Y15, Y0
-	VADDPD (DI)(BX*8), Y0, Y0
-	VMOVUPD Y0, (DI)(BX*8)
-	MOVQ DX, BX
-	JMP ax4
-
-axTail:
-	MOVQ CX, R8
-	SUBQ BX, R8
-	JZ axDone
-	TAIL4(Y6)
-	VMASKMOVPD (SI)(BX*8), Y6, Y0
-	VMASKMOVPD (DI)(BX*8), Y6, Y1
-	VMULPD Y0, Y15, Y0
-	VADDPD Y1, Y0, Y0
-	VMASKMOVPD Y0, Y6, (DI)(BX*8)
-
-axDone:
-	VZEROUPPER
-	RET
-
 // func axpyToAVX2(dst, y []float64, a float64, x []float64)
 TEXT ·axpyToAVX2(SB), NOSPLIT, $0-80
 	MOVQ dst_base+0(FP), DI
