@@ -8,6 +8,7 @@ import (
 	"github.com/dolthub/go-mysql-server/sql/plan"
 	"github.com/dolthub/go-mysql-server/sql/planbuilder"
 	"github.com/dolthub/go-mysql-server/sql/transform"
+	"github.com/dolthub/vitess/go/mysql"
 	ast "github.com/dolthub/vitess/go/vt/sqlparser"
 
 	"github.com/dpsql/dpsql/planner"
@@ -29,9 +30,11 @@ import (
 //
 // The routed statement is an injected ModelAnswer node whose authorization
 // is SELECT on the table, checked again by the planbuilder. Anything else
-// goes to go-mysql-server unchanged. Server-side prepared statements
-// (COM_STMT_PREPARE) are parsed by the wire layer's grammar, never here, and
-// run on the rows; so do SQL PREPARE and EXECUTE.
+// goes to go-mysql-server unchanged. go-mysql-server parses a server-side
+// prepared statement (COM_STMT_PREPARE) once, without its values, and binds
+// each execution to the cached tree, so route never sees the values; the
+// connection handler asks routePrepared instead. SQL PREPARE and EXECUTE
+// run on the rows.
 
 // route returns stmt, or the injected statement answering it from a
 // synthetic table's model. text is the statement's text.
@@ -62,6 +65,50 @@ func (p *parser) route(ctx context.Context, stmt ast.Statement, text string) ast
 		e.answers.invalidate()
 	}
 	return stmt
+}
+
+// routePrepared returns the execution of a server-side prepared SELECT
+// with its bound values inlined as literals (as a client that interpolates
+// would send it) when the model answers that text, so that it is parsed
+// and routed like a text query. Otherwise it returns prepare itself, and
+// go-mysql-server binds the values to the prepared statement as usual.
+func (e *Engine) routePrepared(ctx context.Context, c *mysql.Conn, prepare *mysql.PrepareData) *mysql.PrepareData {
+	if len(prepare.BindVars) == 0 || e.dp.cat == nil || e.answers == nil || e.srv == nil {
+		return prepare
+	}
+	sctx, err := e.srv.SessionManager().NewContextWithQuery(ctx, c, prepare.PrepareStmt)
+	if err != nil {
+		return prepare
+	}
+	// The session's parser options (ANSI_QUOTES) read both texts as the
+	// server will; the inlined text quotes strings and escapes them with
+	// backslashes, which every mode reads alike.
+	opts := sql.LoadSqlMode(sctx).ParserOptions()
+	stmt, err := ast.ParseWithOptions(sctx, prepare.PrepareStmt, opts)
+	if err != nil {
+		return prepare
+	}
+	if _, ok := stmt.(*ast.Select); !ok {
+		return prepare
+	}
+	text, err := ast.NewParsedQuery(stmt).GenerateQuery(prepare.BindVars, nil)
+	if err != nil {
+		return prepare
+	}
+	inlined, err := ast.ParseWithOptions(sctx, text, opts)
+	if err != nil {
+		return prepare
+	}
+	sel, ok := inlined.(*ast.Select)
+	if !ok {
+		return prepare
+	}
+	if r := e.routeSelect(sctx, sel, text, false); r == nil || r.mq == nil {
+		return prepare
+	}
+	p := *prepare
+	p.PrepareStmt, p.BindVars = text, nil
+	return &p
 }
 
 // routed is a SELECT on a synthetic table with a model, bound for the

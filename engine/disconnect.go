@@ -44,19 +44,25 @@ const watchInterval = 200 * time.Millisecond
 var errClientGone = fmt.Errorf("client closed the connection: %w", context.Canceled)
 
 // watchDisconnects returns a server.HandlerWrapper that cancels a running
-// command when its client disconnects, logging to log.
-func watchDisconnects(log *slog.Logger) server.HandlerWrapper {
+// command when its client disconnects, logging to log, and that lets
+// prepared decide how each prepared statement execution runs.
+func watchDisconnects(log *slog.Logger, prepared preparedRouter) server.HandlerWrapper {
 	return func(h mysql.Handler) (mysql.Handler, error) {
-		return &disconnectHandler{Handler: h, log: log, every: watchInterval}, nil
+		return &disconnectHandler{Handler: h, log: log, every: watchInterval, prepared: prepared}, nil
 	}
 }
+
+// A preparedRouter returns the prepared statement execution to run in
+// place of prepare (see Engine.routePrepared).
+type preparedRouter func(ctx context.Context, c *mysql.Conn, prepare *mysql.PrepareData) *mysql.PrepareData
 
 // disconnectHandler is a mysql.Handler whose statement-running commands
 // are cancelled when the client's socket closes.
 type disconnectHandler struct {
 	mysql.Handler
-	log   *slog.Logger
-	every time.Duration
+	log      *slog.Logger
+	every    time.Duration
+	prepared preparedRouter // nil: executions run as prepared
 }
 
 // The wrapped handler is GMS's, which implements the optional replication
@@ -82,6 +88,9 @@ func (h *disconnectHandler) ComMultiQuery(ctx context.Context, c *mysql.Conn, qu
 func (h *disconnectHandler) ComStmtExecute(ctx context.Context, c *mysql.Conn, prepare *mysql.PrepareData, callback func(*sqltypes.Result) error) error {
 	ctx, stop := h.watch(ctx, c)
 	defer stop()
+	if h.prepared != nil {
+		prepare = h.prepared(ctx, c, prepare)
+	}
 	return h.Handler.ComStmtExecute(ctx, c, prepare, callback)
 }
 

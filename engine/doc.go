@@ -55,8 +55,9 @@
 // (at most 32, least recently used out), the decoded model, its marginals
 // and its bounds.Analysis, which SHOW ERROR BOUNDS and the dp_marginal table
 // function (bounds_stmts.go, sqlfuncs) read. EXPLAIN of a SELECT on a
-// synthetic table says which source answers it (explain.go). Everything
-// else, including prepared statements, runs on the synthetic rows.
+// synthetic table says which source answers it (explain.go). A server-side
+// prepared SELECT is routed per execution with its values inlined
+// (routePrepared). Everything else runs on the synthetic rows.
 //
 // # Isolation
 //

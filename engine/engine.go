@@ -187,7 +187,7 @@ func (e *Engine) newServer(ln net.Listener) error {
 		Listener:               ln,
 		TLSConfig:              tlsCfg,
 		RequireSecureTransport: e.cfg.RequireTLS,
-	}, e.sqle, sql.NewContext, e.newConnSession, nil, watchDisconnects(e.log))
+	}, e.sqle, sql.NewContext, e.newConnSession, nil, watchDisconnects(e.log, e.routePrepared))
 	if err != nil {
 		return ErrListen.Wrap(err, "cannot start server on %s", ln.Addr())
 	}

@@ -81,7 +81,7 @@ func TestAnswerFromModel(t *testing.T) {
 	}{
 		{"SELECT sex, MAX(age) FROM %s GROUP BY sex", nil},
 		{"SELECT COUNT(DISTINCT age) FROM %s", nil},
-		{"SELECT city, COUNT(*) FROM %s WHERE age < ? GROUP BY city", []any{5}}, // prepared: the rows
+		{"SELECT city, MAX(age) FROM %s WHERE age < ? GROUP BY city", []any{5}}, // prepared, not a model query
 	}
 	for _, rq := range rowsQueries {
 		got := queryStrings(t, root, fmt.Sprintf(rq.q, "syn.p"), rq.args...)
@@ -90,6 +90,29 @@ func TestAnswerFromModel(t *testing.T) {
 			t.Errorf("%s: %v, rows give %v", rq.q, got, want)
 		}
 	}
+	// Server-side prepared COUNT queries (go-sql-driver prepares any query
+	// with arguments) are answered from the model as their text would be.
+	for _, pq := range []struct {
+		prepared, text string
+		args           []any
+	}{
+		{"SELECT city, COUNT(*) FROM syn.p WHERE age < ? GROUP BY city", "SELECT city, COUNT(*) FROM syn.p WHERE age < 5 GROUP BY city", []any{5}},
+		{"SELECT sex, COUNT(*) FROM syn.p WHERE city = ? AND age >= ? GROUP BY sex", "SELECT sex, COUNT(*) FROM syn.p WHERE city = 'b' AND age >= 3 GROUP BY sex", []any{"b", 3}},
+		{"SELECT COUNT(*) FROM syn.p WHERE sex = ?", "SELECT COUNT(*) FROM syn.p WHERE sex = 'F'", []any{"F"}},
+		// A value with a quote and a backslash is inlined as a literal.
+		{"SELECT COUNT(*) FROM syn.p WHERE city = ? OR sex = ?", `SELECT COUNT(*) FROM syn.p WHERE city = 'a\' OR 1=1 -- \\' OR sex = 'M'`, []any{`a' OR 1=1 -- \`, "M"}},
+	} {
+		got := queryStrings(t, root, pq.prepared, pq.args...)
+		model := queryStrings(t, root, pq.text)
+		rows := queryStrings(t, root, strings.Replace(pq.text, "syn.p", "plain.p", 1))
+		if !equalRows(sortedRows(got), sortedRows(model)) {
+			t.Errorf("prepared %s %v = %v, the model gives %v", pq.prepared, pq.args, got, model)
+		}
+		if equalRows(sortedRows(got), sortedRows(rows)) {
+			t.Logf("prepared %s: the model's answer equals the rows' %v", pq.prepared, rows)
+		}
+	}
+
 	conn, err := root.Conn(t.Context())
 	if err != nil {
 		t.Fatal(err)

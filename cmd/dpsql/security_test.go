@@ -105,6 +105,14 @@ func TestIsolationOverTheWire(t *testing.T) {
 		if out, err := runMulti(analyst, "SELECT person FROM census.adult WHERE id = ?", 1); err == nil {
 			t.Errorf("prepared raw read succeeded: %s", out)
 		}
+		// A COUNT query, the form executions are routed to models in.
+		for _, q := range []string{"SELECT COUNT(*) FROM census.adult WHERE person = ?", "SELECT person, COUNT(*) FROM census.adult WHERE id > ? GROUP BY person"} {
+			out, err := runMulti(analyst, q, 1)
+			if err == nil {
+				t.Errorf("prepared %s succeeded: %s", q, out)
+			}
+			noMarker(t, q, out+fmt.Sprint(err))
+		}
 		stmt, err := analyst.Prepare("SELECT table_name FROM information_schema.tables WHERE table_schema = ?")
 		if err != nil {
 			t.Fatal(err)
