@@ -115,14 +115,20 @@ const (
 // spinFor is how long an idle helper spins before it parks.
 const spinFor = 200 * time.Microsecond
 
-// newPool starts a pool with one helper per extra core (none on one core,
-// in which case it returns nil).
+// maxHelpers bounds a pool's helpers. The split kernels stream tables
+// larger than a core's L2 and are bound by memory bandwidth: on the 2-core
+// benchmark machine a second core cuts an iteration by about a quarter, not
+// a half, so on a large machine more spinners would mostly burn cores that
+// other queries could use.
+const maxHelpers = 3
+
+// newPool starts a pool with one helper per extra core, at most maxHelpers
+// (none on one core, in which case it returns nil).
 func newPool() *pool {
-	h := runtime.GOMAXPROCS(0) - 1
+	h := min(runtime.GOMAXPROCS(0)-1, maxHelpers)
 	if h <= 0 {
 		return nil
 	}
-	h = min(h, maxParts-1)
 	p := &pool{wake: make(chan struct{}, h), helpers: h}
 	for range h {
 		go p.helper()
