@@ -57,6 +57,8 @@ func (p *parser) route(ctx context.Context, stmt ast.Statement, text string) ast
 		if r := e.routeSelect(sctx, sel, ast.String(sel), true); r != nil {
 			return ast.InjectedStatement{Statement: r.explainNode(s), Auth: r.auth()}
 		}
+	case *ast.Rollback:
+		return ast.InjectedStatement{Statement: rollbackNotice{}, Auth: authAnyone}
 	case *ast.DDL:
 		if a := strings.ToLower(s.Action); a == ast.DropStr || a == ast.RenameStr {
 			e.answers.invalidate()

@@ -89,6 +89,13 @@ func TestSQLBehavesAsMySQL(t *testing.T) {
 		{query: `SELECT column_name, data_type FROM information_schema.columns
 			WHERE table_schema = 'shop' AND table_name = 'customers' ORDER BY ordinal_position`,
 			want: [][]string{{"id", "int"}, {"name", "varchar"}, {"tier", "enum"}, {"age", "int"}}},
+		// Statements commit on their own: ROLLBACK keeps them, and warns
+		// as MySQL does for non-transactional tables.
+		{query: "BEGIN"},
+		{query: "INSERT INTO customers (name) VALUES ('eve')"},
+		{query: "ROLLBACK"},
+		{query: "SHOW WARNINGS", want: [][]string{{"Warning", "1196", "ROLLBACK undid nothing: dpsql commits every statement when it completes"}}},
+		{query: "SELECT COUNT(*) FROM customers", want: [][]string{{"5"}}},
 		{query: "DROP TABLE orders"},
 		{query: "SELECT * FROM orders", errCode: 1146},
 		{query: "SHOW TABLES", want: [][]string{{"customers"}}},
