@@ -140,11 +140,12 @@ func (w *bpWork) runStep(p, theta []float64, a float64, dir []float64) float64 {
 	return logZ
 }
 
-// normalizeRoot turns the root's chunks b, each holding exp(belief −
-// max[c]) and summing to sum[c], into probabilities and returns log Z.
-func (w *bpWork) normalizeRoot(b, max, sum []float64) float64 {
+// normalizeRoot turns the root's chunks b, chunk c holding exp(belief −
+// chunkMax[c]) and summing to chunkSum[c], into probabilities and returns
+// log Z.
+func (w *bpWork) normalizeRoot(b, chunkMax, chunkSum []float64) float64 {
 	mx := math.Inf(-1)
-	for _, x := range max {
+	for _, x := range chunkMax {
 		mx = math.Max(mx, x)
 	}
 	if math.IsInf(mx, -1) { // every cell has probability 0 (b is all 0)
@@ -152,13 +153,13 @@ func (w *bpWork) normalizeRoot(b, max, sum []float64) float64 {
 	}
 	var scale [maxParts]float64
 	var total float64
-	for c, x := range max {
+	for c, x := range chunkMax {
 		if !math.IsInf(x, -1) {
 			scale[c] = math.Exp(x - mx)
-			total += sum[c] * scale[c]
+			total += chunkSum[c] * scale[c]
 		}
 	}
-	for c := range max {
+	for c := range chunkMax {
 		scale[c] /= total
 	}
 	w.team.run(len(b), 1, func(lo, hi, c int) { kernel.ScaleAll(b[lo:hi], scale[c]) })
