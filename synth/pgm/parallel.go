@@ -85,7 +85,7 @@ func (t team) do(k int, chunk func(int)) {
 // the number of helpers inside the job (low 16 bits). The owner writes the
 // job while no helper is inside and the job is closed, then opens it; a
 // helper joins with a CAS that requires the job open, claims chunks from
-// next, and leaves by decrementing the count. The owner claims chunks too,
+// left, and leaves by decrementing the count. The owner claims chunks too,
 // closes the job and waits for the count to reach zero, so every chunk has
 // run when do returns, and a helper that is slow to be scheduled never
 // delays the owner: the owner does its chunks itself.
