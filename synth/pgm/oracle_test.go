@@ -60,48 +60,9 @@ func (m *Model) eliminateLog(attrs []int, weight map[int][]float64) factor {
 	for a := range weight {
 		need.set(a)
 	}
-	k := len(jt.cliques)
-	kept := make([]bool, k)
-	nkept := make([]int, k) // kept children
-	for _, v := range jt.post {
-		keep := nkept[v] > 0
-		for _, a := range jt.cliques[v] {
-			if need.has(a) && !slices.Contains(jt.sep[v], a) {
-				keep = true
-			}
-		}
-		kept[v] = keep
-		if keep && jt.parent[v] >= 0 {
-			nkept[jt.parent[v]]++
-		}
-	}
-	top := jt.root
-	for {
-		// Move the top down while it has a single kept child and adds
-		// nothing needed beyond that child's separator.
-		if nkept[top] != 1 {
-			break
-		}
-		var child int
-		for _, c := range jt.children[top] {
-			if kept[c] {
-				child = c
-			}
-		}
-		extra := false
-		for _, a := range jt.cliques[top] {
-			if need.has(a) && !slices.Contains(jt.sep[child], a) {
-				extra = true
-			}
-		}
-		if extra {
-			break
-		}
-		kept[top] = false
-		top = child
-	}
+	kept, top := jt.subtree(need)
 	var fs []factor
-	if kept[top] {
+	if top >= 0 {
 		logs := m.logTables()
 		var walk func(v int)
 		walk = func(v int) {
