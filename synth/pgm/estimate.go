@@ -152,6 +152,9 @@ func Estimate(ctx context.Context, dom *Domain, meas []Measurement, opts *Estima
 		}
 	}
 	obj := newObjective(jt, meas, o.Loss, total)
+	pool := newPool()
+	defer pool.stop()
+	obj.team = team{pool}
 	var stats EstimateStats
 	switch o.Method {
 	case MirrorDescent:
@@ -223,9 +226,7 @@ func warmStart(theta []float64, jt *junctionTree, ws *Model) error {
 // mirrorDescent runs Algorithm 1 with Armijo backtracking, updating theta.
 func mirrorDescent(ctx context.Context, jt *junctionTree, obj *objective, theta []float64, o *EstimateOptions, st *EstimateStats) error {
 	bp := newBPWork(jt)
-	pool := newPool()
-	defer pool.stop()
-	bp.team, obj.team = team{pool}, team{pool}
+	bp.team = obj.team
 	// One arena of marginals suffices: the loss, its gradient and the
 	// Armijo test work from the measurements' projections, which the
 	// objective keeps for the accepted point and the trial.
@@ -299,9 +300,7 @@ func accelerated(ctx context.Context, jt *junctionTree, obj *objective, theta []
 		return nil
 	}
 	bp := newBPWork(jt)
-	pool := newPool()
-	defer pool.stop()
-	bp.team, obj.team = team{pool}, team{pool}
+	bp.team = obj.team
 	n := jt.total
 	buf := make([]float64, 4*n)
 	w, v, u, g := buf[:n:n], buf[n:2*n:2*n], buf[2*n:3*n:3*n], buf[3*n:]
