@@ -139,36 +139,50 @@ func Measure(ctx context.Context, ds *pgm.Dataset) (Result, error) {
 	if err != nil {
 		return r, err
 	}
+	est, err := timeEstimate(ctx, dom, meas, pgm.ResetStep)
+	if err != nil {
+		return r, err
+	}
+	r.EstimateIter, r.EstimateCPU = est.iter, est.cpu
+	r.OracleCalls = float64(est.stats.OracleCalls) / float64(est.stats.Iters)
+	r.ModelMB = est.model.Size()
+	r.ModelCliques = len(est.model.Cliques())
+	r.EstimateLoss = est.stats.Loss
+	r.EstimatedTotal = est.model.Total()
+	grow, err := timeEstimate(ctx, dom, meas, pgm.GrowStep)
+	if err != nil {
+		return r, err
+	}
+	r.EstimateIterGrow = grow.iter
+	r.OracleCallsGrow = float64(grow.stats.OracleCalls) / float64(grow.stats.Iters)
+	r.EstimateLossGrow = grow.stats.Loss
+	return r, nil
+}
+
+// estimateRun is the fastest of estimateRepeats timed estimations: wall and
+// process CPU time per iteration, its statistics and its model.
+type estimateRun struct {
+	iter, cpu time.Duration
+	stats     pgm.EstimateStats
+	model     *pgm.Model
+}
+
+// timeEstimate runs the benchmark's estimation estimateRepeats times with
+// the given line search and keeps the fastest run.
+func timeEstimate(ctx context.Context, dom *pgm.Domain, meas []pgm.Measurement, step pgm.StepRule) (estimateRun, error) {
+	var best estimateRun
 	for i := range estimateRepeats {
 		var stats pgm.EstimateStats
 		start, cpu := time.Now(), cpuTime()
-		m, err := pgm.Estimate(ctx, dom, meas, &pgm.EstimateOptions{Iters: Iters, Stats: &stats})
+		m, err := pgm.Estimate(ctx, dom, meas, &pgm.EstimateOptions{Iters: Iters, Stats: &stats, Step: step})
 		if err != nil {
-			return r, fmt.Errorf("pgmbench: %w", err)
+			return best, fmt.Errorf("pgmbench: %w", err)
 		}
-		if d := time.Since(start) / Iters; i == 0 || d < r.EstimateIter {
-			r.EstimateIter = d
-			r.EstimateCPU = (cpuTime() - cpu) / Iters
+		if d := time.Since(start) / Iters; i == 0 || d < best.iter {
+			best = estimateRun{iter: d, cpu: (cpuTime() - cpu) / Iters, stats: stats, model: m}
 		}
-		r.OracleCalls = float64(stats.OracleCalls) / float64(stats.Iters)
-		r.ModelMB = m.Size()
-		r.ModelCliques = len(m.Cliques())
-		r.EstimateLoss = stats.Loss
-		r.EstimatedTotal = m.Total()
 	}
-	for i := range estimateRepeats {
-		var stats pgm.EstimateStats
-		start := time.Now()
-		if _, err := pgm.Estimate(ctx, dom, meas, &pgm.EstimateOptions{Iters: Iters, Stats: &stats, Step: pgm.GrowStep}); err != nil {
-			return r, fmt.Errorf("pgmbench: %w", err)
-		}
-		if d := time.Since(start) / Iters; i == 0 || d < r.EstimateIterGrow {
-			r.EstimateIterGrow = d
-		}
-		r.OracleCallsGrow = float64(stats.OracleCalls) / float64(stats.Iters)
-		r.EstimateLossGrow = stats.Loss
-	}
-	return r, nil
+	return best, nil
 }
 
 // ThreeWay lists every 3-attribute subset of d attributes.
