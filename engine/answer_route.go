@@ -90,7 +90,10 @@ func (e *Engine) routePrepared(ctx context.Context, c *mysql.Conn, prepare *mysq
 	if err != nil {
 		return prepare
 	}
-	if _, ok := stmt.(*ast.Select); !ok {
+	// Only a SELECT on a synthetic table is worth inlining its values.
+	if sel, ok := stmt.(*ast.Select); !ok {
+		return prepare
+	} else if _, _, syn := e.syntheticFrom(sctx, sel); syn == nil {
 		return prepare
 	}
 	text, err := ast.NewParsedQuery(stmt).GenerateQuery(prepare.BindVars, nil)
@@ -132,21 +135,7 @@ type routed struct {
 // and otherwise whether and how the model answers it. Unless explain is
 // set, it also returns nil for a query the model does not answer.
 func (e *Engine) routeSelect(ctx *sql.Context, sel *ast.Select, text string, explain bool) *routed {
-	db, name, ok := singleTable(sel)
-	if !ok {
-		return nil
-	}
-	if db == "" {
-		db = ctx.GetCurrentDatabase()
-	}
-	if db == "" || strings.EqualFold(db, "information_schema") || strings.EqualFold(db, "mysql") {
-		return nil
-	}
-	syn, err := e.answers.lookup(ctx, db, name)
-	if err != nil {
-		e.log.Warn("looking up a synthetic table; answering from rows", "table", db+"."+name, "err", err)
-		return nil
-	}
+	db, name, syn := e.syntheticFrom(ctx, sel)
 	if syn == nil {
 		return nil
 	}
@@ -161,6 +150,7 @@ func (e *Engine) routeSelect(ctx *sql.Context, sel *ast.Select, text string, exp
 		return nil
 	}
 	b := planbuilder.New(ctx, e.sqle.Analyzer.Catalog, e.sqle.EventScheduler, e.sqle.Parser)
+	var err error
 	r.bound, r.flags, err = b.BindOnly(sel, text, nil)
 	if err != nil || !readsOnly(r.bound, db, name) {
 		// Let go-mysql-server report the error (or run the query) as for
@@ -175,6 +165,27 @@ func (e *Engine) routeSelect(ctx *sql.Context, sel *ast.Select, text string, exp
 		}
 	}
 	return r
+}
+
+// syntheticFrom returns the synthetic table with a model that sel's FROM
+// names, if it names a single one, or a nil table.
+func (e *Engine) syntheticFrom(ctx *sql.Context, sel *ast.Select) (db, name string, syn *synTable) {
+	db, name, ok := singleTable(sel)
+	if !ok {
+		return "", "", nil
+	}
+	if db == "" {
+		db = ctx.GetCurrentDatabase()
+	}
+	if db == "" || strings.EqualFold(db, "information_schema") || strings.EqualFold(db, "mysql") {
+		return "", "", nil
+	}
+	syn, err := e.answers.lookup(ctx, db, name)
+	if err != nil {
+		e.log.Warn("looking up a synthetic table; answering from rows", "table", db+"."+name, "err", err)
+		return "", "", nil
+	}
+	return db, name, syn
 }
 
 // auth is the privilege the routed statement needs: SELECT on the table,
