@@ -275,23 +275,6 @@ func axpyToGo(dst []float64, y []float64, a float64, x []float64) {
 	}
 }
 
-// Dot is Σ x[i]·y[i]. The assembly version sums in another order, with
-// fused multiply-adds.
-func Dot(x, y []float64) float64 {
-	if len(x) != len(y) {
-		panic(errLength)
-	}
-	return dot(x, y)
-}
-
-func dotGo(x, y []float64) float64 {
-	var s float64
-	for i := range x {
-		s += x[i] * y[i]
-	}
-	return s
-}
-
 // DotDiff is Σ g[i]·(x[i] − y[i]). The assembly version sums in another
 // order, with fused multiply-adds.
 func DotDiff(g, x, y []float64) float64 {

@@ -78,9 +78,6 @@ func scaleAllAVX2(x []float64, a float64)
 func axpyToAVX2(dst, y []float64, a float64, x []float64)
 
 //go:noescape
-func dotAVX2(x, y []float64) float64
-
-//go:noescape
 func dotDiffAVX2(g, x, y []float64) float64
 
 //go:noescape
@@ -91,9 +88,6 @@ func scaleAllAVX512(x []float64, a float64)
 
 //go:noescape
 func axpyToAVX512(dst, y []float64, a float64, x []float64)
-
-//go:noescape
-func dotAVX512(x, y []float64) float64
 
 //go:noescape
 func dotDiffAVX512(g, x, y []float64) float64
@@ -198,16 +192,6 @@ func axpyTo(dst, y []float64, a float64, x []float64) {
 	default:
 		axpyToGo(dst, y, a, x)
 	}
-}
-
-func dot(x, y []float64) float64 {
-	switch {
-	case level >= levelAVX512:
-		return dotAVX512(x, y)
-	case level >= levelAVX2:
-		return dotAVX2(x, y)
-	}
-	return dotGo(x, y)
 }
 
 func dotDiff(g, x, y []float64) float64 {

@@ -185,12 +185,6 @@ func BenchmarkVector(b *testing.B) {
 		}
 		perCell(b, adultCells)
 	})
-	b.Run("Dot", func(b *testing.B) {
-		for b.Loop() {
-			s += Dot(x, y)
-		}
-		perCell(b, adultCells)
-	})
 	b.Run("DotDiff", func(b *testing.B) {
 		for b.Loop() {
 			s += DotDiff(z, x, y)

@@ -15,7 +15,6 @@ func axpy(y []float64, a float64, x []float64)       { axpyGo(y, a, x) }
 func axpyTo(dst, y []float64, a float64, x []float64) {
 	axpyToGo(dst, y, a, x)
 }
-func dot(x, y []float64) float64        { return dotGo(x, y) }
 func dotDiff(g, x, y []float64) float64 { return dotDiffGo(g, x, y) }
 
 func reduceAxisArch(dst, src []float64, st step, isMax bool) { reduceAxisGo(dst, src, st, isMax) }

@@ -81,7 +81,6 @@ func TestArchNoOverread(t *testing.T) {
 				ScaleAll(a, 0.5)
 				Axpy(a, 0.5, b)
 				AxpyTo(a, b, 0.5, c)
-				Dot(a, b)
 				DotDiff(a, b, c)
 				// Reductions of every shape that fits in n cells.
 				for inner := 1; inner <= n && inner <= 40; inner++ {
