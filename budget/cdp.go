@@ -23,6 +23,22 @@ func checkDelta(delta float64) error {
 	return nil
 }
 
+// MaxBudgetDelta is the largest δ a table's budget may have. δ bounds the
+// probability that the guarantee fails outright, so it must be far below
+// 1/n for a table of n units: a δ near 1/n lets a mechanism release a
+// random unit's record. 1e-3 is already generous; 1e-9 or below is usual.
+const MaxBudgetDelta = 1e-3
+
+func checkBudgetDelta(delta float64) error {
+	if err := checkDelta(delta); err != nil {
+		return err
+	}
+	if delta > MaxBudgetDelta {
+		return fmt.Errorf("budget: delta %v exceeds the maximum %v for a budget: %w", delta, MaxBudgetDelta, ErrInvalidParameter)
+	}
+	return nil
+}
+
 func checkRho(rho float64) error {
 	if !(rho >= 0) || math.IsInf(rho, 1) {
 		return fmt.Errorf("budget: rho %v must be non-negative and finite: %w", rho, ErrInvalidParameter)

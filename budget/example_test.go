@@ -37,7 +37,7 @@ func ExampleLedger_Reserve() {
 	}
 
 	rho, _ := budget.GaussianCost(1, 20) // one marginal measured with σ = 20
-	r, err := l.Reserve(ctx, "census.adult#17", "ann", "SELECT ...", "aim", rho)
+	r, err := l.Reserve(ctx, "census.adult#17", budget.Charge{User: "ann", Statement: "SELECT ...", Mechanism: "aim", Rho: rho})
 	if err != nil {
 		log.Fatal(err) // *ExhaustedError or ErrNoBudget: nothing was read
 	}
@@ -46,7 +46,7 @@ func ExampleLedger_Reserve() {
 		log.Fatal(err) // do not release the result
 	}
 
-	_, err = l.Reserve(ctx, "census.adult#17", "ann", "SELECT ...", "aim", 1)
+	_, err = l.Reserve(ctx, "census.adult#17", budget.Charge{User: "ann", Statement: "SELECT ...", Mechanism: "aim", Rho: 1})
 	fmt.Println(errors.Is(err, budget.ErrBudgetExhausted))
 	// Output: true
 }

@@ -121,6 +121,9 @@ func (l *Ledger) SetBudget(ctx context.Context, table, name, user, statement str
 	if table == "" {
 		return BudgetInfo{}, fmt.Errorf("budget: set budget: empty table ID: %w", ErrInvalidParameter)
 	}
+	if err := checkBudgetDelta(delta); err != nil {
+		return BudgetInfo{}, fmt.Errorf("budget: set budget for %s: %w", name, err)
+	}
 	rho, err := RhoFromEpsilonDelta(epsilon, delta)
 	if err != nil {
 		return BudgetInfo{}, fmt.Errorf("budget: set budget for %s: %w", name, err)
@@ -178,19 +181,41 @@ func (l *Ledger) SetName(ctx context.Context, table, name string) error {
 	return nil
 }
 
-// Reserve charges rho to a table's budget before any data is read. It
+// Charge describes what a reservation spends and on whose behalf.
+type Charge struct {
+	User      string
+	Statement string
+	Mechanism string
+	// Rho is the zCDP cost; it is rounded up to the ledger's unit.
+	Rho float64
+	// Epsilon and Delta are the (ε, δ) the request was stated in, recorded
+	// for display; zero means not stated. When stated, ε must be positive
+	// and finite and δ in (0, 1).
+	Epsilon, Delta float64
+}
+
+// Reserve charges c.Rho to a table's budget before any data is read. It
 // refuses with an *ExhaustedError (wrapping ErrBudgetExhausted) if
 // ρ_spent + ρ would exceed ρ_total, and with ErrNoBudget if the table has no
 // budget. On success the charge is spent, durably, until the reservation is
 // refunded by Fail(false, …).
 //
-// rho is rounded up to the ledger's unit.
-func (l *Ledger) Reserve(ctx context.Context, table, user, statement, mechanism string, rho float64) (*Reservation, error) {
+// The ρ charged is c.Rho rounded up to the ledger's unit.
+func (l *Ledger) Reserve(ctx context.Context, table string, c Charge) (*Reservation, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("budget: reserve on %s: %w", table, err)
 	}
+	rho := c.Rho
 	if !(rho > 0) {
 		return nil, fmt.Errorf("budget: reserve on %s: rho %v must be positive: %w", table, rho, ErrInvalidParameter)
+	}
+	if c.Epsilon != 0 || c.Delta != 0 {
+		if err := checkEpsilon(c.Epsilon); err != nil {
+			return nil, fmt.Errorf("budget: reserve on %s: %w", table, err)
+		}
+		if err := checkDelta(c.Delta); err != nil {
+			return nil, fmt.Errorf("budget: reserve on %s: %w", table, err)
+		}
 	}
 	cost, err := ceilUnits(rho)
 	if err != nil {
@@ -221,8 +246,9 @@ func (l *Ledger) Reserve(ctx context.Context, table, user, statement, mechanism 
 		}
 		now := l.now().UTC()
 		id, err = appendEntry(tx, table, &entryRecord{
-			Time: now, Updated: now, User: user, Statement: statement,
-			Mechanism: mechanism, Rho: cost, Status: StatusReserved,
+			Time: now, Updated: now, User: c.User, Statement: c.Statement,
+			Mechanism: c.Mechanism, Rho: cost, Status: StatusReserved,
+			Epsilon: c.Epsilon, Delta: c.Delta,
 		})
 		return err
 	})

@@ -61,7 +61,7 @@ func mustSet(t *testing.T, l *Ledger, table string, eps, delta float64) BudgetIn
 
 func mustReserve(t *testing.T, l *Ledger, table, user string, rho float64) *Reservation {
 	t.Helper()
-	r, err := l.Reserve(context.Background(), table, user, "SELECT SYNTHETIC", "aim", rho)
+	r, err := l.Reserve(context.Background(), table, Charge{User: user, Statement: "SELECT SYNTHETIC", Mechanism: "aim", Rho: rho})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -181,7 +181,7 @@ func TestReserveExhausted(t *testing.T) {
 	half := math.Ldexp(math.Floor(math.Ldexp(bi.RhoTotal, unitShift)/2), -unitShift)
 	mustReserve(t, l, "adult#17", "ann", half).Commit("")
 	rest := bi.RhoTotal - half
-	_, err := l.Reserve(context.Background(), "adult#17", "bob", "q", "aim", rest+1e-9)
+	_, err := l.Reserve(context.Background(), "adult#17", Charge{User: "bob", Statement: "q", Mechanism: "aim", Rho: rest+1e-9})
 	var ex *ExhaustedError
 	if !errors.As(err, &ex) || !errors.Is(err, ErrBudgetExhausted) {
 		t.Fatalf("over-budget reserve: %v, want *ExhaustedError", err)
@@ -201,7 +201,7 @@ func TestReserveExhausted(t *testing.T) {
 	if bi := mustBudget(t, l, "adult#17"); bi.RhoRemaining != 0 || bi.RhoSpent != bi.RhoTotal {
 		t.Errorf("after spending everything: %+v", bi)
 	}
-	if _, err := l.Reserve(context.Background(), "adult#17", "bob", "q", "aim", 1e-15); !errors.Is(err, ErrBudgetExhausted) {
+	if _, err := l.Reserve(context.Background(), "adult#17", Charge{User: "bob", Statement: "q", Mechanism: "aim", Rho: 1e-15}); !errors.Is(err, ErrBudgetExhausted) {
 		t.Errorf("reserve on an empty budget: %v", err)
 	}
 	if entries, _ := l.Entries("adult#17", ""); len(entries) != 3 {
@@ -212,7 +212,7 @@ func TestReserveExhausted(t *testing.T) {
 func TestNoBudget(t *testing.T) {
 	_, l := mustOpen(t, tempPath(t))
 	mustSet(t, l, "other", 1, 1e-9)
-	if _, err := l.Reserve(context.Background(), "t", "ann", "q", "aim", 0.1); !errors.Is(err, ErrNoBudget) {
+	if _, err := l.Reserve(context.Background(), "t", Charge{User: "ann", Statement: "q", Mechanism: "aim", Rho: 0.1}); !errors.Is(err, ErrNoBudget) {
 		t.Errorf("Reserve: %v, want ErrNoBudget", err)
 	}
 	if _, err := l.Budget("t"); !errors.Is(err, ErrNoBudget) {
@@ -228,7 +228,7 @@ func TestInvalidRequests(t *testing.T) {
 	mustSet(t, l, "t", 1, 1e-9)
 	ctx := context.Background()
 	for _, rho := range []float64{0, -1, math.NaN(), math.Inf(1), 2 * MaxRho} {
-		if _, err := l.Reserve(ctx, "t", "ann", "q", "aim", rho); !errors.Is(err, ErrInvalidParameter) {
+		if _, err := l.Reserve(ctx, "t", Charge{User: "ann", Statement: "q", Mechanism: "aim", Rho: rho}); !errors.Is(err, ErrInvalidParameter) {
 			t.Errorf("Reserve(ρ=%v): %v, want ErrInvalidParameter", rho, err)
 		}
 	}
@@ -242,7 +242,7 @@ func TestInvalidRequests(t *testing.T) {
 	}
 	cancelled, cancel := context.WithCancel(ctx)
 	cancel()
-	if _, err := l.Reserve(cancelled, "t", "ann", "q", "aim", 0.1); !errors.Is(err, context.Canceled) {
+	if _, err := l.Reserve(cancelled, "t", Charge{User: "ann", Statement: "q", Mechanism: "aim", Rho: 0.1}); !errors.Is(err, context.Canceled) {
 		t.Errorf("Reserve with a cancelled context: %v", err)
 	}
 	if bi := mustBudget(t, l, "t"); bi.RhoSpent != 0 {
@@ -358,7 +358,7 @@ func TestConcurrentReserve(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			r, err := l.Reserve(context.Background(), "census.adult#17", fmt.Sprint("user", i%7), "q", "aim", cost)
+			r, err := l.Reserve(context.Background(), "census.adult#17", Charge{User: fmt.Sprint("user", i%7), Statement: "q", Mechanism: "aim", Rho: cost})
 			mu.Lock()
 			defer mu.Unlock()
 			switch {
@@ -440,7 +440,7 @@ func TestCrashProcess(t *testing.T) {
 		if err != nil {
 			os.Exit(2)
 		}
-		if _, err := l.Reserve(context.Background(), "t", "ann", "q", "aim", 0.002); err != nil {
+		if _, err := l.Reserve(context.Background(), "t", Charge{User: "ann", Statement: "q", Mechanism: "aim", Rho: 0.002}); err != nil {
 			os.Exit(2)
 		}
 		os.Exit(3) // crash
@@ -496,7 +496,7 @@ func TestLedgerModel(t *testing.T) {
 			m[table].total = total
 		case op <= 5:
 			rho := math.Ldexp(r.Float64(), -r.IntN(12))
-			res, err := l.Reserve(ctx, table, "u", "q", "aim", rho)
+			res, err := l.Reserve(ctx, table, Charge{User: "u", Statement: "q", Mechanism: "aim", Rho: rho})
 			cost, _ := ceilUnits(rho)
 			mt := m[table]
 			if fits := cost <= mt.total-mt.spent; fits != (err == nil) {
@@ -677,7 +677,7 @@ func TestCrashAfterDebit(t *testing.T) {
 				t.Error("the failpoint did not fire")
 			}
 		}()
-		l.Reserve(context.Background(), "t", "ann", "q", "aim", 0.005)
+		l.Reserve(context.Background(), "t", Charge{User: "ann", Statement: "q", Mechanism: "aim", Rho: 0.005})
 	}()
 	db.Close()
 
@@ -721,7 +721,7 @@ func BenchmarkReserveCommit(b *testing.B) {
 		b.Fatal(err)
 	}
 	for b.Loop() {
-		r, err := l.Reserve(ctx, "t", "ann", "q", "aim", 1e-9)
+		r, err := l.Reserve(ctx, "t", Charge{User: "ann", Statement: "q", Mechanism: "aim", Rho: 1e-9})
 		if err != nil {
 			b.Fatal(err)
 		}

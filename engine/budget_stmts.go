@@ -193,7 +193,10 @@ func (e *Engine) setBudget(ctx *sql.Context, s *dpparse.SetBudget) error {
 	}
 	delta, err := s.Delta.Float64()
 	if err != nil || !(delta > 0 && delta < 1) {
-		return ErrBadParameter.New("DELTA = %s: must be in (0, 1), e.g. 1e-6", s.Delta)
+		return ErrBadParameter.New("DELTA = %s: must be in (0, 1), e.g. 1e-9", s.Delta)
+	}
+	if delta > budget.MaxBudgetDelta {
+		return ErrBadParameter.New("DELTA = %s is too large: δ is the chance that the privacy guarantee fails outright and must be far below 1/n for a table of n rows; budgets allow at most %g (1e-9 is usual)", s.Delta, budget.MaxBudgetDelta)
 	}
 	t, err := e.openTable(ctx, "SET PRIVACY BUDGET", s.Table, roleOwner)
 	if err != nil {
@@ -420,7 +423,7 @@ func (e *Engine) showLedger(ctx *sql.Context, tn dpparse.TableName) ([]sql.Row, 
 		if en.Note != "" {
 			note = en.Note
 		}
-		if en.Status == budget.StatusBudgetSet {
+		if en.Epsilon != 0 { // entries written before charges recorded (ε, δ) have none
 			eps, delta = en.Epsilon, en.Delta
 		}
 		rows = append(rows, sql.Row{en.ID, en.Time.UTC(), en.User, en.Statement, mech, en.Rho, en.Status.String(), note, eps, delta})

@@ -158,7 +158,7 @@ func TestShowBudgetFigures(t *testing.T) {
 
 	// Spend some of raw.t's budget as a mechanism would.
 	ref := f.tableRef("raw", "t")
-	r, err := f.e.dp.ledger.Reserve(context.Background(), ref.LedgerKey(), "root@localhost", "test", "aim", 0.01)
+	r, err := f.e.dp.ledger.Reserve(context.Background(), ref.LedgerKey(), budget.Charge{User: "root@localhost", Statement: "test", Mechanism: "aim", Rho: 0.01})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -220,7 +220,7 @@ func TestBudgetRaiseAndLower(t *testing.T) {
 	f.mustExec("owner", "SET PRIVACY BUDGET FOR raw.t WITH EPSILON = 1, DELTA = 1e-6")
 	ref := f.tableRef("raw", "t")
 	total1, _ := budget.RhoFromEpsilonDelta(1, 1e-6)
-	r, err := f.e.dp.ledger.Reserve(context.Background(), ref.LedgerKey(), "analyst@%", "test", "mst", total1/2)
+	r, err := f.e.dp.ledger.Reserve(context.Background(), ref.LedgerKey(), budget.Charge{User: "analyst@%", Statement: "test", Mechanism: "mst", Rho: total1/2})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -260,7 +260,7 @@ func TestLedgerError(t *testing.T) {
 	ref := f.tableRef("raw", "t")
 	ctx := context.Background()
 
-	_, err := f.e.dp.ledger.Reserve(ctx, ref.LedgerKey(), "analyst@%", "test", "aim", 1e3)
+	_, err := f.e.dp.ledger.Reserve(ctx, ref.LedgerKey(), budget.Charge{User: "analyst@%", Statement: "test", Mechanism: "aim", Rho: 1e3})
 	mapped := f.e.ledgerError(err)
 	if !errors.Is(mapped, ErrBudgetExhausted) || errCode(SQLError(mapped)) != 9110 {
 		t.Fatalf("exhausted: %v, want ErrBudgetExhausted (9110)", mapped)
@@ -272,12 +272,12 @@ func TestLedgerError(t *testing.T) {
 		}
 	}
 
-	_, err = f.e.dp.ledger.Reserve(ctx, "999999", "analyst@%", "test", "aim", 0.1)
+	_, err = f.e.dp.ledger.Reserve(ctx, "999999", budget.Charge{User: "analyst@%", Statement: "test", Mechanism: "aim", Rho: 0.1})
 	if mapped := f.e.ledgerError(err); !errors.Is(mapped, ErrNoBudget) || !strings.Contains(mapped.Error(), "SET PRIVACY BUDGET FOR") {
 		t.Errorf("no budget: %v, want ErrNoBudget asking for SET PRIVACY BUDGET", mapped)
 	}
 
-	_, err = f.e.dp.ledger.Reserve(ctx, "999999", "analyst@%", "test", "aim", 0.1)
+	_, err = f.e.dp.ledger.Reserve(ctx, "999999", budget.Charge{User: "analyst@%", Statement: "test", Mechanism: "aim", Rho: 0.1})
 	for user, want := range map[string]string{"owner": "set one with", "analyst": "ask its owner"} {
 		mapped := f.e.ledgerErrorFor(f.ctx(user), ref, err)
 		if !errors.Is(mapped, ErrNoBudget) || !strings.Contains(mapped.Error(), "FOR `raw`.`t`") || !strings.Contains(mapped.Error(), want) {
@@ -287,11 +287,11 @@ func TestLedgerError(t *testing.T) {
 
 	cctx, cancel := context.WithCancel(ctx)
 	cancel()
-	_, err = f.e.dp.ledger.Reserve(cctx, ref.LedgerKey(), "analyst@%", "test", "aim", 0.1)
+	_, err = f.e.dp.ledger.Reserve(cctx, ref.LedgerKey(), budget.Charge{User: "analyst@%", Statement: "test", Mechanism: "aim", Rho: 0.1})
 	if mapped := f.e.ledgerError(err); !errors.Is(mapped, ErrCancelled) {
 		t.Errorf("cancelled: %v, want ErrCancelled", mapped)
 	}
-	_, err = f.e.dp.ledger.Reserve(ctx, ref.LedgerKey(), "analyst@%", "test", "aim", -1)
+	_, err = f.e.dp.ledger.Reserve(ctx, ref.LedgerKey(), budget.Charge{User: "analyst@%", Statement: "test", Mechanism: "aim", Rho: -1})
 	if mapped := f.e.ledgerError(err); !errors.Is(mapped, ErrBadParameter) {
 		t.Errorf("negative ρ: %v, want ErrBadParameter", mapped)
 	}
@@ -327,7 +327,7 @@ func TestShowLedger(t *testing.T) {
 		"analyst",
 	}
 	for i, u := range users {
-		r, err := f.e.dp.ledger.Reserve(ctx, ref.LedgerKey(), u, fmt.Sprintf("stmt %d", i), "aim", 0.001)
+		r, err := f.e.dp.ledger.Reserve(ctx, ref.LedgerKey(), budget.Charge{User: u, Statement: fmt.Sprintf("stmt %d", i), Mechanism: "aim", Rho: 0.001})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"time"
@@ -484,8 +485,13 @@ func (r *synthRequest) resolveBudget(l *budget.Ledger) error {
 	if err != nil {
 		return err
 	}
-	if r.delta == 0 {
+	switch {
+	case r.delta == 0:
 		r.delta = info.Delta
+	case r.delta > info.Delta:
+		// A larger δ makes the same ε stand for a much larger ρ (ε = 0.1 at
+		// δ ≈ 1 is ρ ≈ 19.5: near-exact data under the label "ε = 0.1").
+		return ErrBadParameter.New("DELTA = %g exceeds the privacy budget's δ = %g of %s: a request may use at most the budget's δ (omit DELTA to use it)", r.delta, info.Delta, r.src)
 	}
 	rho, err := budget.RhoFromEpsilonDelta(r.epsilon, r.delta)
 	if err != nil {
@@ -498,34 +504,38 @@ func (r *synthRequest) resolveBudget(l *budget.Ledger) error {
 	return nil
 }
 
-// noiseLabel keys the noise of a seeded statement: the same SEED on
-// another source or for another target gives independent noise.
-func (r *synthRequest) noiseLabel() string {
-	return fmt.Sprintf("dpsql/create-synthetic/v1/%d/%s.%s", r.src.ID,
-		strings.ToLower(r.target.DB), strings.ToLower(r.target.Name))
-}
-
-// noiseSources returns the source of the mechanism's noise and the source
-// of the post-processing randomness used to decode rows.
-func (e *Engine) noiseSources(r *synthRequest) (mech, decode *noise.Source) {
+// releaseRandomness returns the sources of one release: mech carries the
+// mechanism's privacy noise and is always fresh (a new crypto/rand key for
+// every ledger entry), whatever the statement says, so that no two releases
+// share or correlate noise; post and decode drive the post-processing of the
+// released model (sampling rows, drawing values inside bins). Only these
+// two follow SEED: the same SEED then reproduces the same post-processing
+// of the same model, which reveals nothing the model does not.
+func (e *Engine) releaseRandomness(r *synthRequest) (mech, post, decode *noise.Source) {
+	mech = noise.NewSource()
 	if r.seed == nil {
-		return noise.NewSource(), noise.NewSource()
+		return mech, noise.NewSource(), noise.NewSource()
 	}
 	secret := e.dp.cat.Secret()
-	label := r.noiseLabel()
-	return noise.Derive(secret, *r.seed, label), noise.Derive(secret, *r.seed, label+"/decode")
+	return mech,
+		noise.Derive(secret, *r.seed, "create-synthetic/v2", "sample"),
+		noise.Derive(secret, *r.seed, "create-synthetic/v2", "decode")
 }
 
 // runSynthetic is phases 2 and 3.
-func (e *Engine) runSynthetic(ctx *sql.Context, r *synthRequest) (*catalog.Synthetic, error) {
+func (e *Engine) runSynthetic(ctx *sql.Context, r *synthRequest) (_ *catalog.Synthetic, err error) {
 	target := quoteIdent(r.target.DB) + "." + quoteIdent(r.target.Name)
 	log := e.log.With("statement", "CREATE SYNTHETIC TABLE", "target", r.target.DB+"."+r.target.Name,
 		"source", r.src.DB+"."+r.src.Name, "mechanism", r.mech.Name(), "user", r.user)
 
-	res, err := e.dp.ledger.Reserve(ctx, r.src.LedgerKey(), r.user, r.stmt.String(), r.mech.Name(), r.rho)
+	res, err := e.dp.ledger.Reserve(ctx, r.src.LedgerKey(), budget.Charge{
+		User: r.user, Statement: r.stmt.String(), Mechanism: r.mech.Name(),
+		Rho: r.rho, Epsilon: r.epsilon, Delta: r.delta,
+	})
 	if err != nil {
 		return nil, e.ledgerError(err)
 	}
+	defer e.recoverCharged(res, &err)
 	failpoint(failpointAfterReserve)
 	log.Info("synthesis started", "rho", res.Rho(), "ledger_entry", res.ID())
 	start := time.Now()
@@ -547,9 +557,11 @@ func (e *Engine) runSynthetic(ctx *sql.Context, r *synthRequest) (*catalog.Synth
 		return nil, e.failReservation(res, true, "reading the source failed", classify(ctx, err, ErrInternal))
 	}
 
-	mechNoise, decodeNoise := e.noiseSources(r)
+	// The charge is ρ rounded up to the ledger's unit; the mechanism runs
+	// at the requested ρ, never above it.
+	mechNoise, postNoise, decodeNoise := e.releaseRandomness(r)
 	in := &synth.Input{
-		Data: data, Workload: r.margs, Rho: res.Rho(), Noise: mechNoise, Rows: r.rows, Progress: prog.report,
+		Data: data, Workload: r.margs, Rho: r.rho, Noise: mechNoise, PostNoise: postNoise, Rows: r.rows, Progress: prog.report,
 	}
 	out, err := r.runner.Run(ctx, in)
 	if err != nil {
@@ -600,6 +612,25 @@ func (e *Engine) runSynthetic(ctx *sql.Context, r *synthRequest) (*catalog.Synth
 	log.Info("synthetic table created", "rows", rec.Rows, "rounds", rec.Rounds, "rho_used", out.RhoUsed,
 		"model_mb", rec.ModelSize, "took", time.Since(start).Round(time.Millisecond))
 	return rec, nil
+}
+
+// recoverCharged turns a panic during a charged synthesis into a failed
+// ledger entry (the data may have been read, so the charge stays spent) and
+// an error to the client, never a dropped connection with its entry left
+// reserved. The mechanisms' helper goroutines forward their panics to the
+// goroutine that started them (internal/par), so they end up here too.
+// Deferred by runSynthetic right after the reservation.
+func (e *Engine) recoverCharged(res *budget.Reservation, err *error) {
+	p := recover()
+	if p == nil {
+		return
+	}
+	e.log.Error("synthesis panicked", "ledger_entry", res.ID(), "panic", p, "stack", string(debug.Stack()))
+	ierr := ErrInternal.New("internal error during the synthesis (%v); please report it with the server log", p)
+	if ferr := res.Fail(true, ierr.Error()); ferr != nil && !errors.Is(ferr, budget.ErrReservationClosed) {
+		e.log.Error("closing a failed reservation", "ledger_entry", res.ID(), "err", ferr)
+	}
+	*err = fmt.Errorf("%w (the privacy budget of this statement, ρ=%.6g, stays spent)", ierr, res.Rho())
 }
 
 // failReservation closes res as failed (touched: data was read, the charge

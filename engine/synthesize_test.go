@@ -1,7 +1,9 @@
 package engine
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -15,7 +17,9 @@ import (
 	"github.com/dpsql/dpsql/catalog"
 	"github.com/dpsql/dpsql/engine/dpparse"
 	"github.com/dpsql/dpsql/internal/fixture"
+	"github.com/dpsql/dpsql/internal/par"
 	"github.com/dpsql/dpsql/synth"
+	"github.com/dpsql/dpsql/synth/noise"
 	"github.com/dpsql/dpsql/synth/pgm"
 )
 
@@ -274,23 +278,116 @@ func TestCreateSyntheticAIM(t *testing.T) {
 	}
 }
 
-// TestCreateSyntheticSeed: the same SEED on the same source and target
-// reproduces the table; another target gets other noise.
-func TestCreateSyntheticSeed(t *testing.T) {
+// TestCreateSyntheticSeedGivesFreshNoise: a SEED never reproduces a
+// release's noise. The same seeded statement run twice (dropping the
+// table between) gives two different models.
+func TestCreateSyntheticSeedGivesFreshNoise(t *testing.T) {
 	f := newSynthFixture(t)
-	create := func(name string) []sql.Row {
-		f.exec("CREATE SYNTHETIC TABLE syn." + name + " FROM raw.people USING independent WITH EPSILON = 0.5, SEED = 42, PGM_ITERS = 20")
-		return f.rows("SELECT sex, age, city FROM syn." + name + " ORDER BY id")
+	create := func() []byte {
+		f.exec("CREATE SYNTHETIC TABLE syn.s FROM raw.people USING independent WITH EPSILON = 0.5, SEED = 42, PGM_ITERS = 20")
+		_, _, release := f.record("syn", "s")
+		f.exec("DROP TABLE syn.s")
+		return release
 	}
-	a := create("s")
-	f.exec("DROP TABLE syn.s")
-	b := create("s")
-	if fmt.Sprint(a) != fmt.Sprint(b) {
-		t.Error("same seed, source and target gave different tables")
+	if a, b := create(), create(); bytes.Equal(a, b) {
+		t.Error("the same SEED gave the same noisy measurements twice")
 	}
-	if c := create("other"); fmt.Sprint(a) == fmt.Sprint(c) {
-		t.Error("another target shared the noise of the first")
+}
+
+// TestReleaseRandomness: the mechanism's noise is fresh whatever the SEED;
+// only the post-processing streams follow it.
+func TestReleaseRandomness(t *testing.T) {
+	f := newSynthFixture(t)
+	draw := func(s *noise.Source) uint64 { return s.Uint64() }
+	seed := int64(9)
+	r := &synthRequest{seed: &seed}
+	m1, p1, d1 := f.e.releaseRandomness(r)
+	m2, p2, d2 := f.e.releaseRandomness(r)
+	if draw(m1) == draw(m2) {
+		t.Error("seeded mechanism noise repeated")
 	}
+	if draw(p1) != draw(p2) || draw(d1) != draw(d2) {
+		t.Error("seeded post-processing is not reproducible")
+	}
+	if draw(p1) == draw(d1) {
+		t.Error("sampling and decoding share a stream")
+	}
+	m3, p3, d3 := f.e.releaseRandomness(&synthRequest{})
+	m4, p4, d4 := f.e.releaseRandomness(&synthRequest{})
+	if draw(m3) == draw(m4) || draw(p3) == draw(p4) || draw(d3) == draw(d4) {
+		t.Error("unseeded streams repeated")
+	}
+}
+
+// TestCreateSyntheticRunsAtRequestedRho: the ledger charges ρ rounded up
+// to its unit, and the mechanism spends the requested ρ, not the rounded
+// charge (at ε = 1e-7 the rounding is a factor of about 200).
+func TestCreateSyntheticRunsAtRequestedRho(t *testing.T) {
+	f := newSynthFixture(t)
+	f.exec("CREATE SYNTHETIC TABLE syn.tiny FROM raw.people USING independent WITH EPSILON = 1e-7, PGM_ITERS = 5")
+	want, err := budget.RhoFromEpsilonDelta(1e-7, fixtureDelta)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec, _, _ := f.record("syn", "tiny")
+	if rec.RhoUsed > want*(1+1e-12) {
+		t.Errorf("mechanism spent ρ = %g, requested %g", rec.RhoUsed, want)
+	}
+	if rec.Rho < want {
+		t.Errorf("ledger charged ρ = %g < requested %g", rec.Rho, want)
+	}
+	last := f.entries()[len(f.entries())-1]
+	if last.Epsilon != 1e-7 || last.Delta != fixtureDelta {
+		t.Errorf("ledger entry (ε, δ) = (%g, %g), want (1e-7, %g)", last.Epsilon, last.Delta, fixtureDelta)
+	}
+}
+
+// panicRunner panics in a worker goroutine, as a bug in a mechanism's
+// parallel kernel would.
+type panicRunner struct{}
+
+func (panicRunner) Run(ctx context.Context, in *synth.Input) (*synth.Result, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	par.For(ctx, 8, 2, func(k int) {
+		if k == 5 {
+			panic("kernel index out of range")
+		}
+	})
+	return nil, errors.New("unreachable")
+}
+
+// TestCreateSyntheticPanicAfterCharge: a panic after the charge, even in a
+// helper goroutine, becomes a failed ledger entry (the charge stays spent)
+// and an error to the client; the server keeps serving.
+func TestCreateSyntheticPanicAfterCharge(t *testing.T) {
+	f := newSynthFixture(t)
+	stmt, _, _, err := dpparse.Parse("CREATE SYNTHETIC TABLE syn.boom FROM raw.people USING independent WITH EPSILON = 0.5")
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, _, err := f.e.validateSynthetic(f.root, stmt.(*dpparse.CreateSynthetic))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.runner = panicRunner{}
+	before := f.budget()
+	_, err = f.e.runSynthetic(f.root, req)
+	if errCode(err) != ErrInternal.Code() || !strings.Contains(err.Error(), "kernel index out of range") || !strings.Contains(err.Error(), "stays spent") {
+		t.Fatalf("error %v", err)
+	}
+	last := f.entries()[len(f.entries())-1]
+	if last.Status != budget.StatusFailed {
+		t.Errorf("ledger entry %v, want failed", last.Status)
+	}
+	if b := f.budget(); b.RhoSpent <= before.RhoSpent {
+		t.Error("the charge was refunded although the data was read")
+	}
+	if f.tableExists("syn", "boom") {
+		t.Error("a table was created")
+	}
+	f.exec("CREATE SYNTHETIC TABLE syn.after FROM raw.people USING independent WITH EPSILON = 0.5, PGM_ITERS = 5")
 }
 
 func TestCreateSyntheticAnswersOnly(t *testing.T) {
@@ -363,6 +460,16 @@ func TestCreateSyntheticFailures(t *testing.T) {
 		{"missing target database", "CREATE SYNTHETIC TABLE nodb.x FROM raw.people USING independent WITH EPSILON = 1", mysql.ERBadDb},
 		{"missing source", "CREATE SYNTHETIC TABLE syn.x FROM raw.nothing USING independent WITH EPSILON = 1", mysql.ERNoSuchTable},
 		{"no budget", "CREATE SYNTHETIC TABLE syn.x FROM raw.nobudget USING independent WITH EPSILON = 1", 9111},
+		{"delta above the budget's", ok + "EPSILON = 0.1, DELTA = 0.9999999999999999", 9112},
+		{"delta slightly above the budget's", ok + "EPSILON = 0.1, DELTA = 0.0000011", 9112},
+		// ε → 0 leaves ρ ≈ δ-dependent floor; a tiny δ makes σ > 2⁴⁰.
+		{"sigma beyond the sampler", ok + "EPSILON = 1e-200, DELTA = 1e-300", 9112},
+		{"gaussian sigma beyond the sampler", "CREATE SYNTHETIC TABLE syn.x FROM raw.people USING gaussian WITH EPSILON = 1e-200, DELTA = 1e-300 WORKLOAD (SELECT sex, COUNT(*) FROM people GROUP BY sex)", 9112},
+		{"aim sigma beyond the sampler", "CREATE SYNTHETIC TABLE syn.x FROM raw.people USING aim WITH EPSILON = 1e-200, DELTA = 1e-300", 9112},
+		{"aim rounds above the maximum", "CREATE SYNTHETIC TABLE syn.x FROM raw.people USING aim WITH EPSILON = 1, ROUNDS = 1000000000", 9112},
+		{"mst sigma beyond the sampler", "CREATE SYNTHETIC TABLE syn.x FROM raw.people USING mst WITH EPSILON = 1e-200, DELTA = 1e-300", 9112},
+		{"mwem sigma beyond the sampler", "CREATE SYNTHETIC TABLE syn.x FROM raw.people USING mwem WITH EPSILON = 1e-200, DELTA = 1e-300", 9112},
+		{"weights 1e300 and 1e-300", "CREATE SYNTHETIC TABLE syn.x FROM raw.people USING gaussian WITH EPSILON = 1 WORKLOAD (SELECT sex, COUNT(*) FROM people GROUP BY sex WEIGHT 1e300; SELECT age, COUNT(*) FROM people GROUP BY age WEIGHT 1e-300)", 9114},
 	}
 	before, nEntries := f.budget(), len(f.entries())
 	for _, tt := range tests {

@@ -12,6 +12,14 @@ import (
 	"github.com/dpsql/dpsql/internal/vtparse"
 )
 
+// MinWeight and MaxWeight bound a workload query's WEIGHT. Only ratios
+// matter to the mechanisms; the bounds keep every noise scale derived from
+// a weight, every score scaled by one and every sum of them finite.
+const (
+	MinWeight = 1e-6
+	MaxWeight = 1e6
+)
+
 // MaxCells bounds the number of cells of one compiled marginal.
 const MaxCells = 1 << 24
 
@@ -109,8 +117,8 @@ func CompileQuery(sel *sqlparser.Select, src TableRef, dom *domain.Table) (*Quer
 }
 
 func compileOne(wq WorkloadQuery, src TableRef, dom *domain.Table) (*Query, *Error) {
-	if !(wq.Weight > 0) || math.IsInf(wq.Weight, 0) {
-		return nil, reject(KindWeight, wq.Text, "weight %v must be positive and finite", wq.Weight)
+	if !(wq.Weight >= MinWeight && wq.Weight <= MaxWeight) {
+		return nil, reject(KindWeight, wq.Text, "weight %v must be between %g and %g (only the ratios of weights matter)", wq.Weight, MinWeight, MaxWeight)
 	}
 	sel := wq.Select
 	if sel == nil {

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 	"slices"
+
+	"github.com/dpsql/dpsql/synth/noise"
 )
 
 // Check validates in and returns its workload in canonical form: attribute
@@ -30,6 +32,26 @@ func (in *Input) Check(needWorkload bool) ([]Marginal, error) {
 		return nil, nil
 	}
 	return CanonicalWorkload(in.Data.Domain().Len(), in.Workload)
+}
+
+// CheckNoise reports whether the samplers accept every noise scale in
+// sigmas and every exponential-mechanism ε in epsilons (sensitivity 1; a
+// mechanism checks other sensitivities itself). Mechanisms call it on every
+// parameter they will draw with, while they validate their input and before
+// their first cancellation check, so that the engine's preflight rejects a
+// request the samplers would refuse before any budget is charged.
+func CheckNoise(sigmas, epsilons []float64) error {
+	for _, s := range sigmas {
+		if err := noise.CheckSigma(s); err != nil {
+			return fmt.Errorf("%w: %v (the budget is too small or the weights too uneven for this request)", ErrInvalidInput, err)
+		}
+	}
+	for _, e := range epsilons {
+		if err := noise.CheckExponential(e, 1); err != nil {
+			return fmt.Errorf("%w: %v (the budget is too small for this many rounds)", ErrInvalidInput, err)
+		}
+	}
+	return nil
 }
 
 // CanonicalWorkload validates a workload over d attributes and returns it
@@ -64,6 +86,9 @@ func CanonicalWorkload(d int, w []Marginal) ([]Marginal, error) {
 		k := Key(attrs)
 		if j, ok := index[k]; ok {
 			out[j].Weight += m.Weight
+			if math.IsInf(out[j].Weight, 0) {
+				return nil, fmt.Errorf("%w: the weights of the workload marginals on attributes %v sum to +Inf", ErrInvalidInput, attrs)
+			}
 			continue
 		}
 		index[k] = len(out)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"math/rand/v2"
 
 	"github.com/dpsql/dpsql/synth/noise"
 	"github.com/dpsql/dpsql/synth/pgm"
@@ -71,8 +72,14 @@ type Input struct {
 	Workload []Marginal
 	// Rho is the zCDP budget reserved by the caller; it must be positive.
 	Rho float64
-	// Noise is the source of all privacy noise and private selections.
+	// Noise is the source of all privacy noise and private selections. It
+	// must be fresh (noise.NewSource) for every release.
 	Noise *noise.Source
+	// PostNoise, if non-nil, is the randomness of post-processing that reads
+	// released values only (sampling rows from the fitted model). It may be
+	// derived from a user's SEED to make that step reproducible; nil means
+	// Noise.
+	PostNoise *noise.Source
 	// Rows is the number of synthetic rows to draw; 0 means the model's
 	// estimated total.
 	Rows int
@@ -159,6 +166,15 @@ type Result struct {
 	RhoUsed float64
 }
 
+// Post returns the generator of post-processing randomness: PostNoise's,
+// or Noise's when PostNoise is nil. Never use it for privacy noise.
+func (in *Input) Post() *rand.Rand {
+	if in.PostNoise != nil {
+		return in.PostNoise.Rand()
+	}
+	return in.Noise.Rand()
+}
+
 // Report sends s to in.Progress if it is set.
 func (in *Input) Report(s Status) {
 	if in.Progress != nil {
@@ -168,13 +184,13 @@ func (in *Input) Report(s Status) {
 
 // Sample draws the synthetic rows of a fitted model: in.Rows records, or the
 // model's rounded total when in.Rows is 0. It is post-processing and uses
-// in.Noise.Rand.
+// in.Post.
 func Sample(m *pgm.Model, in *Input) ([][]uint16, error) {
 	rows := in.Rows
 	if rows == 0 {
 		rows = int(math.Round(m.Total()))
 	}
-	out, err := m.Synthesize(in.Noise.Rand(), rows)
+	out, err := m.Synthesize(in.Post(), rows)
 	if err != nil {
 		return nil, fmt.Errorf("synthesize %d rows: %w", rows, err)
 	}

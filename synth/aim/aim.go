@@ -26,7 +26,7 @@ type Options struct {
 var schema = synth.Schema{
 	{Name: "MAX_MODEL_SIZE", Kind: synth.Float, Default: "80", Min: 1e-3,
 		Doc: "junction-tree size limit S_max in MB; reached when the whole budget is spent"},
-	{Name: "ROUNDS", Kind: synth.Int, Default: "16·d", Min: 1,
+	{Name: "ROUNDS", Kind: synth.Int, Default: "16·d", Min: 1, Max: 1e5,
 		Doc: "T: sets the initial per-round budget ρ/T; the number of rounds adapts"},
 	{Name: "PGM_ITERS", Kind: synth.Int, Default: "100", Min: 1, Max: 1e6,
 		Doc: "estimation iterations per round, warm-started"},

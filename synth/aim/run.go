@@ -36,6 +36,9 @@ func (o *Options) Run(ctx context.Context, in *synth.Input) (*synth.Result, erro
 	if err != nil {
 		return nil, err
 	}
+	if err := sched.check(); err != nil {
+		return nil, fmt.Errorf("aim: %w", err)
+	}
 
 	// True answers of every candidate, computed once: the workload sets by
 	// counting, their subsets by projection.

@@ -3,6 +3,8 @@ package aim
 import (
 	"fmt"
 	"math"
+
+	"github.com/dpsql/dpsql/synth"
 )
 
 // alpha is the fraction of each round's budget that goes to measurement;
@@ -33,6 +35,17 @@ func newSchedule(rho float64, T, oneWay int) (s *schedule, sigma0 float64, err e
 	}
 	s.used = float64(oneWay) * gaussCost(s.sigma)
 	return s, s.sigma, nil
+}
+
+// check reports whether the samplers accept every σ and ε the schedule can
+// produce. σ_t never exceeds σ_1 except in the last round, which spends the
+// remainder: more than (1−α)·ρ after the initialisation (which spends
+// oneWay/T < 1 of α·ρ), and otherwise at least one round's cost, so its σ is
+// at most max(σ_1/√α, 1/√(2α(1−α)ρ)) and its ε at least √(8(1−α)·rem) >
+// 0. ε_t only grows from ε_1.
+func (s *schedule) check() error {
+	maxSigma := max(s.sigma/math.Sqrt(alpha), 1/math.Sqrt(2*alpha*(1-alpha)*s.rho))
+	return synth.CheckNoise([]float64{s.sigma, maxSigma}, []float64{s.eps})
 }
 
 // gaussCost is the zCDP cost of a sensitivity-1 Gaussian measurement.

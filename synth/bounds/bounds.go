@@ -5,12 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"runtime"
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 
+	"github.com/dpsql/dpsql/internal/par"
 	"github.com/dpsql/dpsql/synth"
 	"github.com/dpsql/dpsql/synth/internal/marginal"
 	"github.com/dpsql/dpsql/synth/pgm"
@@ -322,23 +321,7 @@ func (a *Analysis) statsOf(ctx context.Context, sets [][]int) ([]*stats, error) 
 		}
 	}
 	a.mu.Unlock()
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	for range min(runtime.GOMAXPROCS(0), len(todo)) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				k := int(next.Add(1)) - 1
-				if k >= len(todo) || ctx.Err() != nil {
-					return
-				}
-				out[todo[k]] = a.compute(sets[todo[k]])
-			}
-		}()
-	}
-	wg.Wait()
-	if err := ctx.Err(); err != nil {
+	if err := par.For(ctx, len(todo), 0, func(k int) { out[todo[k]] = a.compute(sets[todo[k]]) }); err != nil {
 		return nil, fmt.Errorf("bounds: %w", err)
 	}
 	a.mu.Lock()

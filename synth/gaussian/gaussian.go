@@ -87,6 +87,15 @@ func (runner) Run(ctx context.Context, in *synth.Input) (*synth.Result, error) {
 		}
 	}
 	sigmas := Sigmas(in.Rho, w, cells)
+	var used []float64
+	for i, m := range w {
+		if m.Weight > 0 {
+			used = append(used, sigmas[i])
+		}
+	}
+	if err := synth.CheckNoise(used, nil); err != nil {
+		return nil, fmt.Errorf("gaussian: %w", err)
+	}
 	answers, err := in.Data.Marginals(ctx, sets)
 	if err != nil {
 		return &synth.Result{}, fmt.Errorf("gaussian: %w", err)

@@ -66,6 +66,12 @@ func (o *Options) Run(ctx context.Context, in *synth.Input) (*synth.Result, erro
 	if _, err := in.Check(false); err != nil {
 		return nil, fmt.Errorf("independent: %w", err)
 	}
+	dom := in.Data.Domain()
+	d := dom.Len()
+	sigma := math.Sqrt(float64(d) / (2 * in.Rho))
+	if err := synth.CheckNoise([]float64{sigma}, nil); err != nil {
+		return nil, fmt.Errorf("independent: %w", err)
+	}
 	if err := ctx.Err(); err != nil {
 		return &synth.Result{}, fmt.Errorf("independent: %w", err)
 	}
@@ -73,9 +79,6 @@ func (o *Options) Run(ctx context.Context, in *synth.Input) (*synth.Result, erro
 	if iters <= 0 {
 		iters = DefaultPGMIters
 	}
-	dom := in.Data.Domain()
-	d := dom.Len()
-	sigma := math.Sqrt(float64(d) / (2 * in.Rho))
 	res := &synth.Result{}
 	meas := make([]pgm.Measurement, d)
 	for a := 0; a < d; a++ {

@@ -93,6 +93,22 @@ func (o *Options) Run(ctx context.Context, in *synth.Input) (*synth.Result, erro
 	if _, err := in.Check(false); err != nil {
 		return nil, fmt.Errorf("mst: %w", err)
 	}
+	dom := in.Data.Domain()
+	d := dom.Len()
+	// The budget split: 1-way marginals at σ1 (ρ/3, all of ρ when d = 1),
+	// a spanning tree selected at ε per edge (ρ/3) and measured at σ2
+	// (ρ/3).
+	sigma := math.Sqrt(3 / (2 * in.Rho))
+	sigma1 := sigma * math.Sqrt(float64(d))
+	sigma2 := sigma * math.Sqrt(float64(d-1))
+	if d == 1 {
+		sigma1 = math.Sqrt(1 / (2 * in.Rho))
+	} else if err := synth.CheckNoise([]float64{sigma1, sigma2}, []float64{treeEpsilon(in.Rho/3, d)}); err != nil {
+		return nil, fmt.Errorf("mst: %w", err)
+	}
+	if err := synth.CheckNoise([]float64{sigma1}, nil); err != nil {
+		return nil, fmt.Errorf("mst: %w", err)
+	}
 	if err := ctx.Err(); err != nil {
 		return &synth.Result{}, fmt.Errorf("mst: %w", err)
 	}
@@ -100,20 +116,13 @@ func (o *Options) Run(ctx context.Context, in *synth.Input) (*synth.Result, erro
 	if iters <= 0 {
 		iters = DefaultPGMIters
 	}
-	dom := in.Data.Domain()
-	d := dom.Len()
 	res := &synth.Result{}
 	fail := func(err error) (*synth.Result, error) {
 		res.Model, res.Rows = nil, nil
 		return res, fmt.Errorf("mst: %w", err)
 	}
 
-	// 1. 1-way measurements, ρ/3 (all of ρ when d = 1).
-	sigma := math.Sqrt(3 / (2 * in.Rho))
-	sigma1 := sigma * math.Sqrt(float64(d))
-	if d == 1 {
-		sigma1 = math.Sqrt(1 / (2 * in.Rho))
-	}
+	// 1. 1-way measurements.
 	oneWay := make([][]float64, d)
 	for a := range d {
 		y := in.Data.MarginalTo(nil, []int{a})
@@ -152,7 +161,6 @@ func (o *Options) Run(ctx context.Context, in *synth.Input) (*synth.Result, erro
 		res.RhoUsed += rhoSel
 		epsSel := math.Sqrt(8 * rhoSel / float64(len(tree)))
 		// 4. Measure the tree's 2-way marginals, ρ/3.
-		sigma2 := sigma * math.Sqrt(float64(d-1))
 		ans, err := cdata.Marginals(ctx, tree)
 		if err != nil {
 			return fail(err)
@@ -179,7 +187,7 @@ func (o *Options) Run(ctx context.Context, in *synth.Input) (*synth.Result, erro
 	if err != nil {
 		return fail(err)
 	}
-	comp.expand(rows, in.Noise.Rand().IntN)
+	comp.expand(rows, in.Post().IntN)
 	res.Rows = rows
 	if res.Model, err = comp.lift(ctx, dom, model, meas, min(iters, liftIters)); err != nil {
 		return fail(fmt.Errorf("lift model: %w", err))
@@ -213,7 +221,7 @@ func selectTree(ctx context.Context, data *pgm.Dataset, model *pgm.Model, rho fl
 			score[i] += math.Abs(x - est[j])
 		}
 	}
-	eps := math.Sqrt(8 * rho / float64(d-1))
+	eps := treeEpsilon(rho, d)
 	uf := newUnionFind(d)
 	var tree [][]int
 	var idx []int
@@ -426,3 +434,6 @@ func (c *compression) spread(full *pgm.Domain, attrs []int, x []float64) []float
 	}
 	return out
 }
+
+// treeEpsilon is the ε of each of the d−1 edge selections that spend rho.
+func treeEpsilon(rho float64, d int) float64 { return math.Sqrt(8 * rho / float64(d-1)) }

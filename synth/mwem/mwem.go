@@ -128,6 +128,11 @@ func (o *Options) Run(ctx context.Context, in *synth.Input) (*synth.Result, erro
 		return res, fmt.Errorf("mwem: %w", err)
 	}
 
+	eps, sigma := RoundBudget(in.Rho, opt.Rounds)
+	if err := synth.CheckNoise([]float64{sigma}, []float64{eps}); err != nil {
+		return nil, fmt.Errorf("mwem: %w", err)
+	}
+
 	sets := make([][]int, len(w))
 	for i, m := range w {
 		sets[i] = m.Attrs
@@ -137,7 +142,6 @@ func (o *Options) Run(ctx context.Context, in *synth.Input) (*synth.Result, erro
 		return fail(fmt.Errorf("true marginals: %w", err))
 	}
 
-	eps, sigma := RoundBudget(in.Rho, opt.Rounds)
 	sizeOf := func(cliques [][]int) float64 { return pgm.ModelSize(dom, cliques) }
 	tracker := adaptive.NewTracker(len(w))
 	var (

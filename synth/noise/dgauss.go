@@ -1,6 +1,7 @@
 package noise
 
 import (
+	"fmt"
 	"math"
 	"math/big"
 	"math/bits"
@@ -199,4 +200,14 @@ func (s *Source) discreteLaplace(t uint64) int64 {
 		}
 		return int64(x)
 	}
+}
+
+// CheckSigma reports whether the discrete Gaussian samplers accept sigma.
+// Mechanisms call it on every σ they will use while they validate their
+// input, before any budget is charged, so that no sampler panics after.
+func CheckSigma(sigma float64) error {
+	if !(sigma >= minSigma && sigma <= maxSigma) {
+		return fmt.Errorf("noise: noise scale σ = %g is outside the sampler's range [2^-500, 2^40]", sigma)
+	}
+	return nil
 }

@@ -5,14 +5,18 @@
 //
 // Every random bit comes from a [Source]: an AES-256 counter-mode keystream
 // whose key is either fresh (from crypto/rand, [NewSource]) or derived with
-// HMAC-SHA256 from a server secret, a user seed and a label ([Derive]). A
-// SEED therefore reproduces a run on the server holding the secret and
-// nowhere else; without the secret the stream cannot be recomputed. Different
-// labels give computationally independent streams, so a mechanism derives one
-// source per purpose (selection, measurement, sampling rows) and adding a
-// draw to one purpose never shifts the others. math/rand is never used for
-// released noise; [Source.Rand] exposes the stream as a math/rand/v2
-// generator for post-processing only.
+// HMAC-SHA256 from a server secret, a user seed and length-framed label parts
+// ([Derive]).
+//
+// Privacy noise (measurements, private selections) always comes from a fresh
+// source: a release's noise must never repeat or correlate with another's,
+// whatever the requester chooses, or whoever runs a statement twice and
+// subtracts the results learns the data exactly. Derived sources repeat by
+// design and serve only post-processing that touches released values (such
+// as sampling rows from a released model), where a SEED makes the result
+// reproducible on the server holding the secret and nowhere else. math/rand
+// is never used for released noise; [Source.Rand] exposes a stream as a
+// math/rand/v2 generator for post-processing only.
 //
 // # Exact samplers
 //

@@ -1,6 +1,7 @@
 package noise
 
 import (
+	"fmt"
 	"math"
 	"math/big"
 )
@@ -55,4 +56,16 @@ func (s *Source) Exponential(scores []float64, epsilon, sensitivity float64) int
 			return int(i)
 		}
 	}
+}
+
+// CheckExponential reports whether [Source.Exponential] accepts epsilon and
+// sensitivity; see [CheckSigma].
+func CheckExponential(epsilon, sensitivity float64) error {
+	if !(epsilon > 0) || math.IsInf(epsilon, 1) {
+		return fmt.Errorf("noise: exponential mechanism ε = %g must be positive and finite", epsilon)
+	}
+	if !(sensitivity > 0) || math.IsInf(sensitivity, 1) {
+		return fmt.Errorf("noise: exponential mechanism sensitivity %g must be positive and finite", sensitivity)
+	}
+	return nil
 }

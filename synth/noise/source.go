@@ -21,11 +21,12 @@ const MinSecretSize = 16
 const bufSize = 4096
 
 // deriveDomain separates dpsql's derivation from any other use of the secret.
-const deriveDomain = "dpsql/noise/derive/v1"
+const deriveDomain = "dpsql/noise/derive/v2"
 
 // Source is a cryptographically secure random bit stream. It is either fresh
-// (keyed from crypto/rand) or derived from a server secret and a user seed, so
-// that a SEED reproduces a run on this server only.
+// (keyed from crypto/rand: the only kind that may carry privacy noise) or
+// derived from a server secret and a user seed, so that a SEED reproduces
+// post-processing on this server only.
 //
 // A Source is not safe for concurrent use.
 type Source struct {
@@ -57,26 +58,35 @@ func NewSource() *Source {
 	return newSource(key[:])
 }
 
-// Derive returns the source for (server secret, user seed, label). Without the
-// secret the stream cannot be recomputed from the seed.
+// Derive returns the source for (server secret, user seed, label parts).
+// Without the secret the stream cannot be recomputed from the seed.
 //
-// The key of the stream is HMAC-SHA256(secret, domain ‖ seed ‖ len(label) ‖
-// label), with seed and length as 8-byte big-endian integers, so distinct
-// (seed, label) pairs never share a key. Derive panics if the secret is
-// shorter than MinSecretSize bytes: a short secret would make seeded noise
-// guessable.
-func Derive(secret []byte, seed int64, label string) *Source {
+// The key of the stream is HMAC-SHA256(secret, domain ‖ seed ‖ k ‖ len(p₁) ‖
+// p₁ ‖ … ‖ len(pₖ) ‖ pₖ), with seed, k and every length as 8-byte big-endian
+// integers. Every part is framed by its length, so no two distinct
+// (seed, parts) tuples share a key: ("s/decode") and ("s", "decode") differ.
+// Derive panics if the secret is shorter than MinSecretSize bytes: a short
+// secret would make seeded streams guessable.
+//
+// A derived stream repeats whenever its inputs repeat, so it is for
+// reproducible post-processing only; privacy noise comes from [NewSource].
+func Derive(secret []byte, seed int64, parts ...string) *Source {
 	if len(secret) < MinSecretSize {
 		panic("noise: secret shorter than MinSecretSize")
 	}
 	mac := hmac.New(sha256.New, secret)
 	mac.Write([]byte(deriveDomain))
 	var n [8]byte
-	binary.BigEndian.PutUint64(n[:], uint64(seed))
-	mac.Write(n[:])
-	binary.BigEndian.PutUint64(n[:], uint64(len(label)))
-	mac.Write(n[:])
-	mac.Write([]byte(label))
+	put := func(v uint64) {
+		binary.BigEndian.PutUint64(n[:], v)
+		mac.Write(n[:])
+	}
+	put(uint64(seed))
+	put(uint64(len(parts)))
+	for _, p := range parts {
+		put(uint64(len(p)))
+		mac.Write([]byte(p))
+	}
 	return newSource(mac.Sum(nil))
 }
 

@@ -4,10 +4,9 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"runtime"
 	"slices"
-	"sync"
-	"sync/atomic"
+
+	"github.com/dpsql/dpsql/internal/par"
 )
 
 // Dataset is an encoded, column-major table: column i holds codes in [0, Size(i)).
@@ -185,31 +184,17 @@ func (d *Dataset) MarginalsTo(ctx context.Context, dst [][]float64, sets [][]int
 		copy(out, dst)
 	}
 	out = out[:len(sets)]
-	var next atomic.Int64
-	workers := min(runtime.GOMAXPROCS(0), len(sets))
-	var wg sync.WaitGroup
-	for range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				i := int(next.Add(1) - 1)
-				if i >= len(sets) || ctx.Err() != nil {
-					return
-				}
-				n := d.dom.Cells(sets[i])
-				if cap(out[i]) < n {
-					out[i] = make([]float64, n)
-				} else {
-					out[i] = out[i][:n]
-					clear(out[i])
-				}
-				d.countInto(out[i], sets[i], 0, d.rows)
-			}
-		}()
-	}
-	wg.Wait()
-	if err := ctx.Err(); err != nil {
+	err := par.For(ctx, len(sets), 0, func(i int) {
+		n := d.dom.Cells(sets[i])
+		if cap(out[i]) < n {
+			out[i] = make([]float64, n)
+		} else {
+			out[i] = out[i][:n]
+			clear(out[i])
+		}
+		d.countInto(out[i], sets[i], 0, d.rows)
+	})
+	if err != nil {
 		return nil, fmt.Errorf("pgm: computing marginals: %w", err)
 	}
 	return out, nil

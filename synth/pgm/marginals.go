@@ -4,11 +4,10 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"runtime"
 	"slices"
 	"sync"
-	"sync/atomic"
 
+	"github.com/dpsql/dpsql/internal/par"
 	"github.com/dpsql/dpsql/synth/pgm/internal/kernel"
 )
 
@@ -605,23 +604,8 @@ func (m *Model) MarginalsFunc(ctx context.Context, sets [][]int, f func(i int, x
 		}
 	}
 	cache := newReduceCache(m.jt.total)
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	for range min(runtime.GOMAXPROCS(0), len(sets)) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for ctx.Err() == nil {
-				i := int(next.Add(1)) - 1
-				if i >= len(sets) {
-					return
-				}
-				f(i, m.marginal(sets[i], nil, cache))
-			}
-		}()
-	}
-	wg.Wait()
-	if err := ctx.Err(); err != nil {
+	err := par.For(ctx, len(sets), 0, func(i int) { f(i, m.marginal(sets[i], nil, cache)) })
+	if err != nil {
 		return fmt.Errorf("pgm: marginals: %w", err)
 	}
 	return nil

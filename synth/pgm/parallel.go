@@ -4,6 +4,8 @@ import (
 	"runtime"
 	"sync/atomic"
 	"time"
+
+	"github.com/dpsql/dpsql/internal/par"
 )
 
 // chunkCells is the least work (in table cells) given to one chunk of a
@@ -103,6 +105,9 @@ type pool struct {
 	// The current job, written by the owner only while it is closed and
 	// empty.
 	chunk func(int)
+
+	// catch holds a helper's panic until the owner raises it again.
+	catch par.Catcher
 }
 
 const (
@@ -181,6 +186,7 @@ func (p *pool) do(k int, chunk func(int)) {
 		}
 	}
 	p.chunk = nil
+	p.catch.Repanic()
 }
 
 // claim runs chunks of the current job until none is left, from the bottom
@@ -202,6 +208,14 @@ func (p *pool) claim(owner bool) {
 	}
 }
 
+// helperClaim is a helper's claim(false): a panic in a chunk is recorded
+// for the owner, which raises it again in its own goroutine once the job is
+// done, instead of ending the process.
+func (p *pool) helperClaim() {
+	defer p.catch.Recover()
+	p.claim(false)
+}
+
 func (p *pool) helper() {
 	var last uint64 // generation of the last job joined
 	idleSince := time.Now()
@@ -213,7 +227,7 @@ func (p *pool) helper() {
 		if w&poolOpen != 0 && w>>poolGen != last {
 			if p.word.CompareAndSwap(w, w+1) {
 				last = w >> poolGen
-				p.claim(false)
+				p.helperClaim()
 				p.word.Add(^uint64(0)) // leave
 				idleSince, spins = time.Now(), 0
 			}

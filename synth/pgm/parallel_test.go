@@ -5,6 +5,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/dpsql/dpsql/internal/par"
 )
 
 // TestPoolRunsEveryChunkOnce runs many jobs of varied sizes through a pool
@@ -39,6 +41,37 @@ func TestPoolRunsEveryChunkOnce(t *testing.T) {
 			time.Sleep(2 * spinFor) // helpers park; the next job wakes them
 		}
 	}
+}
+
+// TestPoolCarriesAChunkPanicToTheOwner makes one chunk of every job panic:
+// whether the owner or a helper ran it, do must panic in the owner's
+// goroutine, where the engine recovers it, and never end the process from
+// a helper's.
+func TestPoolCarriesAChunkPanicToTheOwner(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(4))
+	fromHelper := 0
+	for job := range 200 {
+		p := newPool()
+		func() {
+			defer p.stop()
+			defer func() {
+				v := recover()
+				if v == nil {
+					t.Fatalf("job %d: do returned although a chunk panicked", job)
+				}
+				if _, ok := v.(*par.Panic); ok {
+					fromHelper++
+				}
+			}()
+			p.do(maxParts, func(c int) {
+				if c == maxParts-1 { // helpers claim from the top
+					panic("chunk failed")
+				}
+				time.Sleep(time.Microsecond)
+			})
+		}()
+	}
+	t.Logf("%d of 200 panics came from a helper", fromHelper)
 }
 
 // TestTeamChunks checks the chunk bounds of run and split: contiguous,

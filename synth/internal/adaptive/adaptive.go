@@ -5,11 +5,7 @@
 package adaptive
 
 import (
-	"context"
-	"runtime"
 	"slices"
-	"sync"
-	"sync/atomic"
 
 	"github.com/dpsql/dpsql/synth"
 	"github.com/dpsql/dpsql/synth/internal/marginal"
@@ -106,27 +102,4 @@ func (tr *Tracker) Fill(res *synth.Result, attrs [][]int) {
 	for _, t := range rounds {
 		res.Snapshots = append(res.Snapshots, synth.Snapshot{Round: t, Model: tr.snaps[t]})
 	}
-}
-
-// Parallel calls f(k) for every k in [0, n) on GOMAXPROCS goroutines and
-// returns ctx's error if it was cancelled (some calls are then skipped).
-// f must be safe for concurrent use with distinct k.
-func Parallel(ctx context.Context, n int, f func(k int)) error {
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	for range min(runtime.GOMAXPROCS(0), n) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				k := int(next.Add(1)) - 1
-				if k >= n || ctx.Err() != nil {
-					return
-				}
-				f(k)
-			}
-		}()
-	}
-	wg.Wait()
-	return ctx.Err()
 }

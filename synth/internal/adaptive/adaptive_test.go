@@ -1,8 +1,6 @@
 package adaptive
 
 import (
-	"context"
-	"errors"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -124,23 +122,6 @@ func TestTracker(t *testing.T) {
 		if k > 0 && s.Round <= res.Snapshots[k-1].Round {
 			t.Error("snapshots out of order")
 		}
-	}
-}
-
-func TestParallel(t *testing.T) {
-	out := make([]int, 1000)
-	if err := Parallel(context.Background(), len(out), func(k int) { out[k] = k * k }); err != nil {
-		t.Fatal(err)
-	}
-	for k, v := range out {
-		if v != k*k {
-			t.Fatalf("out[%d] = %d", k, v)
-		}
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	if err := Parallel(ctx, 10, func(int) { t.Error("called after cancellation") }); !errors.Is(err, context.Canceled) {
-		t.Errorf("err = %v, want context.Canceled", err)
 	}
 }
 
