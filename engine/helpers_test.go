@@ -21,7 +21,7 @@ import (
 )
 
 // newTestEngine builds an engine over st with root's password "pw".
-func newTestEngine(t *testing.T, st Storage, mod func(*Config)) *Engine {
+func newTestEngine(t testing.TB, st Storage, mod func(*Config)) *Engine {
 	t.Helper()
 	cfg := DefaultConfig()
 	cfg.DataDir = t.TempDir()
@@ -40,7 +40,7 @@ func newTestEngine(t *testing.T, st Storage, mod func(*Config)) *Engine {
 
 // openDiskEngine opens a test engine over the catalog storage in dir, as
 // a server (re)start does; mod, if not nil, adjusts the config.
-func openDiskEngine(t *testing.T, dir string, mod func(*Config)) *Engine {
+func openDiskEngine(t testing.TB, dir string, mod func(*Config)) *Engine {
 	t.Helper()
 	st, err := openStorage(dir)
 	if err != nil {

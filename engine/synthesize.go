@@ -50,7 +50,7 @@ import (
 
 // maxSyntheticRows bounds ROWS: the rows of a synthetic table are built in
 // memory before they are written in one transaction.
-const maxSyntheticRows = 1 << 22
+const maxSyntheticRows = synth.MaxRows
 
 // The generic options of CREATE SYNTHETIC TABLE.
 const (

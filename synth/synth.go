@@ -182,13 +182,29 @@ func (in *Input) Report(s Status) {
 	}
 }
 
+// MaxRows bounds the rows Sample draws, whether asked for or estimated: the
+// rows of a synthetic table are built in memory.
+const MaxRows = 1 << 22
+
 // Sample draws the synthetic rows of a fitted model: in.Rows records, or the
 // model's rounded total when in.Rows is 0. It is post-processing and uses
 // in.Post.
+//
+// The model's total is a noisy estimate: under heavy noise it can be far
+// larger than the data, so it is clamped to MaxRows (a released value, so
+// the clamp is post-processing too).
 func Sample(m *pgm.Model, in *Input) ([][]uint16, error) {
 	rows := in.Rows
 	if rows == 0 {
-		rows = int(math.Round(m.Total()))
+		total := math.Round(m.Total())
+		switch {
+		case !(total > 0): // also NaN
+			rows = 0
+		case total > MaxRows:
+			rows = MaxRows
+		default:
+			rows = int(total)
+		}
 	}
 	out, err := m.Synthesize(in.Post(), rows)
 	if err != nil {
