@@ -429,12 +429,16 @@ func (r *synthRequest) compileWorkload() error {
 // it and whether it exists. exists is true only under IF NOT EXISTS; an
 // existing target is an error otherwise.
 //
-// Rules: the user needs CREATE on the target database; the target may be
+// Rules: the target's name follows MySQL's identifier rules
+// (checkNewTable); the user needs CREATE on the target database; the target may be
 // in the source's database only for an owner of the source (so that raw
 // tables and their synthetic copies need not share a database an analyst
 // can read).
 func (e *Engine) checkTarget(ctx *sql.Context, r *synthRequest) (exists bool, err error) {
 	t := r.stmt.Table
+	if err := checkNewTable(t); err != nil {
+		return false, err
+	}
 	if t.DB == "" {
 		t.DB = ctx.GetCurrentDatabase()
 	}
