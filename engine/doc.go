@@ -40,7 +40,9 @@
 // column-major encoded dataset (encode.go), runs the mechanism from the
 // registry with noise from synth/noise (keyed by the server secret when
 // SEED is given), then commits the ledger entry and writes the table, its
-// rows, its model and its release in one catalog transaction. A failure or
+// rows, its model and its release in one catalog transaction. The table's
+// column types come from the public domain alone (public_types.go), and its
+// name must follow MySQL's identifier rules (identifiers.go). A failure or
 // KILL QUERY after the scan started leaves the charge spent and nothing
 // written. Progress shows in SHOW PROCESSLIST.
 //

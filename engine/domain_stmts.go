@@ -279,6 +279,12 @@ func jsonValues(s string) ([]dpparse.Value, error) {
 // domainSchema is the result of SHOW DOMAIN: one row per column of the
 // table, in schema order.
 //
+//   - type: the public type of the column, derived from its domain alone:
+//     the type its synthetic column gets (public_types.go), e.g. bigint,
+//     double, varchar(5) for the longest declared value, enum('F','M'); for
+//     a column without a domain only its family (integer, number, text,
+//     …). Never the raw column's SQL type, whose sizes may come from the
+//     data;
 //   - kind: categorical, integer range or binned; NULL when missing;
 //   - size: the number of codes, NULL included;
 //   - domain: the values ('a', 'b'), the range (lo..hi) or the bins
@@ -350,7 +356,7 @@ func (e *Engine) showDomain(ctx *sql.Context, tn dpparse.TableName) ([]sql.Row, 
 				}
 				note = fmt.Sprintf("%s; declare it with ALTER TABLE %s SET DOMAIN %s BETWEEN <lo> AND <hi> BINS <n> or IN (…)", r, t, quoteIdent(sc.Name))
 			}
-			rows = append(rows, sql.Row{sc.Name, sc.Type.String(), nil, nil, nil, nullable, nil, "YES", note})
+			rows = append(rows, sql.Row{sc.Name, publicTypeName(sc, nil), nil, nil, nil, nullable, nil, "YES", note})
 			continue
 		}
 		var source string
@@ -365,7 +371,7 @@ func (e *Engine) showDomain(ctx *sql.Context, tn dpparse.TableName) ([]sql.Row, 
 		default:
 			source = "CHECK"
 		}
-		rows = append(rows, sql.Row{sc.Name, sc.Type.String(), kindName(c.Kind()), int64(c.Size()), describeDomain(c), nullable, source, "NO", nil})
+		rows = append(rows, sql.Row{sc.Name, publicTypeName(sc, c), kindName(c.Kind()), int64(c.Size()), describeDomain(c), nullable, source, "NO", nil})
 	}
 	return rows, nil
 }

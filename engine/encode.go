@@ -96,15 +96,31 @@ func encodeTable(ctx context.Context, cat *catalog.Store, src tableRef, dom *dom
 	return ds, nil
 }
 
-// syntheticSchema is the schema of a synthetic table made from src: the
-// same column names and SQL types, nullable as in the source, without
-// keys, AUTO_INCREMENT, defaults or generated values.
-func syntheticSchema(src sql.Schema) sql.Schema {
+// syntheticSchema is the schema of a synthetic table made from a source of
+// schema src over its public domain dom (attribute j is column pos[j]; the
+// columns in serial are row numbers): the source's column names in its
+// order, each typed by its public domain alone (publicType), the row-number
+// columns BIGINT NOT NULL; no keys, AUTO_INCREMENT, defaults, comments or
+// generated values. Nothing of the source's SQL types is kept.
+func syntheticSchema(src sql.Schema, dom *domain.Table, pos, serial []int) (sql.Schema, error) {
 	out := make(sql.Schema, len(src))
-	for i, c := range src {
-		out[i] = &sql.Column{Name: c.Name, Type: c.Type, Nullable: c.Nullable, Comment: c.Comment}
+	for j := range dom.Columns {
+		c := &dom.Columns[j]
+		t, err := publicType(c)
+		if err != nil {
+			return nil, ErrDomain.Wrap(err, "type of synthetic column")
+		}
+		out[pos[j]] = &sql.Column{Name: src[pos[j]].Name, Type: t, Nullable: c.Nullable()}
 	}
-	return out
+	for _, p := range serial {
+		out[p] = &sql.Column{Name: src[p].Name, Type: serialType}
+	}
+	for i, c := range out {
+		if c == nil {
+			return nil, ErrInternal.New("column %s of the source is neither an attribute nor a row number", quoteIdent(src[i].Name))
+		}
+	}
+	return out, nil
 }
 
 // decodeRows turns column-major codes into rows of sch, the synthetic
@@ -171,11 +187,13 @@ func convertValue(ctx context.Context, col *sql.Column, v any) (any, error) {
 //
 //	dp_marginal     INT      1-based number of the marginal, in workload order
 //	dp_columns      TEXT     the marginal's columns, comma-separated
-//	<source column> ...      one per source column, same name and type,
-//	                         nullable: the cell's value for the marginal's
-//	                         columns, NULL for the others (dp_columns tells
-//	                         a NULL cell value apart); a binned column
-//	                         shows its bin's lower bound
+//	<attribute>     ...      one per attribute of the domain (row-number
+//	                         columns are left out), same name, typed by its
+//	                         public domain (publicType), nullable: the
+//	                         cell's value for the marginal's columns, NULL
+//	                         for the others (dp_columns tells a NULL cell
+//	                         value apart); a binned column shows its bin's
+//	                         lower bound
 //	dp_noisy_count  DOUBLE   the noisy count of the cell (may be negative)
 //
 // so that, for instance, SELECT sex, dp_noisy_count FROM t WHERE
@@ -186,21 +204,25 @@ const (
 	answersCount    = "dp_noisy_count"
 )
 
-// answersSchema is the schema of an answers table over the source columns
-// src[pos[i]] (attribute i). Row-number columns are left out.
-func answersSchema(src sql.Schema, pos []int) (sql.Schema, error) {
+// answersSchema is the schema of an answers table over the attributes of
+// dom.
+func answersSchema(dom *domain.Table) (sql.Schema, error) {
 	out := sql.Schema{
 		{Name: answersMarginal, Type: types.Int32},
 		{Name: answersColumns, Type: types.Text},
 	}
-	for _, p := range pos {
-		c := src[p]
+	for j := range dom.Columns {
+		c := &dom.Columns[j]
 		for _, reserved := range []string{answersMarginal, answersColumns, answersCount} {
-			if strings.EqualFold(c.Name, reserved) {
-				return nil, ErrBadParameter.New("the source has a column named %s, which an answers-only table uses for itself", quoteIdent(c.Name))
+			if strings.EqualFold(c.Name(), reserved) {
+				return nil, ErrBadParameter.New("the source has a column named %s, which an answers-only table uses for itself", quoteIdent(c.Name()))
 			}
 		}
-		out = append(out, &sql.Column{Name: c.Name, Type: c.Type, Nullable: true, Comment: c.Comment})
+		t, err := publicType(c)
+		if err != nil {
+			return nil, ErrDomain.Wrap(err, "type of answers column")
+		}
+		out = append(out, &sql.Column{Name: c.Name(), Type: t, Nullable: true})
 	}
 	out = append(out, &sql.Column{Name: answersCount, Type: types.Float64})
 	return out, nil

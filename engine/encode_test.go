@@ -59,16 +59,19 @@ func TestEncodeTableOutOfDomain(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sch := syntheticSchema(src.Table.Schema())
+	sch, err := syntheticSchema(src.Table.Schema(), dom, pos, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
 	rows, err := decodeRows(context.Background(), [][]uint16{ds.Column(0), ds.Column(1), ds.Column(2)}, dom, pos, nil, sch, rand.New(rand.NewPCG(1, 2)))
 	if err != nil {
 		t.Fatal(err)
 	}
 	for r, row := range rows {
 		lo, hi, _ := dom.Columns[0].Bin(int(ds.Column(0)[r]))
-		v, ok := row[0].(int32)
+		v, ok := row[0].(int64) // BIGINT: the domain is integral; the source's INT is not public
 		if !ok || float64(v) < lo || float64(v) > hi {
-			t.Errorf("row %d: v = %#v, want an int32 in bin [%g, %g]", r, row[0], lo, hi)
+			t.Errorf("row %d: v = %#v, want an int64 in bin [%g, %g]", r, row[0], lo, hi)
 		}
 	}
 	if rows[0][1] != nil || rows[1][1] != "x" || rows[3][1] != "y" {
@@ -127,12 +130,7 @@ func TestAnswerRows(t *testing.T) {
 	b, _ := domain.NewCategorical("b", domain.String, []domain.Value{domain.StringValue("u"), domain.StringValue("v")}, true, false)
 	c, _ := domain.NewBinned("c", 0, 1, 2, false, false)
 	dom := &domain.Table{Columns: []domain.Column{a, b, c}}
-	src := sql.Schema{
-		{Name: "a", Type: types.Int64},
-		{Name: "b", Type: types.Text, Nullable: true},
-		{Name: "c", Type: types.Float64},
-	}
-	sch, err := answersSchema(src, []int{0, 1, 2})
+	sch, err := answersSchema(dom)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -161,7 +159,8 @@ func TestAnswerRows(t *testing.T) {
 		t.Errorf("rows\n got %v\nwant %v", rows, want)
 	}
 	// A source column named like an answers column is refused.
-	if _, err := answersSchema(sql.Schema{{Name: "DP_Columns", Type: types.Text}}, []int{0}); err == nil {
+	reserved, _ := domain.NewIntRange("DP_Columns", 0, 1, false)
+	if _, err := answersSchema(&domain.Table{Columns: []domain.Column{reserved}}); err == nil {
 		t.Error("a source column named dp_columns was accepted")
 	}
 	// Measurements that are not plain marginals are refused.
@@ -235,7 +234,10 @@ func BenchmarkDecodeRows(b *testing.B) {
 		}
 	}
 	pos, _ := columnMap(src.Table.Schema(), dom)
-	sch := syntheticSchema(src.Table.Schema())
+	sch, err := syntheticSchema(src.Table.Schema(), dom, pos, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
 	rng := rand.New(rand.NewPCG(1, 2))
 	b.ReportAllocs()
 	for b.Loop() {

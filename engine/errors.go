@@ -129,6 +129,15 @@ var (
 	// ErrNoBounds: error bounds were asked of a table that has none: not a
 	// synthetic table with a model, or made by a mechanism other than AIM.
 	ErrNoBounds = &Kind{"no error bounds", 9116, mysql.SSUnknownSQLState}
+	// ErrTooLongIdent: a name a dpsql statement would create has more than
+	// 64 characters (MySQL ER_TOO_LONG_IDENT).
+	ErrTooLongIdent = &Kind{"identifier too long", mysql.ERTooLongIdent, mysql.SSClientError}
+	// ErrWrongDBName: a database name breaks MySQL's identifier rules
+	// (MySQL ER_WRONG_DB_NAME).
+	ErrWrongDBName = &Kind{"incorrect database name", mysql.ERWrongDbName, mysql.SSClientError}
+	// ErrWrongTableName: a table name breaks MySQL's identifier rules
+	// (MySQL ER_WRONG_TABLE_NAME).
+	ErrWrongTableName = &Kind{"incorrect table name", mysql.ERWrongTableName, mysql.SSClientError}
 )
 
 // SQLError flattens err into the MySQL error a client sees. It is the single

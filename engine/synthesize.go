@@ -179,10 +179,8 @@ func (e *Engine) validateSynthetic(ctx *sql.Context, stmt *dpparse.CreateSynthet
 	if err := e.synthesisDomain(ctx, req); err != nil {
 		return nil, false, err
 	}
-	if req.mech.Output() == synth.AnswersOnly {
-		if _, err := answersSchema(src.Table.Schema(), req.pos); err != nil {
-			return nil, false, err
-		}
+	if _, err := releaseSchema(req); err != nil {
+		return nil, false, err
 	}
 	if err := req.compileWorkload(); err != nil {
 		return nil, false, err
@@ -432,12 +430,16 @@ func (r *synthRequest) compileWorkload() error {
 // it and whether it exists. exists is true only under IF NOT EXISTS; an
 // existing target is an error otherwise.
 //
-// Rules: the user needs CREATE on the target database; the target may be
+// Rules: the target's name follows MySQL's identifier rules
+// (checkNewTable); the user needs CREATE on the target database; the target may be
 // in the source's database only for an owner of the source (so that raw
 // tables and their synthetic copies need not share a database an analyst
 // can read).
 func (e *Engine) checkTarget(ctx *sql.Context, r *synthRequest) (exists bool, err error) {
 	t := r.stmt.Table
+	if err := checkNewTable(t); err != nil {
+		return false, err
+	}
 	if t.DB == "" {
 		t.DB = ctx.GetCurrentDatabase()
 	}
@@ -665,12 +667,11 @@ func classify(ctx context.Context, err error, kind *Kind) error {
 // record, the rows and schema of the table, the model and the release
 // encodings. It is post-processing only.
 func (e *Engine) prepareRelease(ctx context.Context, r *synthRequest, out *synth.Result, decodeNoise *noise.Source) (rec *catalog.Synthetic, rows []sql.Row, sch sql.Schema, model, release []byte, err error) {
-	srcSch := r.src.Table.Schema()
+	if sch, err = releaseSchema(r); err != nil {
+		return
+	}
 	switch r.mech.Output() {
 	case synth.AnswersOnly:
-		if sch, err = answersSchema(srcSch, r.pos); err != nil {
-			return
-		}
 		if rows, err = answerRows(ctx, out.Measurements, r.dom, sch); err != nil {
 			return
 		}
@@ -679,7 +680,6 @@ func (e *Engine) prepareRelease(ctx context.Context, r *synthRequest, out *synth
 			err = errors.New("mechanism returned no model")
 			return
 		}
-		sch = syntheticSchema(srcSch)
 		if rows, err = decodeRows(ctx, out.Rows, r.dom, r.pos, r.serial, sch, decodeNoise.Rand()); err != nil {
 			return
 		}

@@ -191,7 +191,7 @@ func fromType(sc *sql.Column, b *checkBounds) (Column, error) {
 		for _, v := range b.in {
 			cv, ok := convertValue(v, typ)
 			if !ok || typ == 0 {
-				return Column{}, fmt.Errorf("CHECK on column %q: value %v does not fit type %s: %w", sc.Name, v, sc.Type, ErrInvalid)
+				return Column{}, fmt.Errorf("CHECK on column %q: value %v does not fit the column's type: %w", sc.Name, v, ErrInvalid)
 			}
 			if b.admits(cv) && !slices.Contains(values, cv) {
 				values = append(values, cv)
@@ -204,7 +204,16 @@ func fromType(sc *sql.Column, b *checkBounds) (Column, error) {
 		return c, nil
 	}
 	if typ != Int {
-		return Column{}, &MissingDomainError{Column: sc.Name, Reason: fmt.Sprintf("type %s needs bins", sc.Type)}
+		// The reason reaches analysts (CREATE SYNTHETIC TABLE's error): it
+		// names no SQL type, whose sizes are not public.
+		reason := "a non-integer numeric column needs bins"
+		switch typ {
+		case String:
+			reason = "a text column needs an IN list"
+		case 0:
+			reason = "the column's type has no supported domain"
+		}
+		return Column{}, &MissingDomainError{Column: sc.Name, Reason: reason}
 	}
 	if !b.hasLo || !b.hasHi {
 		return Column{}, &MissingDomainError{Column: sc.Name, Reason: "CHECK gives only one bound"}

@@ -51,11 +51,12 @@ func TestDomainStatements(t *testing.T) {
 	mustExec(t, owner, "GRANT SYNTHESIZE ON raw.people TO analyst")
 	got := queryStrings(t, analyst, "SHOW DOMAIN FOR raw.people")
 	want := [][]string{
-		{"id", "int", "binned", "10", "[0, 1000] in 10 bins", "NO", "declared", "NO", "NULL"},
+		// Types come from the domains (public), not the raw columns.
+		{"id", "bigint", "binned", "10", "[0, 1000] in 10 bins", "NO", "declared", "NO", "NULL"},
 		{"sex", "enum('F','M')", "categorical", "2", "'F', 'M'", "NO", "ENUM", "NO", "NULL"},
-		{"age", "int", "categorical", "4", "18, 30, 45, 99", "NO", "declared", "NO", "NULL"},
+		{"age", "bigint", "categorical", "4", "18, 30, 45, 99", "NO", "declared", "NO", "NULL"},
 		{"income", "double", "binned", "21", "[0, 10000] in 20 bins", "YES", "declared", "NO", "NULL"},
-		{"city", "varchar(20)", "categorical", "4", "'Lyon', 'Nice', 'Paris'", "YES", "declared", "NO", "NULL"},
+		{"city", "varchar(5)", "categorical", "4", "'Lyon', 'Nice', 'Paris'", "YES", "declared", "NO", "NULL"},
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("SHOW DOMAIN as analyst =\n%v\nwant\n%v", got, want)

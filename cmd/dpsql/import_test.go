@@ -80,7 +80,7 @@ func TestImportGeneratedCSV(t *testing.T) {
 		}
 	}
 	cols := queryStrings(t, root, "SELECT column_name, data_type FROM information_schema.columns WHERE table_schema = 'gen' AND table_name = 'people' ORDER BY ordinal_position")
-	wantTypes := []string{"id int", "score double", "name varchar", "income>50K int", "maybe int"}
+	wantTypes := []string{"id bigint", "score double", "name varchar", "income>50K bigint", "maybe bigint"}
 	for i, c := range cols {
 		if c[0]+" "+c[1] != wantTypes[i] {
 			t.Errorf("column %d = %v, want %s", i, c, wantTypes[i])

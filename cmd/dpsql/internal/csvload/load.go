@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"unicode/utf8"
 )
 
 // Defaults of Options.
@@ -268,13 +269,19 @@ func decide(header []string, st []stats, domain map[string]int, existing map[str
 			}
 			c = Column{Name: name, Kind: k}
 		case size > 0:
-			c = Column{Name: name, Kind: KindInt, SQLType: "INT", Size: size}
+			c = Column{Name: name, Kind: KindInt, SQLType: DomainType, Size: size}
 		default:
 			c = inferColumn(name, s)
 		}
 		switch {
 		case c.Kind == KindInt && s.nonInt > 0:
 			return nil, &RowError{Line: s.nonInt, Column: name, Msg: fmt.Sprintf("value %q is not an integer", s.badValue)}
+		case c.Kind == KindInt && s.bigInt > 0:
+			return nil, &RowError{Line: s.bigInt, Column: name, Msg: fmt.Sprintf("integer %s is outside the range of BIGINT", abbrev(s.bigValue))}
+		case existing == nil && c.SQLType == TextType && s.long > 0:
+			return nil, &RowError{Line: s.long, Column: name, Msg: fmt.Sprintf(
+				"value of %d characters is longer than %s, the type dpsql import gives text columns; create the table first with the type you want (e.g. TEXT), then import into it",
+				s.longLen, TextType)}
 		case c.Kind == KindDouble && s.nonNumber > 0:
 			return nil, &RowError{Line: s.nonNumber, Column: name, Msg: "value is not a number"}
 		case size > 0 && s.empty:
@@ -325,6 +332,15 @@ func kindOfType(t string) Kind {
 	default:
 		return KindOther
 	}
+}
+
+// abbrev shortens a value quoted in an error message.
+func abbrev(v string) string {
+	const max = 40
+	if utf8.RuneCountInString(v) <= max {
+		return v
+	}
+	return string([]rune(v)[:max]) + "…"
 }
 
 func indexFold(list []string, s string) int {

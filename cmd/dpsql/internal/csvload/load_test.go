@@ -2,6 +2,7 @@ package csvload
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -15,8 +16,11 @@ func plan(text string, domain map[string]int) ([]Column, error) {
 	return decide(header, st, domain, nil)
 }
 
+// TestInference: inferred types are fixed per kind of syntax, never sized
+// to the values (the longest text, the largest integer) and nullable by
+// kind, not by whether some field is empty.
 func TestInference(t *testing.T) {
-	cols, err := plan("a,b,c,income>50K,e,f\n1,1.5,x,0,,3000000000\n-2,2,yy,1,,1\n3,1e3,,1,,\n", nil)
+	cols, err := plan("a,b,c,income>50K,e,f,g\n1,1.5,x,0,,3000000000,99999999999999999999\n-2,2,yy,1,,1,1.5\n3,1e3,,1,,,\n", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -25,12 +29,13 @@ func TestInference(t *testing.T) {
 		sqlType  string
 		nullable bool
 	}{
-		{KindInt, "INT", false},
-		{KindDouble, "DOUBLE", false},
-		{KindText, "VARCHAR(2)", false},
-		{KindInt, "INT", false},
+		{KindInt, "BIGINT", true},
+		{KindDouble, "DOUBLE", true},
 		{KindText, "VARCHAR(255)", false},
 		{KindInt, "BIGINT", true},
+		{KindText, "VARCHAR(255)", false},
+		{KindInt, "BIGINT", true},
+		{KindDouble, "DOUBLE", true}, // an integer beyond BIGINT among other numbers
 	}
 	for i, w := range want {
 		c := cols[i]
@@ -38,8 +43,49 @@ func TestInference(t *testing.T) {
 			t.Errorf("column %s = %+v, want %+v", c.Name, c, w)
 		}
 	}
-	if got := cols[3].Definition(); got != "`income>50K` INT NOT NULL" {
+	if got := cols[3].Definition(); got != "`income>50K` BIGINT" {
 		t.Errorf("definition = %s", got)
+	}
+}
+
+// TestInferenceIgnoresSizes: two files whose values differ only in length
+// and magnitude get the same columns.
+func TestInferenceIgnoresSizes(t *testing.T) {
+	small, err := plan("name,salary,score\nAl,12,0.5\nBo,7,1\n", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	big, err := plan("name,salary,score\nMaximilianus!,3000000000,1e300\nBo,-9000000000000000000,-2.5\n", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(small) != fmt.Sprint(big) {
+		t.Errorf("columns depend on the values:\n%v\n%v", small, big)
+	}
+	if got := CreateTableSQL("d", "t", big); !strings.Contains(got, "`name` VARCHAR(255) NOT NULL") || !strings.Contains(got, "`salary` BIGINT,") {
+		t.Errorf("CREATE TABLE = %s", got)
+	}
+}
+
+// TestTextTooLong: a value longer than VARCHAR(255) (in characters, not
+// bytes) stops the load and tells the owner to create the table first.
+func TestTextTooLong(t *testing.T) {
+	ok := strings.Repeat("é", 255)
+	if _, err := plan("a,b\n1,"+ok+"\n", nil); err != nil {
+		t.Fatalf("255 two-byte characters refused: %v", err)
+	}
+	_, err := plan("a,b\n1,x\n2,"+ok+"é\n3,y\n", nil)
+	var re *RowError
+	if !errors.As(err, &re) || re.Line != 3 || re.Column != "b" || !strings.Contains(re.Msg, "create the table first") {
+		t.Fatalf("err = %v, want line 3, column b, telling to create the table first", err)
+	}
+	// Into an existing table, the table's type decides (the server checks).
+	header, st, _, err := scan(strings.NewReader("a,b\n1,"+ok+"é\n"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := decide(header, st, nil, map[string]Kind{"a": KindInt, "b": KindText}); err != nil {
+		t.Errorf("long value into an existing text column: %v", err)
 	}
 }
 
@@ -73,6 +119,8 @@ func TestMalformed(t *testing.T) {
 		{"bad quote", "a,b\n1,2\n\"3,4\n", nil, 3, ""},
 		{"duplicate header", "a,A\n1,2\n", nil, 1, "A"},
 		{"empty header field", "a,,c\n1,2,3\n", nil, 1, ""},
+		{"integer beyond BIGINT", "a,b\n1,2\n3,-99999999999999999999\n", nil, 3, "b"},
+		{"integer beyond BIGINT in domain column", "a,b\n1,99999999999999999999\n", map[string]int{"b": 5}, 2, "b"},
 		{"multi-line field keeps line numbers", "a,b\n\"x\ny\",1\n2\n", nil, 4, ""},
 	}
 	for _, tt := range tests {

@@ -2,7 +2,6 @@ package csvload
 
 import (
 	"fmt"
-	"math"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -12,17 +11,37 @@ import (
 type Kind uint8
 
 const (
-	KindInt    Kind = iota + 1 // INT or BIGINT
-	KindDouble                 // DOUBLE
-	KindText                   // VARCHAR or TEXT
+	KindInt    Kind = iota + 1 // an integer type (BIGINT when inferred)
+	KindDouble                 // DOUBLE or another non-integer number
+	KindText                   // VARCHAR, TEXT, ENUM …
 	KindOther                  // an existing column of another type: sent as text, not checked
+)
+
+// The types of inferred columns. They are fixed: a column's type says which
+// of three syntaxes its values have (integers, numbers, anything else) and
+// nothing else about them. A type sized to the values (VARCHAR of the
+// longest, INT unless some value needs BIGINT) would publish the longest
+// text or the magnitude of the largest number, and the table's schema is
+// visible to more people than its rows (SHOW DOMAIN, the owner's tools).
+//
+// Text is VARCHAR(255) rather than TEXT: it can be a key, compares and
+// sorts like any short string, and every categorical attribute fits it. A
+// longer value (most likely free text, which no synthesis uses) stops the
+// import before anything is written: the owner then creates the table with
+// the type they want (TEXT, VARCHAR(2000)) and imports into it.
+const (
+	IntType     = "BIGINT"
+	DoubleType  = "DOUBLE"
+	TextType    = "VARCHAR(255)"
+	TextMaxChar = 255   // characters of TextType
+	DomainType  = "INT" // a --domain column: INT NOT NULL CHECK (c BETWEEN 0 AND size-1), sized by the declared size
 )
 
 // Column is one column of the target table.
 type Column struct {
 	Name     string
 	Kind     Kind
-	SQLType  string // e.g. "INT", "VARCHAR(12)"
+	SQLType  string // IntType, DoubleType, TextType or DomainType
 	Nullable bool
 	// Size, if positive, is a domain size: the column is an INT NOT NULL
 	// with CHECK (col BETWEEN 0 AND Size-1).
@@ -56,18 +75,21 @@ func CreateTableSQL(db, table string, cols []Column) string {
 // QuoteIdent backquotes a MySQL identifier.
 func QuoteIdent(s string) string { return "`" + strings.ReplaceAll(s, "`", "``") + "`" }
 
-// stats are the facts the first pass collects about one column.
+// stats are the facts the first pass collects about one column. They
+// decide the column's kind and find the first value that does not fit it;
+// no size is taken from them.
 type stats struct {
-	empty      bool  // some value is empty
-	nonInt     int   // line of the first non-empty value that is not an integer, 0 if none
-	nonNumber  int   // line of the first non-empty value that is not a number, 0 if none
-	minInt     int64 // over integer values
-	maxInt     int64
-	outOfRange int // line of the first value outside [0, domainSize), 0 if none
-	emptyLine  int // line of the first empty value
-	maxLen     int // longest value, in characters
+	empty      bool // some value is empty
+	nonEmpty   bool // some value is not empty
+	nonInt     int  // line of the first non-empty value that is not an integer literal, 0 if none
+	nonNumber  int  // line of the first non-empty value that is not a number, 0 if none
+	bigInt     int  // line of the first integer literal outside BIGINT's range, 0 if none
+	outOfRange int  // line of the first value outside [0, domainSize), 0 if none
+	emptyLine  int  // line of the first empty value
+	long       int  // line of the first value longer than TextMaxChar characters, 0 if none
+	longLen    int  // its length in characters
 	badValue   string
-	seen       bool // some integer value was seen
+	bigValue   string
 }
 
 // observe records value v of line.
@@ -78,19 +100,20 @@ func (s *stats) observe(v string, line, domainSize int) {
 		}
 		return
 	}
-	if n := utf8.RuneCountInString(v); n > s.maxLen {
-		s.maxLen = n
+	s.nonEmpty = true
+	if s.long == 0 && len(v) > TextMaxChar {
+		if n := utf8.RuneCountInString(v); n > TextMaxChar {
+			s.long, s.longLen = line, n
+		}
 	}
 	i, isInt := parseInt(v)
-	if isInt {
-		if !s.seen || i < s.minInt {
-			s.minInt = i
+	switch {
+	case isInt:
+	case isIntLiteral(v):
+		if s.bigInt == 0 {
+			s.bigInt, s.bigValue = line, v
 		}
-		if !s.seen || i > s.maxInt {
-			s.maxInt = i
-		}
-		s.seen = true
-	} else if s.nonInt == 0 {
+	case s.nonInt == 0:
 		s.nonInt = line
 		s.badValue = v
 	}
@@ -102,30 +125,30 @@ func (s *stats) observe(v string, line, domainSize int) {
 	}
 }
 
-// inferColumn picks the narrowest type holding every value seen.
+// inferColumn picks the kind of a column from the syntax of its non-empty
+// values, and gives it that kind's fixed type (see IntType): integer
+// literals make a BIGINT column, numbers a DOUBLE one, anything else (or
+// nothing but empty values) a VARCHAR(255) one. Numeric columns are always
+// nullable (an empty field is NULL) and text columns never (it is the
+// empty string), so that the schema does not tell either whether some
+// value is missing.
 func inferColumn(name string, s *stats) Column {
-	c := Column{Name: name, Nullable: s.empty}
 	switch {
-	case s.nonInt == 0 && s.seen:
-		c.Kind, c.SQLType = KindInt, "INT"
-		if s.minInt < math.MinInt32 || s.maxInt > math.MaxInt32 {
-			c.SQLType = "BIGINT"
-		}
-	case s.nonNumber == 0 && s.maxLen > 0:
-		c.Kind, c.SQLType = KindDouble, "DOUBLE"
-	default:
-		// Empty text is the empty string, not NULL: text columns hold it.
-		c.Kind, c.Nullable = KindText, false
-		switch {
-		case s.maxLen == 0:
-			c.SQLType = "VARCHAR(255)"
-		case s.maxLen <= 1024:
-			c.SQLType = fmt.Sprintf("VARCHAR(%d)", s.maxLen)
-		default:
-			c.SQLType = "TEXT"
-		}
+	case s.nonEmpty && s.nonInt == 0:
+		return Column{Name: name, Kind: KindInt, SQLType: IntType, Nullable: true}
+	case s.nonEmpty && s.nonNumber == 0:
+		return Column{Name: name, Kind: KindDouble, SQLType: DoubleType, Nullable: true}
 	}
-	return c
+	return Column{Name: name, Kind: KindText, SQLType: TextType}
+}
+
+// isIntLiteral reports whether v is [+-]digits, whatever its magnitude.
+func isIntLiteral(v string) bool {
+	d := strings.TrimLeft(v, "+-")
+	if len(v)-len(d) > 1 || d == "" {
+		return false
+	}
+	return strings.IndexFunc(d, func(r rune) bool { return r < '0' || r > '9' }) < 0
 }
 
 // parseInt parses a decimal integer literal ([+-]digits) into int64.
