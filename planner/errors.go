@@ -30,6 +30,7 @@ const (
 	KindWeight                             // a weight that is not positive and finite
 	KindEmpty                              // an empty workload, or one without any attribute
 	KindTooLarge                           // a marginal with too many cells
+	KindOutOfDomain                        // a workload literal outside its column's public domain
 )
 
 var kindNames = [...]string{
@@ -51,6 +52,7 @@ var kindNames = [...]string{
 	KindWeight:        "weight",
 	KindEmpty:         "empty workload",
 	KindTooLarge:      "marginal too large",
+	KindOutOfDomain:   "value outside the domain",
 }
 
 func (k ErrorKind) String() string {

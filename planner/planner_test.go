@@ -12,6 +12,7 @@ import (
 	"github.com/dolthub/vitess/go/vt/sqlparser"
 
 	"github.com/dpsql/dpsql/catalog/domain"
+	"github.com/dpsql/dpsql/internal/vtparse"
 )
 
 func must(c domain.Column, err error) domain.Column {
@@ -53,6 +54,17 @@ func testDomain() *domain.Table {
 }
 
 var src = TableRef{DB: "raw", Name: "t", Columns: []string{"sex", "race", "age", "inc", "hrs", "g", "flag", "one", "name", "ts"}}
+
+// compileLoose compiles one query as a model-answered query is compiled:
+// literals outside the domain are SQL (they match nothing), not errors.
+func compileLoose(t *testing.T, text string) (*Query, error) {
+	t.Helper()
+	stmt, err := vtparse.Parse(text)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return CompileQuery(stmt.(*sqlparser.Select), src, testDomain())
+}
 
 func compile1(t *testing.T, text string) (*Query, error) {
 	t.Helper()
@@ -161,7 +173,7 @@ func TestAtoms(t *testing.T) {
 		{"one IN (1, 2)", 7, []Truth{F, T, T, F, F}},
 	}
 	for _, tt := range tests {
-		q, err := compile1(t, "SELECT COUNT(*) FROM t WHERE "+tt.where)
+		q, err := compileLoose(t, "SELECT COUNT(*) FROM t WHERE "+tt.where)
 		if tt.attr < 0 {
 			if err == nil {
 				t.Errorf("%s: accepted", tt.where)
@@ -175,6 +187,46 @@ func TestAtoms(t *testing.T) {
 		p := q.Where
 		if p.Op != OpAtom || p.Attr != tt.attr || !slices.Equal(p.Truth, tt.want) {
 			t.Errorf("%s: got op %v attr %d truth %v; want atom on %d %v", tt.where, p.Op, p.Attr, p.Truth, tt.attr, tt.want)
+		}
+	}
+}
+
+// TestWorkloadLiteralsOutsideDomain: a charged workload refuses a literal
+// outside the public domain (a typo would silently measure nothing),
+// naming the domain; bounds inside it and NULL are fine.
+func TestWorkloadLiteralsOutsideDomain(t *testing.T) {
+	tests := []struct {
+		where string
+		bad   string // "" if accepted, else a fragment of the message
+	}{
+		{"sex = 'other'", "'other' is outside the public domain of sex, ('F', 'M')"},
+		{"sex = 'f'", "'f' is outside"}, // values are case-sensitive, as in the synthetic tables
+		{"sex IN ('F', 'Male')", "'Male' is outside"},
+		{"sex != 'x'", "'x' is outside"},
+		{"sex = 'F'", ""},
+		{"sex = NULL", ""},
+		{"race > 'b'", ""},
+		{"race < 'zz'", "'zz' is outside the public domain of race"},
+		{"age > 200", "200 is outside the public domain of age, [0, 9]"},
+		{"age = 2.5", "2.5 is outside"},
+		{"age <= 2.5", ""},
+		{"age BETWEEN -1 AND 4", "-1 is outside"},
+		{"age BETWEEN 0 AND 9", ""},
+		{"inc < 75", ""},
+		{"inc = 1000", "1000 is outside the public domain of inc, [0, 100]"},
+		{"hrs IN (21, 5)", "21 is outside"},
+		{"g = 15", "15 is outside the public domain of g, (10, 20, 30)"},
+		{"g BETWEEN 15 AND 25", ""},
+		{"g BETWEEN 15 AND 35", "35 is outside"},
+	}
+	for _, tt := range tests {
+		_, err := compile1(t, "SELECT COUNT(*) FROM t WHERE "+tt.where)
+		var e *Error
+		switch {
+		case tt.bad == "" && err != nil:
+			t.Errorf("%s: %v", tt.where, err)
+		case tt.bad != "" && (!errors.As(err, &e) || e.Kind != KindOutOfDomain || !strings.Contains(err.Error(), tt.bad)):
+			t.Errorf("%s: error %v, want %q", tt.where, err, tt.bad)
 		}
 	}
 }

@@ -3,6 +3,7 @@ package planner
 import (
 	"fmt"
 	"math"
+	"strconv"
 	"strings"
 
 	"github.com/dolthub/vitess/go/vt/sqlparser"
@@ -134,6 +135,11 @@ type compiler struct {
 	alias  string // the FROM alias, if any
 	dom    *domain.Table
 	attrOf func(*sqlparser.ColName) (int, *Error)
+	// strict refuses literals outside their column's public domain. A
+	// workload query is charged: a typo there ('Male' for 'male') would
+	// silently measure nothing. A query answered from a model is free, and
+	// SQL semantics (no row matches) are right for it.
+	strict bool
 }
 
 func (c *compiler) pred(e sqlparser.Expr) (*Pred, *Error) {
@@ -326,6 +332,80 @@ func (c *compiler) literal(a int, e sqlparser.Expr, text string) (lit, *Error) {
 	return lit{v: v}, nil
 }
 
+// checkDomain refuses, in strict mode, an atom whose literals fall outside
+// a's public domain: an equality or IN literal that is not one of its
+// values (compared exactly, as the synthetic tables compare them; for a
+// range, an integer within it; for bins, a number within the bounds), or a
+// bound of <, <=, >, >= or BETWEEN beyond the smallest or largest value.
+func (c *compiler) checkDomain(a int, at atom, text string) *Error {
+	if !c.strict {
+		return nil
+	}
+	col := &c.dom.Columns[a]
+	member := at.kind == atomIn || at.kind == atomCmp && at.op == sqlparser.EqualStr
+	for _, l := range at.vals {
+		if l.null {
+			continue
+		}
+		ok := false
+		switch {
+		case col.Kind().Ordered():
+			lo, hi := col.Range()
+			f := l.v.Float()
+			ok = f >= lo && f <= hi && (!member || col.Kind() != domain.IntRange || f == math.Trunc(f))
+		case member:
+			for _, dv := range col.Values() {
+				if d, cmp := domain.Compare(dv, l.v); cmp && d == 0 {
+					ok = true
+					break
+				}
+			}
+		default: // a bound on a list: within its smallest and largest values
+			below, above := false, false
+			for _, dv := range col.Values() {
+				if d, cmp := domain.Compare(l.v, dv); cmp {
+					below = below || d >= 0
+					above = above || d <= 0
+				}
+			}
+			ok = below && above
+		}
+		if !ok {
+			return reject(KindOutOfDomain, text, "%s is outside the public domain of %s, %s; nothing would be measured",
+				quoteValue(l.v), col.Name(), describeDomain(col))
+		}
+	}
+	return nil
+}
+
+// describeDomain spells col's domain for an error message: its bounds, or
+// its values (the first 20).
+func describeDomain(col *domain.Column) string {
+	if col.Kind().Ordered() {
+		lo, hi := col.Range()
+		return fmt.Sprintf("[%s, %s]", strconv.FormatFloat(lo, 'g', -1, 64), strconv.FormatFloat(hi, 'g', -1, 64))
+	}
+	vals := col.Values()
+	const show = 20
+	parts := make([]string, 0, min(len(vals), show)+1)
+	for i, v := range vals {
+		if i == show {
+			parts = append(parts, fmt.Sprintf("… %d more", len(vals)-show))
+			break
+		}
+		parts = append(parts, quoteValue(v))
+	}
+	return "(" + strings.Join(parts, ", ") + ")"
+}
+
+// quoteValue spells v as an SQL literal.
+func quoteValue(v domain.Value) string {
+	if v.Type() == domain.String {
+		return "'" + strings.ReplaceAll(v.String(), "'", "''") + "'"
+	}
+	return v.String()
+}
+
 type atomKind uint8
 
 const (
@@ -344,6 +424,9 @@ type atom struct {
 
 // atom evaluates at on every code of attribute a.
 func (c *compiler) atom(a int, at atom, text string) (*Pred, *Error) {
+	if err := c.checkDomain(a, at, text); err != nil {
+		return nil, err
+	}
 	col := &c.dom.Columns[a]
 	tr := make([]Truth, col.Size())
 	for code := range tr {
