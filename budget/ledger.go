@@ -200,7 +200,9 @@ type Charge struct {
 // budget. On success the charge is spent, durably, until the reservation is
 // refunded by Fail(false, …).
 //
-// The ρ charged is c.Rho rounded up to the ledger's unit.
+// The ρ charged is c.Rho rounded up to the ledger's unit, except that a
+// request for what remains (c.Rho within one unit or a relative 1e-9 of
+// it) is charged exactly what remains; Reservation.Rho says which.
 func (l *Ledger) Reserve(ctx context.Context, table string, c Charge) (*Reservation, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("budget: reserve on %s: %w", table, err)
@@ -236,9 +238,12 @@ func (l *Ledger) Reserve(ctx context.Context, table string, c Charge) (*Reservat
 		if !found {
 			return ErrNoBudget
 		}
-		if cost > rec.Total-rec.Spent { // Spent ≤ Total is an invariant
-			exhausted = true
-			return nil
+		if rem := rec.Total - rec.Spent; cost > rem { // Spent ≤ Total is an invariant
+			if !spendsWhatRemains(rho, rem) {
+				exhausted = true
+				return nil
+			}
+			cost = rem
 		}
 		rec.Spent += cost
 		if err := putTable(tx, table, &rec); err != nil {
@@ -271,6 +276,21 @@ func (l *Ledger) Reserve(ctx context.Context, table string, c Charge) (*Reservat
 	return &Reservation{l: l, table: table, id: id, cost: cost}, nil
 }
 
+// spendsWhatRemains reports whether a request for rho, which exceeds rem
+// once rounded up, asks for what remains: within one unit, or within a
+// relative 1e-9 (the precision of a round trip through the ε that SHOW
+// PRIVACY BUDGET displays). Such a request is charged exactly rem, and
+// Reservation.Rho tells the caller to run at that, so that the remaining
+// budget a user is shown can be spent, to the last unit, without ever
+// spending more than the total.
+func spendsWhatRemains(rho float64, rem units) bool {
+	if rem == 0 {
+		return false
+	}
+	floor, err := floorUnits(rho)
+	return err == nil && floor <= rem || rho <= rem.rho()*(1+1e-9)
+}
+
 // Reservation is a charge made by Reserve, to be closed by Commit or Fail.
 // It is safe for concurrent use; only the first Commit or Fail takes effect.
 type Reservation struct {
@@ -291,7 +311,10 @@ func (r *Reservation) Table() string { return r.table }
 // ID returns the ledger entry ID of the reservation.
 func (r *Reservation) ID() uint64 { return r.id }
 
-// Rho returns the ρ charged, after rounding up.
+// Rho returns the ρ charged: the request's rounded up to the ledger's unit,
+// or what remained of the budget when the request asked for that (see
+// Ledger.Reserve), which may be a little less than requested. The caller
+// must not spend more than Rho.
 func (r *Reservation) Rho() float64 { return r.cost.rho() }
 
 // Commit marks the reservation's entry committed. Call it, and let it
@@ -530,6 +553,11 @@ func info(table string, rec *tableRecord) BudgetInfo {
 	// Inputs are validated on write, so the conversions cannot fail.
 	bi.EpsilonSpent, _ = EpsilonFromRhoDelta(bi.RhoSpent, rec.Delta)
 	bi.EpsilonRemaining, _ = EpsilonFromRhoDelta(bi.RhoRemaining, rec.Delta)
+	if rec.Spent == 0 {
+		// The total was rounded down to a unit; converting it back would
+		// show 4.99999999999777 for 5. Nothing spent: all of ε remains.
+		bi.EpsilonRemaining = rec.Epsilon
+	}
 	return bi
 }
 

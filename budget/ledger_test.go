@@ -730,3 +730,52 @@ func BenchmarkReserveCommit(b *testing.B) {
 		}
 	}
 }
+
+// TestRemainingIsSpendable: what SHOW PRIVACY BUDGET displays as remaining
+// can be spent exactly, to the last unit, and never more.
+func TestRemainingIsSpendable(t *testing.T) {
+	_, l := mustOpen(t, tempPath(t))
+	ctx := context.Background()
+	info, err := l.SetBudget(ctx, "t", "d.t", "ann", "set", 5, 1e-9)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.EpsilonRemaining != 5 {
+		t.Fatalf("ε remaining right after SET is %v, want 5", info.EpsilonRemaining)
+	}
+	// Spend a part, then exactly the ε displayed as remaining.
+	half, _ := RhoFromEpsilonDelta(1, 1e-9)
+	if _, err := l.Reserve(ctx, "t", Charge{User: "ann", Rho: half}); err != nil {
+		t.Fatal(err)
+	}
+	info, _ = l.Budget("t")
+	rest, err := RhoFromEpsilonDelta(info.EpsilonRemaining, 1e-9)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A hair more than remains is still refused.
+	if _, err := l.Reserve(ctx, "t", Charge{User: "ann", Rho: info.RhoRemaining * (1 + 1e-6)}); !errors.Is(err, ErrBudgetExhausted) {
+		t.Fatalf("overspend: %v", err)
+	}
+	r, err := l.Reserve(ctx, "t", Charge{User: "ann", Rho: rest})
+	if err != nil {
+		t.Fatalf("spending the displayed ε remaining %v: %v", info.EpsilonRemaining, err)
+	}
+	if r.Rho() != info.RhoRemaining || r.Rho() > rest {
+		t.Errorf("charged ρ = %v for a request of %v with %v remaining", r.Rho(), rest, info.RhoRemaining)
+	}
+	if info, _ = l.Budget("t"); info.RhoRemaining != 0 || info.RhoSpent != info.RhoTotal {
+		t.Errorf("after spending what remained: %+v", info)
+	}
+	// The whole budget of a fresh table, at its own ε, is spendable too.
+	if _, err := l.SetBudget(ctx, "u", "d.u", "ann", "set", 0.3, 1e-6); err != nil {
+		t.Fatal(err)
+	}
+	all, _ := RhoFromEpsilonDelta(0.3, 1e-6)
+	if _, err := l.Reserve(ctx, "u", Charge{User: "ann", Rho: all}); err != nil {
+		t.Fatalf("spending the whole budget: %v", err)
+	}
+	if err := l.Check(); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -285,13 +285,16 @@ func jsonValues(s string) ([]dpparse.Value, error) {
 //     a column without a domain only its family (integer, number, text,
 //     …). Never the raw column's SQL type, whose sizes may come from the
 //     data;
-//   - kind: categorical, integer range or binned; NULL when missing;
+//   - kind: categorical, integer range or binned; skipped for an
+//     AUTO_INCREMENT key without a declared domain (see synthesisDomain);
+//     NULL when missing;
 //   - size: the number of codes, NULL included;
 //   - domain: the values ('a', 'b'), the range (lo..hi) or the bins
 //     ([lo, hi] in n bins);
 //   - nullable: YES or NO, from the schema;
 //   - source: ENUM, BOOLEAN or CHECK (from the schema; an import's domain
-//     file becomes a CHECK) or declared (SET DOMAIN);
+//     file becomes a CHECK), declared (SET DOMAIN) or AUTO_INCREMENT
+//     (skipped);
 //   - missing: YES for a column without a domain, which must be declared
 //     before the table can be synthesized;
 //   - note: for the owner, why a column is missing.
@@ -347,6 +350,13 @@ func (e *Engine) showDomain(ctx *sql.Context, tn dpparse.TableName) ([]sql.Row, 
 			nullable = "YES"
 		}
 		c, ok := dom.Column(sc.Name)
+		if !ok && sc.AutoIncrement {
+			// Not missing: synthesisDomain skips an AUTO_INCREMENT column
+			// without a declared domain and numbers the synthetic rows.
+			rows = append(rows, sql.Row{sc.Name, publicTypeName(sc, nil), "skipped", nil, nil, nullable, "AUTO_INCREMENT", "NO",
+				"AUTO_INCREMENT key, skipped: not synthesized; synthetic rows are numbered 1, 2, … in it"})
+			continue
+		}
 		if !ok {
 			var note any
 			if owner {

@@ -559,11 +559,12 @@ func (e *Engine) runSynthetic(ctx *sql.Context, r *synthRequest) (_ *catalog.Syn
 		return nil, e.failReservation(res, true, "reading the source failed", classify(ctx, err, ErrInternal))
 	}
 
-	// The charge is ρ rounded up to the ledger's unit; the mechanism runs
-	// at the requested ρ, never above it.
+	// The charge is ρ rounded up to the ledger's unit, or exactly what
+	// remained when that was asked for; the mechanism runs at the requested
+	// ρ, never above the charge.
 	mechNoise, postNoise, decodeNoise := e.releaseRandomness(r)
 	in := &synth.Input{
-		Data: data, Workload: r.margs, Rho: r.rho, Noise: mechNoise, PostNoise: postNoise, Rows: r.rows, Progress: prog.report,
+		Data: data, Workload: r.margs, Rho: min(r.rho, res.Rho()), Noise: mechNoise, PostNoise: postNoise, Rows: r.rows, Progress: prog.report,
 	}
 	out, err := r.runner.Run(ctx, in)
 	if err != nil {

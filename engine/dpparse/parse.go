@@ -635,8 +635,8 @@ func (p *parser) createSynthetic() (Statement, *Error) {
 	return s, nil
 }
 
-// workload parses what follows WORKLOAD: ALL k-WAY or a parenthesised,
-// ';'-separated list of SELECTs, each optionally followed by WEIGHT w.
+// workload parses what follows WORKLOAD: ALL k-WAY or a parenthesised list
+// of SELECTs separated by ';' or ',', each optionally followed by WEIGHT w.
 func (p *parser) workload() (Workload, *Error) {
 	t, err := p.advance()
 	if err != nil {
@@ -675,7 +675,7 @@ func (p *parser) workload() (Workload, *Error) {
 }
 
 // workloadQuery consumes one query of a WORKLOAD list and its separator
-// (';' or the closing ')', reported by end). An empty query (between two
+// (';', ',' before SELECT, or the closing ')', reported by end). An empty query (between two
 // separators) has empty Text; only a trailing one is allowed.
 func (p *parser) workloadQuery(num int) (q WorkloadQuery, end bool, err *Error) {
 	var (
@@ -690,9 +690,11 @@ func (p *parser) workloadQuery(num int) (q WorkloadQuery, end bool, err *Error) 
 			return q, false, err
 		}
 		if t.kind == tokEOF {
-			return q, false, p.errAt(t, KindUnexpected, "expected ')' closing WORKLOAD")
+			return q, false, p.errAt(t, KindUnexpected, "expected ')' closing WORKLOAD; the mysql and mariadb "+
+				"command-line clients end a statement at every ';', even inside WORKLOAD ( … ): separate the queries "+
+				"with commas instead, or set another delimiter first (DELIMITER //, end the statement with //, then DELIMITER ;)")
 		}
-		if depth == 0 && (t.isPunct(';') || t.isPunct(')')) {
+		if depth == 0 && p.separator(0) {
 			p.advance()
 			end = t.isPunct(')')
 			break
@@ -743,8 +745,27 @@ func (p *parser) workloadQuery(num int) (q WorkloadQuery, end bool, err *Error) 
 	return q, end, nil
 }
 
+// separator reports whether the token i ahead ends a WORKLOAD query: ';',
+// the closing ')', or a ',' before SELECT (a comma-separated list, which
+// command-line clients do not split; SELECT is reserved, so ", SELECT" ends
+// a select list or GROUP BY only where a new query starts).
+func (p *parser) separator(i int) bool {
+	t, err := p.peek(i)
+	if err != nil {
+		return false
+	}
+	if t.isPunct(';') || t.isPunct(')') {
+		return true
+	}
+	if !t.isPunct(',') {
+		return false
+	}
+	next, err := p.peek(i + 1)
+	return err == nil && next.is("SELECT")
+}
+
 // weight checks whether the tokens ahead are WEIGHT <number> followed by
-// ';' or ')'. If so it consumes WEIGHT and the number (but not the
+// a separator (see separator). If so it consumes WEIGHT and the number (but not the
 // separator) and returns the validated weight; otherwise it consumes
 // nothing and WEIGHT is part of the query.
 func (p *parser) weight() (float64, bool, *Error) {
@@ -762,7 +783,7 @@ func (p *parser) weight() (float64, bool, *Error) {
 	if err != nil || num.kind != tokNumber {
 		return 0, false, nil
 	}
-	if sep, err := p.peek(i + 1); err != nil || !(sep.isPunct(';') || sep.isPunct(')')) {
+	if !p.separator(i + 1) {
 		return 0, false, nil
 	}
 	wt, _ := p.peek(0)

@@ -95,6 +95,14 @@ func TestParse(t *testing.T) {
 		{"CREATE SYNTHETIC TABLE s FROM t USING aim WORKLOAD (SELECT weight, COUNT(*) FROM t GROUP BY weight WEIGHT 3)",
 			&CreateSynthetic{Table: tn("s"), Source: tn("t"), Mechanism: "aim",
 				Workload: Workload{Queries: []WorkloadQuery{{Text: "SELECT weight, COUNT(*) FROM t GROUP BY weight", Weight: 3}}}}},
+		// Commas between queries, for command-line clients that split at ';'.
+		{"CREATE SYNTHETIC TABLE s FROM t USING aim WORKLOAD (SELECT a, b, COUNT(*) FROM t GROUP BY a, b WEIGHT 2, select c, COUNT(*) FROM t WHERE d IN (1, 2) GROUP BY c, SELECT COUNT(*) FROM t)",
+			&CreateSynthetic{Table: tn("s"), Source: tn("t"), Mechanism: "aim",
+				Workload: Workload{Queries: []WorkloadQuery{
+					{Text: "SELECT a, b, COUNT(*) FROM t GROUP BY a, b", Weight: 2},
+					{Text: "select c, COUNT(*) FROM t WHERE d IN (1, 2) GROUP BY c", Weight: 1},
+					{Text: "SELECT COUNT(*) FROM t", Weight: 1},
+				}}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.in, func(t *testing.T) {
