@@ -1,7 +1,6 @@
 package budget
 
 import (
-	"fmt"
 	"math"
 )
 
@@ -11,14 +10,14 @@ const maxBisect = 2200
 
 func checkEpsilon(eps float64) error {
 	if !(eps > 0) || math.IsInf(eps, 1) {
-		return fmt.Errorf("budget: epsilon %v must be positive and finite: %w", eps, ErrInvalidParameter)
+		return invalidParam("epsilon %v must be positive and finite", eps)
 	}
 	return nil
 }
 
 func checkDelta(delta float64) error {
 	if !(delta > 0 && delta < 1) {
-		return fmt.Errorf("budget: delta %v must be in (0, 1): %w", delta, ErrInvalidParameter)
+		return invalidParam("delta %v must be in (0, 1)", delta)
 	}
 	return nil
 }
@@ -34,14 +33,14 @@ func checkBudgetDelta(delta float64) error {
 		return err
 	}
 	if delta > MaxBudgetDelta {
-		return fmt.Errorf("budget: delta %v exceeds the maximum %v for a budget: %w", delta, MaxBudgetDelta, ErrInvalidParameter)
+		return invalidParam("delta %v exceeds the maximum %v for a budget", delta, MaxBudgetDelta)
 	}
 	return nil
 }
 
 func checkRho(rho float64) error {
 	if !(rho >= 0) || math.IsInf(rho, 1) {
-		return fmt.Errorf("budget: rho %v must be non-negative and finite: %w", rho, ErrInvalidParameter)
+		return invalidParam("rho %v must be non-negative and finite", rho)
 	}
 	return nil
 }
@@ -119,7 +118,7 @@ func RhoFromEpsilonDelta(eps, delta float64) (float64, error) {
 	for ok(hi) {
 		lo, hi = hi, 2*hi
 		if math.IsInf(hi, 1) {
-			return 0, fmt.Errorf("budget: no finite rho for epsilon %v, delta %v: %w", eps, delta, ErrInvalidParameter)
+			return 0, invalidParam("no finite rho for epsilon %v, delta %v", eps, delta)
 		}
 	}
 	for range maxBisect {
@@ -159,7 +158,7 @@ func EpsilonFromRhoDelta(rho, delta float64) (float64, error) {
 	for !ok(hi) {
 		lo, hi = hi, 2*hi
 		if math.IsInf(hi, 1) {
-			return 0, fmt.Errorf("budget: no finite epsilon for rho %v, delta %v: %w", rho, delta, ErrInvalidParameter)
+			return 0, invalidParam("no finite epsilon for rho %v, delta %v", rho, delta)
 		}
 	}
 	for range maxBisect {

@@ -1,7 +1,6 @@
 package budget
 
 import (
-	"fmt"
 	"math"
 	"math/big"
 )
@@ -11,7 +10,7 @@ import (
 func roundUp(x *big.Float) (float64, error) {
 	f, _ := new(big.Float).SetMode(big.ToPositiveInf).SetPrec(53).Set(x).Float64()
 	if math.IsInf(f, 1) {
-		return 0, fmt.Errorf("budget: cost overflows float64: %w", ErrInvalidParameter)
+		return 0, invalidParam("cost overflows float64")
 	}
 	return f, nil
 }
@@ -25,10 +24,10 @@ func exact(x float64) *big.Float { return new(big.Float).SetPrec(256).SetFloat64
 // sensitivity Δ, rounded up.
 func GaussianCost(sensitivity, sigma float64) (float64, error) {
 	if !(sensitivity > 0) || math.IsInf(sensitivity, 1) {
-		return 0, fmt.Errorf("budget: sensitivity %v must be positive and finite: %w", sensitivity, ErrInvalidParameter)
+		return 0, invalidParam("sensitivity %v must be positive and finite", sensitivity)
 	}
 	if !(sigma > 0) || math.IsInf(sigma, 1) {
-		return 0, fmt.Errorf("budget: sigma %v must be positive and finite: %w", sigma, ErrInvalidParameter)
+		return 0, invalidParam("sigma %v must be positive and finite", sigma)
 	}
 	num := exact(sensitivity)
 	num.Mul(num, num)

@@ -59,3 +59,26 @@ func (e *ExhaustedError) Error() string {
 
 // Unwrap returns ErrBudgetExhausted.
 func (e *ExhaustedError) Unwrap() error { return ErrBudgetExhausted }
+
+// paramError is an invalid privacy parameter, described for a user. It
+// wraps ErrInvalidParameter.
+type paramError struct{ msg string }
+
+func (e *paramError) Error() string { return "budget: " + e.msg + ": " + ErrInvalidParameter.Error() }
+func (e *paramError) Unwrap() error { return ErrInvalidParameter }
+
+func invalidParam(format string, args ...any) error {
+	return &paramError{msg: fmt.Sprintf(format, args...)}
+}
+
+// Reason returns what is wrong with the parameter behind err, a chain
+// wrapping ErrInvalidParameter, in words for a user and without the
+// chain's context ("rho 9e+05 exceeds the maximum 8192"); for any other
+// error it returns err's text.
+func Reason(err error) string {
+	var pe *paramError
+	if errors.As(err, &pe) {
+		return pe.msg
+	}
+	return err.Error()
+}

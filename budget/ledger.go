@@ -119,7 +119,7 @@ func (l *Ledger) SetBudget(ctx context.Context, table, name, user, statement str
 		return BudgetInfo{}, fmt.Errorf("budget: set budget for %s: %w", name, err)
 	}
 	if table == "" {
-		return BudgetInfo{}, fmt.Errorf("budget: set budget: empty table ID: %w", ErrInvalidParameter)
+		return BudgetInfo{}, invalidParam("set budget: empty table ID")
 	}
 	if err := checkBudgetDelta(delta); err != nil {
 		return BudgetInfo{}, fmt.Errorf("budget: set budget for %s: %w", name, err)
@@ -209,7 +209,7 @@ func (l *Ledger) Reserve(ctx context.Context, table string, c Charge) (*Reservat
 	}
 	rho := c.Rho
 	if !(rho > 0) {
-		return nil, fmt.Errorf("budget: reserve on %s: rho %v must be positive: %w", table, rho, ErrInvalidParameter)
+		return nil, invalidParam("reserve on %s: rho %v must be positive", table, rho)
 	}
 	if c.Epsilon != 0 || c.Delta != 0 {
 		if err := checkEpsilon(c.Epsilon); err != nil {

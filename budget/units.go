@@ -1,7 +1,6 @@
 package budget
 
 import (
-	"fmt"
 	"math"
 )
 
@@ -37,7 +36,7 @@ func toUnits(rho float64, round func(float64) float64) (units, error) {
 	// subnormal for ρ ≥ 2⁻¹⁰⁷⁴), so round sees the exact value.
 	u := round(math.Ldexp(rho, unitShift))
 	if u > float64(maxUnits) {
-		return 0, fmt.Errorf("budget: rho %v exceeds the maximum %v: %w", rho, MaxRho, ErrInvalidParameter)
+		return 0, invalidParam("rho %.6g exceeds the maximum %v", rho, MaxRho)
 	}
 	return units(u), nil
 }

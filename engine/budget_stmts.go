@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"slices"
 	"strings"
@@ -55,6 +56,9 @@ func (e *Engine) ledgerError(err error) error {
 	case errors.Is(err, budget.ErrNoBudget):
 		return ErrNoBudget.New("the table has no privacy budget: ask its owner to run SET PRIVACY BUDGET FOR <table> WITH EPSILON = <ε>, DELTA = <δ>")
 	case errors.Is(err, budget.ErrBelowSpent), errors.Is(err, budget.ErrInvalidParameter):
+		if errors.Is(err, budget.ErrInvalidParameter) {
+			return ErrBadParameter.New("the privacy ledger refused the request: %s", budget.Reason(err))
+		}
 		return ErrBadParameter.Wrap(err, "privacy budget")
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return ErrCancelled.Wrap(err, "statement cancelled")
@@ -205,9 +209,13 @@ func (e *Engine) setBudget(ctx *sql.Context, s *dpparse.SetBudget) error {
 	_, err = e.dp.ledger.SetBudget(ctx, t.LedgerKey(), t.DB+"."+t.Name, e.ledgerUser(ctx), s.String(), eps, delta)
 	switch {
 	case errors.Is(err, budget.ErrBelowSpent):
-		return ErrBadParameter.Wrap(err, "EPSILON = %s, DELTA = %s for %s: the new total would be below the budget already spent", s.Epsilon, s.Delta, t)
+		spent := ""
+		if b, berr := e.dp.ledger.Budget(t.LedgerKey()); berr == nil {
+			spent = fmt.Sprintf(" (ρ=%.6g, ε=%.4g at δ=%g)", b.RhoSpent, b.EpsilonSpent, b.Delta)
+		}
+		return ErrBadParameter.New("EPSILON = %s, DELTA = %s for %s is below what was already spent%s: a budget can be lowered only down to that", s.Epsilon, s.Delta, t, spent)
 	case errors.Is(err, budget.ErrInvalidParameter):
-		return ErrBadParameter.Wrap(err, "EPSILON = %s, DELTA = %s for %s", s.Epsilon, s.Delta, t)
+		return ErrBadParameter.New("EPSILON = %s, DELTA = %s for %s: %s", s.Epsilon, s.Delta, t, budget.Reason(err))
 	}
 	return e.ledgerError(err)
 }

@@ -33,7 +33,7 @@ func (k *Kind) New(format string, args ...any) error {
 }
 
 // Wrap returns an error of kind k that wraps err, with a formatted message
-// that is prefixed to err's.
+// that is prefixed to err's (none if format is empty).
 func (k *Kind) Wrap(err error, format string, args ...any) error {
 	return &Error{kind: k, msg: fmt.Sprintf(format, args...), err: err}
 }
@@ -46,10 +46,14 @@ type Error struct {
 	err  error
 }
 
-// Error implements error.
+// Error implements error. An error wrapped with an empty message reads
+// as its cause alone (for causes that already say what failed).
 func (e *Error) Error() string {
-	if e.err == nil {
+	switch {
+	case e.err == nil:
 		return e.msg
+	case e.msg == "":
+		return e.err.Error()
 	}
 	return e.msg + ": " + e.err.Error()
 }

@@ -52,7 +52,7 @@ func (p *parser) ParseWithOptions(ctx context.Context, query string, delimiter r
 		return p.route(ctx, mstmt, parsed), parsed, rest, nil
 	}
 	if err != nil {
-		return failed(ErrSyntax.Wrap(err, "dpsql statement")), query, "", nil
+		return failed(ErrSyntax.Wrap(err, "")), query, "", nil
 	}
 	parsed := sql.RemoveSpaceAndDelimiter(query[:n], delimiter)
 	rest := query[n:]
@@ -73,7 +73,7 @@ func (p *parser) ParseOneWithOptions(ctx context.Context, query string, options 
 		return p.mysql.ParseOneWithOptions(ctx, query, options)
 	}
 	if err != nil {
-		return failed(ErrSyntax.Wrap(err, "dpsql statement")), len(query), nil
+		return failed(ErrSyntax.Wrap(err, "")), len(query), nil
 	}
 	return p.inject(stmt), n, nil
 }

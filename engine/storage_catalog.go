@@ -24,7 +24,8 @@ func openStorage(dir string) (Storage, error) {
 		var ve *catalog.VersionError
 		switch {
 		case errors.Is(err, catalog.ErrLocked):
-			return nil, ErrDataDirLocked.Wrap(err, "data directory %s is in use by another dpsql server", dir)
+			// The catalog's message says the same: say it once, with what to do.
+			return nil, ErrDataDirLocked.New("data directory %s is in use by another dpsql server: stop that server first, or start this one with another --data-dir", dir)
 		case errors.As(err, &ve):
 			return nil, ErrDataDirVersion.Wrap(err, "data directory %s was written by a newer dpsql", dir)
 		default:

@@ -221,7 +221,7 @@ func (r *synthRequest) preflight() error {
 	cancel()
 	in := &synth.Input{Data: empty, Workload: r.margs, Rho: r.rho, Noise: noise.NewSource(), Rows: r.rows}
 	if _, err := r.runner.Run(ctx, in); err != nil && !errors.Is(err, context.Canceled) {
-		return ErrBadParameter.Wrap(err, "%s cannot run this request", r.mech.Name())
+		return ErrBadParameter.Wrap(err, "this request cannot run")
 	}
 	return nil
 }
@@ -412,7 +412,7 @@ func (r *synthRequest) compileWorkload() error {
 		r.workload, err = planner.DefaultWorkload(r.dom)
 	}
 	if err != nil {
-		return ErrWorkload.Wrap(err, "workload")
+		return ErrWorkload.Wrap(err, "")
 	}
 	for _, m := range r.workload.Marginals() {
 		r.margs = append(r.margs, synth.Marginal{Attrs: m.Attrs, Weight: m.Weight})
@@ -497,7 +497,7 @@ func (r *synthRequest) resolveBudget(l *budget.Ledger) error {
 	}
 	rho, err := budget.RhoFromEpsilonDelta(r.epsilon, r.delta)
 	if err != nil {
-		return ErrBadParameter.Wrap(err, "EPSILON = %g, DELTA = %g", r.epsilon, r.delta)
+		return ErrBadParameter.New("EPSILON = %g, DELTA = %g: %s", r.epsilon, r.delta, budget.Reason(err))
 	}
 	if !(rho > 0) {
 		return ErrBadParameter.New("EPSILON = %g at DELTA = %g gives no privacy budget to spend (ρ = %g)", r.epsilon, r.delta, rho)

@@ -642,3 +642,42 @@ func TestShowMechanisms(t *testing.T) {
 		}
 	}
 }
+
+// TestErrorTextsSayItOnce: an error names what failed once (no "workload:
+// workload:", "budget: … budget:", "aim: … aim:", "dpsql statement: dpsql
+// syntax error") and says what to do.
+func TestErrorTextsSayItOnce(t *testing.T) {
+	f := newSynthFixture(t)
+	tests := []struct{ query, want string }{
+		{"CREATE SYNTHETIC TABLE syn.x FROM raw.people USING independent WITH EPSILON = 1 WORKLOAD (SELECT zip, COUNT(*) FROM people GROUP BY zip)",
+			"workload query 1: unknown column zip"},
+		{"CREATE SYNTHETIC TABLE syn.x FROM raw.people USING aim WITH EPSILON = 1, ROUNDS = 2", "ROUNDS = 2 must exceed"},
+		{"SET PRIVACY BUDGET FOR raw.people WITH EPSILON = 1", "DELTA is missing"},
+		{"SET PRIVACY BUDGET FOR raw.people WITH DELTA = 1e-9", "EPSILON is missing"},
+		{"SET PRIVACY BUDGET FOR raw.people WITH EPSILON = 1e6, DELTA = 1e-9", "exceeds the maximum 8192"},
+		{"CREATE SYNTHETIC TABLE syn.x FROM raw.people USING independent WITH EPSILON = 1e300", "exceeds the maximum"},
+		{"ALTER TABLE raw.people SET DOMAIN age BETWEEN 0 AND 5 BINS 0", "BINS must be a positive integer"},
+	}
+	for _, tt := range tests {
+		_, _, err := query(f.e, f.root, tt.query)
+		if err == nil {
+			t.Errorf("%s: accepted", tt.query)
+			continue
+		}
+		msg := err.Error()
+		if !strings.Contains(msg, tt.want) {
+			t.Errorf("%s: %q, want %q", tt.query, msg, tt.want)
+		}
+		for _, twice := range []string{"workload: workload", "budget: ", "aim: aim", "dpsql statement", "invalid privacy parameter"} {
+			if strings.Contains(msg, twice) {
+				t.Errorf("%s: %q says %q", tt.query, msg, twice)
+			}
+		}
+	}
+	// Lowering a budget below what was spent says how much was spent.
+	f.exec("CREATE SYNTHETIC TABLE syn.y FROM raw.people USING independent WITH EPSILON = 1, PGM_ITERS = 5")
+	_, _, err := query(f.e, f.root, "SET PRIVACY BUDGET FOR raw.people WITH EPSILON = 0.0001, DELTA = 1e-9")
+	if err == nil || !strings.Contains(err.Error(), "below what was already spent (ρ=") || strings.Contains(err.Error(), "budget: ") {
+		t.Errorf("lowering below spent: %v", err)
+	}
+}

@@ -227,7 +227,7 @@ func (e *Engine) createSyntheticProcedure() sql.ExternalStoredProcedureDetails {
 			case !ok || (err == nil && !isCreate):
 				return nil, SQLError(ErrBadParameter.New("dpsql_create_synthetic_table expects a CREATE SYNTHETIC TABLE statement"))
 			case err != nil:
-				return nil, SQLError(ErrSyntax.Wrap(err, "dpsql statement"))
+				return nil, SQLError(ErrSyntax.Wrap(err, ""))
 			case !isBlank(statement[n:], ';'):
 				return nil, SQLError(ErrSyntax.New("unexpected text after %s: %s", stmt, abbrev(statement[n:])))
 			}

@@ -411,8 +411,8 @@ func TestSecondServerRefused(t *testing.T) {
 	dir := t.TempDir()
 	first := startServer(t, dir)
 	_, stderr, code := runDpsql(t, "serve", "--data-dir", dir, "--port", "0")
-	if code == 0 || !strings.Contains(stderr, "in use by another dpsql server") {
-		t.Fatalf("second server: exit %d, stderr:\n%s", code, stderr)
+	if code == 0 || !strings.Contains(stderr, "in use by another dpsql server") || strings.Count(stderr, "in use") != 1 {
+		t.Fatalf("second server: exit %d, stderr (the reason once):\n%s", code, stderr)
 	}
 	if got := queryStrings(t, first.root(), "SELECT 1"); got[0][0] != "1" {
 		t.Fatal("first server disturbed")

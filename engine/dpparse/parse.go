@@ -414,6 +414,13 @@ func (p *parser) setBudget() (Statement, *Error) {
 	}
 	for i := 0; i < 2; i++ {
 		if i > 0 {
+			if t, _ := p.peek(0); t.kind == tokEOF || t.isPunct(';') {
+				missing := "DELTA"
+				if s.Epsilon.Kind == 0 {
+					missing = "EPSILON"
+				}
+				return nil, p.errAt(t, KindUnexpected, "%s is missing: a budget needs both, e.g. SET PRIVACY BUDGET FOR %s WITH EPSILON = 1, DELTA = 1e-9", missing, s.Table)
+			}
 			if err := p.expectPunct(','); err != nil {
 				return nil, err
 			}

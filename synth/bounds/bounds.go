@@ -332,6 +332,15 @@ func (a *Analysis) statsOf(ctx context.Context, sets [][]int) ([]*stats, error) 
 	return out, nil
 }
 
+// names spells an attribute set by its column names, for error messages.
+func (a *Analysis) names(attrs []int) string {
+	out := make([]string, len(attrs))
+	for i, x := range attrs {
+		out[i] = a.dom.Name(x)
+	}
+	return "(" + strings.Join(out, ", ") + ")"
+}
+
 // compute derives the statistics of a sorted attribute set.
 func (a *Analysis) compute(attrs []int) *stats {
 	s := &stats{n: a.dom.Cells(attrs)}
@@ -342,12 +351,12 @@ func (a *Analysis) compute(attrs []int) *stats {
 	}
 	t := a.last[synth.Key(attrs)]
 	if t == 0 {
-		s.err = fmt.Errorf("bounds: %w: %v was neither measured nor a selection candidate", ErrUncovered, attrs)
+		s.err = fmt.Errorf("bounds: %w: the marginal on %s was neither measured nor a selection candidate", ErrUncovered, a.names(attrs))
 		return s
 	}
 	rd, meas, snap := a.rounds[t], a.selected[t], a.snaps[t]
 	if rd == nil || meas == nil || snap == nil || !slices.Equal(rd.Selected, meas.Attrs) || !(rd.Epsilon > 0) || !(rd.Sensitivity > 0) {
-		s.err = fmt.Errorf("bounds: %w: round %d (last candidate round of %v) is not recorded with its measurement and snapshot", ErrInvalid, t, attrs)
+		s.err = fmt.Errorf("bounds: %w: round %d (last candidate round of %s) is not recorded with its measurement and snapshot", ErrInvalid, t, a.names(attrs))
 		return s
 	}
 	s.round = t

@@ -3,6 +3,7 @@ package bounds
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"strings"
@@ -374,6 +375,8 @@ func TestErrors(t *testing.T) {
 	// measured (AIM measures candidates only).
 	if _, _, err := Cells(ctx, rel, []int{0, 1, 2}, 0.95); !errors.Is(err, ErrUncovered) {
 		t.Errorf("Cells on a 3-way set: %v, want ErrUncovered", err)
+	} else if want := fmt.Sprintf("(%s, %s, %s)", rel.Model.Domain().Name(0), rel.Model.Domain().Name(1), rel.Model.Domain().Name(2)); !strings.Contains(err.Error(), want) {
+		t.Errorf("Cells on a 3-way set: %v, want the columns named %s", err, want)
 	}
 	cctx, cancel := context.WithCancel(ctx)
 	cancel()
