@@ -181,7 +181,7 @@ func TestReserveExhausted(t *testing.T) {
 	half := math.Ldexp(math.Floor(math.Ldexp(bi.RhoTotal, unitShift)/2), -unitShift)
 	mustReserve(t, l, "adult#17", "ann", half).Commit("")
 	rest := bi.RhoTotal - half
-	_, err := l.Reserve(context.Background(), "adult#17", Charge{User: "bob", Statement: "q", Mechanism: "aim", Rho: rest+1e-9})
+	_, err := l.Reserve(context.Background(), "adult#17", Charge{User: "bob", Statement: "q", Mechanism: "aim", Rho: rest + 1e-9})
 	var ex *ExhaustedError
 	if !errors.As(err, &ex) || !errors.Is(err, ErrBudgetExhausted) {
 		t.Fatalf("over-budget reserve: %v, want *ExhaustedError", err)

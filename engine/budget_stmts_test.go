@@ -220,7 +220,7 @@ func TestBudgetRaiseAndLower(t *testing.T) {
 	f.mustExec("owner", "SET PRIVACY BUDGET FOR raw.t WITH EPSILON = 1, DELTA = 1e-6")
 	ref := f.tableRef("raw", "t")
 	total1, _ := budget.RhoFromEpsilonDelta(1, 1e-6)
-	r, err := f.e.dp.ledger.Reserve(context.Background(), ref.LedgerKey(), budget.Charge{User: "analyst@%", Statement: "test", Mechanism: "mst", Rho: total1/2})
+	r, err := f.e.dp.ledger.Reserve(context.Background(), ref.LedgerKey(), budget.Charge{User: "analyst@%", Statement: "test", Mechanism: "mst", Rho: total1 / 2})
 	if err != nil {
 		t.Fatal(err)
 	}

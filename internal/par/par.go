@@ -27,7 +27,9 @@ type Panic struct {
 	Stack []byte // the worker's stack when it panicked
 }
 
-func (p *Panic) Error() string { return fmt.Sprintf("panic in a worker goroutine: %v\n%s", p.Value, p.Stack) }
+func (p *Panic) Error() string {
+	return fmt.Sprintf("panic in a worker goroutine: %v\n%s", p.Value, p.Stack)
+}
 
 // Catcher records the first panic of a group of goroutines.
 type Catcher struct {
