@@ -16,7 +16,6 @@ import (
 	"github.com/dolthub/go-mysql-server/server"
 	"github.com/dolthub/go-mysql-server/sql"
 	"github.com/dolthub/vitess/go/mysql"
-	"github.com/sirupsen/logrus"
 )
 
 // shutdownGrace bounds how long Serve waits for connection handlers to
@@ -176,7 +175,7 @@ func listen(addr string) (net.Listener, error) {
 // newServer creates the MySQL server on ln. A client that disconnects
 // cancels its running statement (disconnect.go).
 func (e *Engine) newServer(ln net.Listener) error {
-	logrus.SetLevel(logrus.WarnLevel)
+	installLogBridge(e.log)
 	tlsCfg, err := e.cfg.tlsConfig()
 	if err != nil {
 		return err

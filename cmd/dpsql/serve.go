@@ -3,8 +3,10 @@ package main
 import (
 	"context"
 	"flag"
+	"fmt"
 	"io"
 	"log/slog"
+	"strings"
 
 	"github.com/dpsql/dpsql/engine"
 )
@@ -23,13 +25,36 @@ func runServe(ctx context.Context, args []string, _, stderr io.Writer) error {
 	fs.StringVar(&cfg.TLSCert, "tls-cert", "", "PEM certificate file; enables TLS (with --tls-key)")
 	fs.StringVar(&cfg.TLSKey, "tls-key", "", "PEM private key file of --tls-cert")
 	fs.BoolVar(&cfg.RequireTLS, "require-tls", false, "refuse clients that do not use TLS (needs --tls-cert and --tls-key)")
+	logFormat := fs.String("log-format", "text", "log format: text (key=value) or json (one object per line)")
+	logLevel := fs.String("log-level", "info", "least severe log level shown: debug, info, warn or error")
 	if err := parseFlags(fs, args, stderr); err != nil {
 		return err
 	}
-	cfg.Logger = slog.New(slog.NewTextHandler(stderr, nil))
+	logger, err := newLogger(stderr, *logFormat, *logLevel)
+	if err != nil {
+		return err
+	}
+	cfg.Logger = logger
 	e, err := engine.New(ctx, cfg)
 	if err != nil {
 		return err
 	}
 	return e.Serve(ctx)
+}
+
+// newLogger returns the server's one log: slog in the given format, from
+// the given level up.
+func newLogger(w io.Writer, format, level string) (*slog.Logger, error) {
+	var lv slog.Level
+	if err := lv.UnmarshalText([]byte(level)); err != nil {
+		return nil, fmt.Errorf("--log-level %q: want debug, info, warn or error", level)
+	}
+	opts := &slog.HandlerOptions{Level: lv}
+	switch strings.ToLower(format) {
+	case "text":
+		return slog.New(slog.NewTextHandler(w, opts)), nil
+	case "json":
+		return slog.New(slog.NewJSONHandler(w, opts)), nil
+	}
+	return nil, fmt.Errorf("--log-format %q: want text or json", format)
 }

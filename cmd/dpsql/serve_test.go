@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"database/sql"
 	"errors"
 	"fmt"
@@ -499,5 +500,51 @@ func TestGeneratedRootPassword(t *testing.T) {
 	}
 	if err := s3.root().Ping(); err != nil {
 		t.Errorf("new password refused: %v", err)
+	}
+}
+
+// TestOneLogFormat: the server's log is one slog stream, in text or JSON:
+// go-mysql-server's own lines join it, a client's SQL mistake is not a
+// warning, and a clean shutdown with a busy client logs no error.
+func TestOneLogFormat(t *testing.T) {
+	for _, format := range []string{"text", "json"} {
+		t.Run(format, func(t *testing.T) {
+			s := startServer(t, t.TempDir(), "--log-format", format)
+			root := s.root()
+			if _, err := root.Exec("SELEC 1"); err == nil {
+				t.Fatal("a syntax error was accepted")
+			}
+			if _, err := root.Exec("SELECT * FROM nodb.t"); err == nil {
+				t.Fatal("a missing database was accepted")
+			}
+			bad := s.open("root", "wrong")
+			if err := bad.Ping(); err == nil {
+				t.Fatal("a wrong password was accepted")
+			}
+			conn, err := root.Conn(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			go conn.ExecContext(context.Background(), "SELECT SLEEP(5)")
+			time.Sleep(200 * time.Millisecond) // let the statement start; not an assertion
+			s.stop(syscall.SIGTERM)
+			log := s.stderr.String()
+			for _, line := range lines(log) {
+				if format == "json" && !strings.HasPrefix(line, "{") {
+					t.Errorf("not a JSON line: %s", line)
+				}
+				if format == "text" && !strings.HasPrefix(line, "time=") {
+					t.Errorf("not a slog text line: %s", line)
+				}
+				for _, bad := range []string{"level=ERROR", `"level":"ERROR"`, "error running query", "SELEC"} {
+					if strings.Contains(line, bad) {
+						t.Errorf("log line %q contains %q", line, bad)
+					}
+				}
+			}
+			if !strings.Contains(log, "authentication failed") {
+				t.Errorf("the failed login is not logged:\n%s", log)
+			}
+		})
 	}
 }

@@ -82,7 +82,8 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
-var readyLine = regexp.MustCompile(`msg="dpsql ready" addr=(\S+)`)
+// readyLine matches the ready line in the text or the JSON log format.
+var readyLine = regexp.MustCompile(`msg="dpsql ready" addr=(\S+)|"msg":"dpsql ready","addr":"([^"]+)"`)
 
 // startServer starts dpsql serve on dir on a free port and waits until it
 // accepts connections. The server is killed at the end of the test.
@@ -114,7 +115,7 @@ func launchArgs(t testing.TB, dir string, extra ...string) (*server, error) {
 	deadline := time.After(2 * time.Minute)
 	for {
 		if m := readyLine.FindStringSubmatch(s.stderr.String()); m != nil {
-			s.addr = m[1]
+			s.addr = m[1] + m[2]
 			return s, nil
 		}
 		select {
