@@ -17,7 +17,9 @@
 //     fields; a damaged meta page is a problem even if the other is valid,
 //     because bbolt would silently fall back to the previous transaction;
 //   - the file covers the high-water mark of both metas (pgid × pageSize):
-//     a shorter file was truncated;
+//     a shorter file was truncated; and it is a whole number of pages, the
+//     only sizes bbolt gives its files (a truncation that keeps whole pages
+//     beyond the high-water mark cuts only unused space and is harmless);
 //   - the freelist page: type, count, every id in [2, hwm), no duplicates;
 //   - the B+tree of every bucket, from the active meta's root: every page
 //     id in range with its overflow, each page referenced once and not
@@ -264,6 +266,13 @@ func (c *checker) run() {
 		active = m1
 	}
 	c.res.Active = active
+	// bbolt only ever sizes its file in whole pages (it writes pages, and
+	// grows the file to its map size or by its allocation step), so any
+	// other size means the file was cut short or had bytes appended.
+	if c.size%int64(active.PageSize) != 0 {
+		c.problem("the file is %d bytes, not a whole number of %d-byte pages: it was truncated (or extended)", c.size, active.PageSize)
+		ok = false
+	}
 	if !ok {
 		return
 	}
