@@ -67,53 +67,6 @@ func metaWhat(bucket string, k []byte) func() string {
 	return func() string { return fmt.Sprintf("metadata record %s/%s", bucket, showKey(k)) }
 }
 
-// sealAll seals every value of b and of its nested buckets, in place. It
-// is the format 1 → 2 migration.
-func sealAll(b *bbolt.Bucket) error {
-	const chunk = 4096
-	var (
-		subs  [][]byte
-		after []byte // last key handled; nil before the first
-	)
-	for {
-		type kv struct{ k, v []byte }
-		var batch []kv
-		c := b.Cursor()
-		var k, v []byte
-		if after == nil {
-			k, v = c.First()
-		} else {
-			k, v = c.Seek(after)
-			if k != nil && bytes.Equal(k, after) {
-				k, v = c.Next()
-			}
-		}
-		for ; k != nil && len(batch) < chunk; k, v = c.Next() {
-			after = bytes.Clone(k)
-			if v == nil && b.Bucket(k) != nil {
-				subs = append(subs, after)
-				continue
-			}
-			batch = append(batch, kv{after, seal.Seal(k, v)})
-		}
-		// Put only after the cursor is done with the page it was on.
-		for _, e := range batch {
-			if err := b.Put(e.k, e.v); err != nil {
-				return err
-			}
-		}
-		if k == nil {
-			break
-		}
-	}
-	for _, name := range subs {
-		if err := sealAll(b.Bucket(name)); err != nil {
-			return fmt.Errorf("bucket %s: %w", showKey(name), err)
-		}
-	}
-	return nil
-}
-
 // ownBucket reports whether top-level bucket name holds catalog records.
 func ownBucket(name []byte) bool {
 	return bytes.HasPrefix(name, []byte("dpsql_")) || bytes.HasPrefix(name, []byte(metaPrefix))

@@ -284,7 +284,7 @@ func migrate1(tx *bbolt.Tx) error {
 		return err
 	}
 	for _, name := range names {
-		if err := sealAll(tx.Bucket(name)); err != nil {
+		if err := seal.SealBucket(tx.Bucket(name)); err != nil {
 			return fmt.Errorf("bucket %s: %w", name, err)
 		}
 	}

@@ -3,7 +3,11 @@ package seal
 import (
 	"bytes"
 	"errors"
+	"fmt"
+	"path/filepath"
 	"testing"
+
+	"go.etcd.io/bbolt"
 )
 
 func TestSealOpen(t *testing.T) {
@@ -47,5 +51,66 @@ func TestErrorMatches(t *testing.T) {
 		if !bytes.Contains([]byte(err.Error()), []byte(want)) {
 			t.Errorf("%q lacks %q", err, want)
 		}
+	}
+}
+
+func TestSealBucket(t *testing.T) {
+	db, err := bbolt.Open(filepath.Join(t.TempDir(), "x.db"), 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	want := map[string]string{}
+	err = db.Update(func(tx *bbolt.Tx) error {
+		b, err := tx.CreateBucket([]byte("b"))
+		if err != nil {
+			return err
+		}
+		for i := range 10000 { // more than one chunk
+			k, v := fmt.Sprintf("k%05d", i), fmt.Sprintf("value %d", i)
+			want[k] = v
+			if err := b.Put([]byte(k), []byte(v)); err != nil {
+				return err
+			}
+		}
+		sub, err := b.CreateBucket([]byte("k05000x"))
+		if err != nil {
+			return err
+		}
+		if err := sub.Put([]byte("nested"), []byte{}); err != nil {
+			return err
+		}
+		return SealBucket(b)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = db.View(func(tx *bbolt.Tx) error {
+		b := tx.Bucket([]byte("b"))
+		n := 0
+		err := b.ForEach(func(k, v []byte) error {
+			if v == nil {
+				return nil
+			}
+			n++
+			p, ok := Open(k, v)
+			if !ok || string(p) != want[string(k)] {
+				return fmt.Errorf("%s = %q, %v", k, p, ok)
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		if n != 10000 {
+			return fmt.Errorf("%d values", n)
+		}
+		if p, ok := Open([]byte("nested"), b.Bucket([]byte("k05000x")).Get([]byte("nested"))); !ok || len(p) != 0 {
+			return fmt.Errorf("nested value %q, %v", p, ok)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Error(err)
 	}
 }
