@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"runtime/debug"
+	"sync/atomic"
 	"time"
 
 	"go.etcd.io/bbolt"
@@ -115,15 +116,25 @@ func checkFile(f *os.File, path string) error {
 
 // openBolt opens the locked data file f with bbolt.
 func openBolt(path string, f *os.File, readOnly bool, timeout time.Duration) (*bbolt.DB, error) {
-	var db *bbolt.DB
+	var (
+		db     *bbolt.DB
+		handed atomic.Bool
+	)
 	err := guard(path, func() error {
 		var err error
 		db, err = bbolt.Open(path, 0o600, &bbolt.Options{
 			Timeout:  timeout,
 			ReadOnly: readOnly,
-			// bbolt locks the descriptor again, which succeeds: the lock
-			// belongs to the open file description.
-			OpenFile: func(string, int, os.FileMode) (*os.File, error) { return f, nil },
+			// bbolt's own descriptor is f, already locked: bbolt locks it
+			// again, which succeeds (the lock belongs to the open file
+			// description). Later calls (Tx.WriteTo opens the file to copy
+			// it) get descriptors of their own, which they close.
+			OpenFile: func(name string, flag int, mode os.FileMode) (*os.File, error) {
+				if handed.CompareAndSwap(false, true) {
+					return f, nil
+				}
+				return os.OpenFile(name, flag, mode)
+			},
 		})
 		return err
 	})

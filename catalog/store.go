@@ -7,6 +7,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"sync"
@@ -427,4 +428,22 @@ func (s *Store) TableID(db, table string) (id uint64, ok bool, err error) {
 		return 0, false, fmt.Errorf("catalog: table id of %s.%s: %w", db, table, err)
 	}
 	return id, ok, nil
+}
+
+// Backup writes a consistent copy of the whole data file to w, as of one
+// read transaction (bbolt's Tx.WriteTo), while the store stays in use. It
+// returns the number of bytes written. The copy is a complete data file:
+// a server started on a directory holding it as dpsql.db sees the data as
+// it was when the transaction began.
+func (s *Store) Backup(w io.Writer) (int64, error) {
+	var n int64
+	err := s.db.View(func(tx *bbolt.Tx) error {
+		var err error
+		n, err = tx.WriteTo(w)
+		return err
+	})
+	if err != nil {
+		return n, fmt.Errorf("catalog: backup of %s: %w", s.path, err)
+	}
+	return n, nil
 }
