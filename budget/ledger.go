@@ -90,7 +90,7 @@ func OpenLedgerOptions(db *bbolt.DB, opts *Options) (*Ledger, error) {
 		err := db.View(func(tx *bbolt.Tx) error {
 			meta := tx.Bucket(metaBucket)
 			if meta == nil || tx.Bucket(tablesBucket) == nil || tx.Bucket(entriesBucket) == nil {
-				return fmt.Errorf("no ledger in a read-only database: %w", ErrCorrupt)
+				return ErrNoLedger
 			}
 			format, err := readFormat(meta.Get(formatKey))
 			l.legacy = format == formatLegacy
