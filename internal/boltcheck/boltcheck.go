@@ -142,16 +142,17 @@ func (c *checker) problem(format string, args ...any) {
 	}
 }
 
-// readAt reads n bytes at off, reporting a problem (and returning nil) if
-// the file is too short.
-func (c *checker) readAt(off int64, n int, what string) []byte {
-	if off < 0 || n < 0 || off > c.size || int64(n) > c.size-off {
-		c.problem("%s at byte %d lies beyond the end of the file (%d bytes): the file was truncated", what, off, c.size)
+// readPage reads n bytes of page id, reporting a problem (and returning
+// nil) if the file is too short.
+func (c *checker) readPage(id uint64, n int) []byte {
+	off := int64(id) * int64(c.pageSize)
+	if off > c.size || int64(n) > c.size-off {
+		c.problem("page %d at byte %d lies beyond the end of the file (%d bytes): the file was truncated", id, off, c.size)
 		return nil
 	}
 	buf := make([]byte, n)
 	if _, err := c.f.ReadAt(buf, off); err != nil {
-		c.problem("reading %s at byte %d: %v", what, off, err)
+		c.problem("reading page %d at byte %d: %v", id, off, err)
 		return nil
 	}
 	return buf
@@ -302,7 +303,7 @@ func (c *checker) page(id uint64, what string, p path) []byte {
 		c.problem("%s: page %d outside [2, %d)%s", what, id, c.hwm, p.in())
 		return nil
 	}
-	hdr := c.readAt(int64(id)*int64(c.pageSize), pageHeaderSize, fmt.Sprintf("page %d", id))
+	hdr := c.readPage(id, c.pageSize) // most pages have no overflow
 	if hdr == nil {
 		return nil
 	}
@@ -327,7 +328,10 @@ func (c *checker) page(id uint64, what string, p path) []byte {
 			c.problem("page %d is in use%s but listed as free", i, p.in())
 		}
 	}
-	return c.readAt(int64(id)*int64(c.pageSize), int(overflow+1)*c.pageSize, fmt.Sprintf("page %d", id))
+	if overflow == 0 {
+		return hdr
+	}
+	return c.readPage(id, int(overflow+1)*c.pageSize)
 }
 
 func (c *checker) checkFreelist(id uint64) bool {
