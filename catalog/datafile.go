@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"runtime/debug"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -61,6 +62,8 @@ func (e *DamagedError) Error() string {
 			summary += fmt.Sprintf(" (and %d more problem%s; `dpsql check` lists them)", n, map[bool]string{true: "", false: "s"}[n == 1])
 		}
 	}
+	// One line: the server prints it as its only word before exiting.
+	summary = strings.Join(strings.Fields(summary), " ")
 	return fmt.Sprintf("data file %s is damaged: %s; %s", e.Path, summary, restore)
 }
 

@@ -5,10 +5,12 @@ import (
 	"compress/gzip"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -53,11 +55,20 @@ func wantRefusal(t *testing.T, what, stderr string, code int, want ...string) {
 	}
 }
 
-// serveOnce runs dpsql serve on dir, expecting it to refuse to start.
+// serveOnce runs dpsql serve on dir, expecting it to refuse to start. If
+// it starts instead, it is stopped and the exit code reported is 0.
 func serveOnce(t *testing.T, dir string) (stderr string, code int) {
 	t.Helper()
-	_, stderr, code = runDpsql(t, "serve", "--data-dir", dir, "--port", "0", "--root-password", rootPassword)
-	return stderr, code
+	s, err := launch(t, dir)
+	if err == nil {
+		s.kill()
+		return s.stderr.String(), 0
+	}
+	var ee *exec.ExitError
+	if !errors.As(s.waitErr, &ee) {
+		t.Fatalf("dpsql serve: %v", err)
+	}
+	return s.stderr.String(), ee.ExitCode()
 }
 
 // seedDataDir makes a stopped server's data directory holding raw.t (with
