@@ -61,11 +61,10 @@ type Options struct {
 
 // Store is an open dpsql data directory. It is safe for concurrent use.
 type Store struct {
-	db       *bbolt.DB
-	path     string
-	secret   []byte
-	format   uint32 // format version of the file
-	readOnly bool   // opened by OpenReadOnly
+	db     *bbolt.DB
+	path   string
+	secret []byte
+	format uint32 // format version of the file
 
 	mu struct {
 		sync.Mutex
@@ -153,7 +152,6 @@ func OpenReadOnly(path string, opts *Options) (*Store, error) {
 		return nil, err
 	}
 	s := newStore(db, path)
-	s.readOnly = true
 	err = guard(path, func() error {
 		return db.View(func(tx *bbolt.Tx) error {
 			hdr := tx.Bucket(bucketHeader)
