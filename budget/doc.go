@@ -64,6 +64,14 @@
 // reserved, committed and failed entries sums to ρ_spent ≤ ρ_total, and the
 // last budget entry matches the total.
 //
+// Every stored record (budget, entry, the format record) is sealed with a
+// CRC-32C checksum of its key and value (format "2"), verified on every
+// read: a damaged record fails with an error matching ErrCorrupt that names
+// it, so a budget or a charge is never read wrong. OpenLedger migrates a
+// format "1" ledger (no checksums) in one transaction; on a read-only
+// database it only reads, so that Check can audit a file without changing
+// it.
+//
 // The database must not be opened with NoSync: OpenLedger refuses it,
 // because an unsynced debit could be lost after the answer was released.
 package budget

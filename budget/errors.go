@@ -31,6 +31,10 @@ var (
 	// ErrVersion is returned when the database holds a ledger format this
 	// package does not know.
 	ErrVersion = errors.New("unknown privacy ledger format")
+
+	// ErrNoLedger is returned by OpenLedger on a read-only database that
+	// holds no ledger (it would be created on a read-write open).
+	ErrNoLedger = errors.New("no privacy ledger in the database")
 )
 
 // ExhaustedError reports a request refused because it would exceed a table's

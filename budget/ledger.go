@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"go.etcd.io/bbolt"
+
+	"github.com/dpsql/dpsql/internal/seal"
 )
 
 // Bucket names. They carry the budget_/ledger_ prefixes so they cannot clash
@@ -22,8 +24,15 @@ var (
 	formatKey = []byte("format")
 )
 
-// formatVersion is the ledger's on-disk format.
-const formatVersion = "1"
+// formatVersion is the ledger's on-disk format. Format "1" stored records
+// as they are; format "2" seals every value (the format record included)
+// with a CRC-32C checksum (internal/seal), checked on every read, so a
+// damaged budget or entry is reported as ErrCorrupt instead of being
+// trusted. OpenLedger migrates a format "1" ledger in one transaction.
+const (
+	formatVersion = "2"
+	formatLegacy  = "1"
+)
 
 // Notes written by Reservation.Fail.
 const (
@@ -53,9 +62,15 @@ type Ledger struct {
 	now          func() time.Time
 	strict       bool
 	afterReserve func(table string, id uint64)
+	// legacy: a format "1" ledger in a read-only database, which cannot be
+	// migrated; its records carry no checksums.
+	legacy bool
 }
 
-// OpenLedger opens the ledger kept in db, creating its buckets if needed.
+// OpenLedger opens the ledger kept in db, creating its buckets if needed
+// and migrating a format "1" ledger to the current format. On a read-only
+// database (bbolt's Options.ReadOnly) it creates and migrates nothing: the
+// ledger can then only be read and checked.
 func OpenLedger(db *bbolt.DB) (*Ledger, error) { return OpenLedgerOptions(db, nil) }
 
 // OpenLedgerOptions is OpenLedger with options.
@@ -71,29 +86,82 @@ func OpenLedgerOptions(db *bbolt.DB, opts *Options) (*Ledger, error) {
 		l.strict = opts.StrictMode
 		l.afterReserve = opts.AfterReserve
 	}
+	if db.IsReadOnly() {
+		err := db.View(func(tx *bbolt.Tx) error {
+			meta := tx.Bucket(metaBucket)
+			if meta == nil || tx.Bucket(tablesBucket) == nil || tx.Bucket(entriesBucket) == nil {
+				return ErrNoLedger
+			}
+			format, err := readFormat(meta.Get(formatKey))
+			l.legacy = format == formatLegacy
+			return err
+		})
+		if err != nil {
+			return nil, fmt.Errorf("budget: open ledger: %w", err)
+		}
+		return l, nil
+	}
 	err := db.Update(func(tx *bbolt.Tx) error {
 		meta, err := tx.CreateBucketIfNotExists(metaBucket)
 		if err != nil {
 			return err
 		}
-		switch v := meta.Get(formatKey); {
-		case v == nil:
-			if err := meta.Put(formatKey, []byte(formatVersion)); err != nil {
-				return err
-			}
-		case string(v) != formatVersion:
-			return fmt.Errorf("format %q: %w", v, ErrVersion)
-		}
-		if _, err := tx.CreateBucketIfNotExists(tablesBucket); err != nil {
+		tables, err := tx.CreateBucketIfNotExists(tablesBucket)
+		if err != nil {
 			return err
 		}
-		_, err = tx.CreateBucketIfNotExists(entriesBucket)
-		return err
+		entries, err := tx.CreateBucketIfNotExists(entriesBucket)
+		if err != nil {
+			return err
+		}
+		v := meta.Get(formatKey)
+		if v == nil {
+			return meta.Put(formatKey, seal.Seal(formatKey, []byte(formatVersion)))
+		}
+		format, err := readFormat(v)
+		if err != nil || format == formatVersion {
+			return err
+		}
+		// Format "1": seal every record, then record the new format.
+		for _, b := range []*bbolt.Bucket{tables, entries} {
+			if err := seal.SealBucket(b); err != nil {
+				return fmt.Errorf("migrating from format %q: %w", formatLegacy, err)
+			}
+		}
+		return meta.Put(formatKey, seal.Seal(formatKey, []byte(formatVersion)))
 	})
 	if err != nil {
 		return nil, fmt.Errorf("budget: open ledger: %w", err)
 	}
 	return l, nil
+}
+
+// readFormat returns the ledger format stored in v: formatVersion,
+// sealed, or formatLegacy, stored as is; any other format is ErrVersion.
+func readFormat(v []byte) (string, error) {
+	format := ""
+	if p, ok := seal.Open(formatKey, v); ok && v != nil {
+		format = string(p)
+	} else if string(v) == formatLegacy {
+		format = formatLegacy
+	} else if !isDigits(v) {
+		return "", corrupt("the ledger's format record")
+	} else {
+		return "", fmt.Errorf("format %q: %w", v, ErrVersion)
+	}
+	if format != formatVersion && format != formatLegacy {
+		return "", fmt.Errorf("format %q: %w", format, ErrVersion)
+	}
+	return format, nil
+}
+
+func isDigits(b []byte) bool {
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return len(b) > 0
 }
 
 // update runs fn in a write transaction, followed in strict mode by the
@@ -408,9 +476,9 @@ func (l *Ledger) Budgets() ([]BudgetInfo, error) {
 	var rows []row
 	err := l.db.View(func(tx *bbolt.Tx) error {
 		return tx.Bucket(tablesBucket).ForEach(func(k, v []byte) error {
-			var rec tableRecord
-			if err := json.Unmarshal(v, &rec); err != nil {
-				return fmt.Errorf("table %q: %w", k, err)
+			rec, err := decodeTable(k, v, l.legacy)
+			if err != nil {
+				return err
 			}
 			rows = append(rows, row{string(k), rec})
 			return nil
@@ -435,9 +503,9 @@ func (l *Ledger) Entries(table, user string) ([]Entry, error) {
 		root := tx.Bucket(entriesBucket)
 		each := func(table string, b *bbolt.Bucket) error {
 			return b.ForEach(func(k, v []byte) error {
-				var e entryRecord
-				if err := json.Unmarshal(v, &e); err != nil {
-					return fmt.Errorf("entry %s/%x: %w", table, k, err)
+				e, err := decodeEntry(table, k, v, l.legacy)
+				if err != nil {
+					return err
 				}
 				if user == "" || e.User == user {
 					out = append(out, e.entry(table, binary.BigEndian.Uint64(k)))
@@ -473,12 +541,17 @@ func (l *Ledger) Check() error {
 }
 
 func checkTx(tx *bbolt.Tx) error {
+	format, err := readFormat(tx.Bucket(metaBucket).Get(formatKey))
+	if err != nil {
+		return err
+	}
+	legacy := format == formatLegacy
 	tables := tx.Bucket(tablesBucket)
 	root := tx.Bucket(entriesBucket)
-	err := tables.ForEach(func(k, v []byte) error {
-		var rec tableRecord
-		if err := json.Unmarshal(v, &rec); err != nil {
-			return fmt.Errorf("table %q: %v: %w", k, err, ErrCorrupt)
+	err = tables.ForEach(func(k, v []byte) error {
+		rec, derr := decodeTable(k, v, legacy)
+		if derr != nil {
+			return derr
 		}
 		if rec.Spent > rec.Total || rec.Total > maxUnits {
 			return fmt.Errorf("table %q: spent %d > total %d units: %w", k, rec.Spent, rec.Total, ErrCorrupt)
@@ -499,9 +572,9 @@ func checkTx(tx *bbolt.Tx) error {
 			if len(ek) != 8 || binary.BigEndian.Uint64(ek) != next {
 				return fmt.Errorf("table %q: entry key %x out of sequence: %w", k, ek, ErrCorrupt)
 			}
-			var e entryRecord
-			if err := json.Unmarshal(ev, &e); err != nil {
-				return fmt.Errorf("table %q entry %d: %v: %w", k, next, err, ErrCorrupt)
+			e, err := decodeEntry(string(k), ek, ev, legacy)
+			if err != nil {
+				return err
 			}
 			switch {
 			case !e.Status.valid():
@@ -567,8 +640,9 @@ func getTable(tx *bbolt.Tx, table string) (tableRecord, bool, error) {
 	if v == nil {
 		return rec, false, nil
 	}
-	if err := json.Unmarshal(v, &rec); err != nil {
-		return rec, false, fmt.Errorf("table %q: %v: %w", table, err, ErrCorrupt)
+	rec, err := decodeTable([]byte(table), v, false)
+	if err != nil {
+		return rec, false, err
 	}
 	// Every debit computes Total − Spent; never let it wrap around.
 	if rec.Spent > rec.Total || rec.Total > maxUnits {
@@ -582,7 +656,7 @@ func putTable(tx *bbolt.Tx, table string, rec *tableRecord) error {
 	if err != nil {
 		return err
 	}
-	return tx.Bucket(tablesBucket).Put([]byte(table), v)
+	return tx.Bucket(tablesBucket).Put([]byte(table), seal.Seal([]byte(table), v))
 }
 
 // appendEntry stores e under the next sequence number of the table's ledger
@@ -605,14 +679,12 @@ func getEntry(tx *bbolt.Tx, table string, id uint64) (entryRecord, error) {
 	if b == nil {
 		return e, fmt.Errorf("table %s: %w", table, ErrNoBudget)
 	}
-	v := b.Get(entryKey(id))
+	k := entryKey(id)
+	v := b.Get(k)
 	if v == nil {
 		return e, fmt.Errorf("entry %d missing: %w", id, ErrCorrupt)
 	}
-	if err := json.Unmarshal(v, &e); err != nil {
-		return e, fmt.Errorf("entry %d: %v: %w", id, err, ErrCorrupt)
-	}
-	return e, nil
+	return decodeEntry(table, k, v, false)
 }
 
 func putEntry(tx *bbolt.Tx, table string, id uint64, e *entryRecord) error {
@@ -620,7 +692,54 @@ func putEntry(tx *bbolt.Tx, table string, id uint64, e *entryRecord) error {
 	if err != nil {
 		return err
 	}
-	return tx.Bucket(entriesBucket).Bucket([]byte(table)).Put(entryKey(id), v)
+	k := entryKey(id)
+	return tx.Bucket(entriesBucket).Bucket([]byte(table)).Put(k, seal.Seal(k, v))
+}
+
+// decodeTable decodes the budget record v stored under table ID k,
+// checking its checksum unless legacy (an unmigrated format "1" ledger).
+func decodeTable(k, v []byte, legacy bool) (tableRecord, error) {
+	var rec tableRecord
+	p, ok := v, true
+	if !legacy {
+		p, ok = seal.Open(k, v)
+	}
+	if !ok {
+		return rec, corrupt(fmt.Sprintf("the privacy budget of table %s", k))
+	}
+	if err := json.Unmarshal(p, &rec); err != nil {
+		return rec, fmt.Errorf("table %q: %v: %w", k, err, ErrCorrupt)
+	}
+	return rec, nil
+}
+
+// decodeEntry decodes the ledger entry v stored under key k in the ledger
+// of table, checking its checksum unless legacy.
+func decodeEntry(table string, k, v []byte, legacy bool) (entryRecord, error) {
+	var e entryRecord
+	p, ok := v, true
+	if !legacy {
+		p, ok = seal.Open(k, v)
+	}
+	if !ok {
+		return e, corrupt(fmt.Sprintf("privacy ledger entry %s of table %s", entryName(k), table))
+	}
+	if err := json.Unmarshal(p, &e); err != nil {
+		return e, fmt.Errorf("table %q entry %s: %v: %w", table, entryName(k), err, ErrCorrupt)
+	}
+	return e, nil
+}
+
+func entryName(k []byte) string {
+	if len(k) == 8 {
+		return fmt.Sprint(binary.BigEndian.Uint64(k))
+	}
+	return fmt.Sprintf("%x", k)
+}
+
+// corrupt is the error for a record whose checksum fails.
+func corrupt(what string) error {
+	return &seal.Error{What: "budget: " + what, Kind: ErrCorrupt}
 }
 
 func entryKey(id uint64) []byte { return binary.BigEndian.AppendUint64(nil, id) }

@@ -136,7 +136,11 @@ func (t *Table) rewrite(ctx *sql.Context, cols sql.Schema, src []int, conv int, 
 		row := make(sql.Row, len(cols))
 		var kbuf []byte
 		err = oldRows.ForEach(func(k, v []byte) error {
-			old, err := cur.rows.decode(ctx, v)
+			p, err := openV(k, v, rowWhat(cur, k))
+			if err != nil {
+				return err
+			}
+			old, err := cur.rows.decode(ctx, p)
 			if err != nil {
 				return err
 			}
@@ -167,7 +171,7 @@ func (t *Table) rewrite(ctx *sql.Context, cols sql.Schema, src []int, conv int, 
 					return sql.NewUniqueKeyErr(sql.FormatRow(row), true, nil)
 				}
 			}
-			return newRows.Put(key, enc)
+			return putV(newRows, key, enc)
 		})
 		if err != nil {
 			return err

@@ -3,7 +3,8 @@
 // A Store owns a single bbolt file (dpsql.db) inside a data directory. It
 // holds, in separate top-level buckets:
 //
-//   - a format header (magic and format version), validated on every Open;
+//   - a format header (magic and format version), validated on every Open
+//     (format 1 files are migrated to the current format);
 //   - the server secret that keys differential-privacy noise seeds;
 //   - the grants blob of go-mysql-server's mysql database;
 //   - the SQL catalog: databases, views, tables, their schemas and rows;
@@ -13,6 +14,20 @@
 // Other packages may add their own buckets to the same file through
 // Store.DB; the prefixes "budget_" and "ledger_" are reserved for them and are
 // never used here.
+//
+// # Damaged files
+//
+// Only a missing data file means a new database. Open takes the file's
+// lock, then reads its whole structure without bbolt (internal/boltcheck:
+// both meta pages, the size, the freelist and every page of every B+tree)
+// before bbolt maps it, and refuses an empty, truncated or damaged file
+// with a *DamagedError (ErrDamaged) that says how to restore it; the file
+// is never changed. Every value the catalog stores is sealed with a CRC-32C
+// checksum of its key and value and verified on every read (sealed.go): a
+// damaged record fails with an error matching ErrCorrupt that names it,
+// and is never returned. OpenReadOnly and Verify check a file without
+// changing it (dpsql check); Backup copies it while it is in use
+// (BACKUP DPSQL).
 //
 // # SQL backend
 //

@@ -41,7 +41,10 @@ func (t *Table) Truncate(ctx *sql.Context) (int, error) {
 		if tb == nil || tb.Bucket(rowsBucketName(m.layout)) == nil {
 			return ErrSchemaChanged
 		}
-		n = getU64(tb.Get(keyCount))
+		var err error
+		if n, err = getCounter(tb, keyCount, m.id); err != nil {
+			return err
+		}
 		if err := tb.DeleteBucket(rowsBucketName(m.layout)); err != nil {
 			return err
 		}
@@ -53,13 +56,13 @@ func (t *Table) Truncate(ctx *sql.Context) (int, error) {
 				return err
 			}
 		}
-		if err := tb.Put(keyCount, u64(0)); err != nil {
+		if err := putCounter(tb, keyCount, 0); err != nil {
 			return err
 		}
 		st.mu.Lock()
 		st.next = 1
 		st.mu.Unlock()
-		return tb.Put(keyAutoInc, u64(1))
+		return putCounter(tb, keyAutoInc, 1)
 	})
 	if err != nil {
 		return 0, wrapf(err, "catalog: truncate %s", m.name)
@@ -216,7 +219,10 @@ func (e *editor) checkUnique(ctx *sql.Context, row sql.Row, key string) ([]strin
 			if b == nil {
 				return ErrSchemaChanged
 			}
-			owner := b.Get(uk)
+			owner, err := getV(b, uk, uniqWhat(e.m, u))
+			if err != nil {
+				return err
+			}
 			if owner == nil || string(owner) == key {
 				return nil
 			}
@@ -225,11 +231,10 @@ func (e *editor) checkUnique(ctx *sql.Context, row sql.Row, key string) ([]strin
 				// it still claims uk, uowner caught it above.
 				return nil
 			}
-			v := tb.Bucket(rowsBucketName(e.m.layout)).Get(owner)
-			if v == nil {
-				return nil
+			v, err := getV(tb.Bucket(rowsBucketName(e.m.layout)), owner, rowWhat(e.m, owner))
+			if err != nil || v == nil {
+				return err
 			}
-			var err error
 			existing, err = e.m.rows.decode(ctx, v)
 			return err
 		})
@@ -263,11 +268,10 @@ func (e *editor) checkAbsent(ctx *sql.Context, key string, row sql.Row) error {
 		if rows == nil {
 			return ErrSchemaChanged
 		}
-		v := rows.Get([]byte(key))
-		if v == nil {
-			return nil
+		v, err := getV(rows, []byte(key), rowWhat(e.m, []byte(key)))
+		if err != nil || v == nil {
+			return err
 		}
-		var err error
 		existing, err = e.m.rows.decode(ctx, v)
 		return err
 	})
@@ -383,7 +387,10 @@ func (e *editor) applyTx(ctx *sql.Context, tx *bbolt.Tx, st *autoIncState) error
 	if rows == nil {
 		return ErrSchemaChanged
 	}
-	count := getU64(tb.Get(keyCount))
+	count, err := getCounter(tb, keyCount, e.m.id)
+	if err != nil {
+		return err
+	}
 	if e.m.key != nil {
 		keys := make([]string, 0, len(e.pending))
 		for k := range e.pending {
@@ -395,7 +402,10 @@ func (e *editor) applyTx(ctx *sql.Context, tx *bbolt.Tx, st *autoIncState) error
 		}
 		for _, k := range keys {
 			p := e.pending[k]
-			existing := rows.Get([]byte(k))
+			existing, err := getV(rows, []byte(k), rowWhat(e.m, []byte(k)))
+			if err != nil {
+				return err
+			}
 			if p.val == nil {
 				if existing != nil {
 					if err := rows.Delete([]byte(k)); err != nil {
@@ -420,7 +430,7 @@ func (e *editor) applyTx(ctx *sql.Context, tx *bbolt.Tx, st *autoIncState) error
 			if existing == nil {
 				count++
 			}
-			if err := rows.Put([]byte(k), p.val); err != nil {
+			if err := putV(rows, []byte(k), p.val); err != nil {
 				return err
 			}
 		}
@@ -432,8 +442,12 @@ func (e *editor) applyTx(ctx *sql.Context, tx *bbolt.Tx, st *autoIncState) error
 			var doomed [][]byte
 			c := rows.Cursor()
 			for k, v := c.First(); k != nil; k, v = c.Next() {
-				if n := e.deletes[string(v)]; n > 0 {
-					e.deletes[string(v)] = n - 1
+				p, err := openV(k, v, rowWhat(e.m, k))
+				if err != nil {
+					return err
+				}
+				if n := e.deletes[string(p)]; n > 0 {
+					e.deletes[string(p)] = n - 1
 					doomed = append(doomed, bytes.Clone(k))
 				}
 			}
@@ -449,21 +463,25 @@ func (e *editor) applyTx(ctx *sql.Context, tx *bbolt.Tx, st *autoIncState) error
 			if err != nil {
 				return err
 			}
-			if err := rows.Put(u64(seq), v); err != nil {
+			if err := putV(rows, u64(seq), v); err != nil {
 				return err
 			}
 			count++
 		}
 	}
-	if err := tb.Put(keyCount, u64(count)); err != nil {
+	if err := putCounter(tb, keyCount, count); err != nil {
 		return err
 	}
 	if st != nil {
 		st.mu.Lock()
 		next := st.next
 		st.mu.Unlock()
-		if next > getU64(tb.Get(keyAutoInc)) {
-			if err := tb.Put(keyAutoInc, u64(next)); err != nil {
+		stored, err := getCounter(tb, keyAutoInc, e.m.id)
+		if err != nil {
+			return err
+		}
+		if next > stored {
+			if err := putCounter(tb, keyAutoInc, next); err != nil {
 				return err
 			}
 		}
@@ -479,8 +497,16 @@ func (e *editor) unindexTx(ctx *sql.Context, tb, rows *bbolt.Bucket, keys []stri
 		return nil
 	}
 	for _, k := range keys {
-		err := e.uniqueEntries(ctx, tb, rows.Get([]byte(k)), func(b *bbolt.Bucket, _ *uniqIndex, _ sql.Row, uk []byte) error {
-			if string(b.Get(uk)) == k {
+		stored, err := getV(rows, []byte(k), rowWhat(e.m, []byte(k)))
+		if err != nil {
+			return err
+		}
+		err = e.uniqueEntries(ctx, tb, stored, func(b *bbolt.Bucket, u *uniqIndex, _ sql.Row, uk []byte) error {
+			owner, err := getV(b, uk, uniqWhat(e.m, u))
+			if err != nil {
+				return err
+			}
+			if string(owner) == k {
 				return b.Delete(uk)
 			}
 			return nil
@@ -500,14 +526,22 @@ func (e *editor) indexTx(ctx *sql.Context, tb, rows *bbolt.Bucket, keys []string
 	}
 	for _, k := range keys {
 		err := e.uniqueEntries(ctx, tb, e.pending[k].val, func(b *bbolt.Bucket, u *uniqIndex, row sql.Row, uk []byte) error {
-			if owner := b.Get(uk); owner != nil && string(owner) != k {
-				ex, err := e.m.rows.decode(ctx, rows.Get(owner))
+			owner, err := getV(b, uk, uniqWhat(e.m, u))
+			if err != nil {
+				return err
+			}
+			if owner != nil && string(owner) != k {
+				enc, err := getV(rows, owner, rowWhat(e.m, owner))
+				if err != nil {
+					return err
+				}
+				ex, err := e.m.rows.decode(ctx, enc)
 				if err != nil {
 					return err
 				}
 				return u.dupErr(row, ex)
 			}
-			return b.Put(uk, []byte(k))
+			return putV(b, uk, []byte(k))
 		})
 		if err != nil {
 			return err

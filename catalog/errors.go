@@ -16,6 +16,10 @@ var (
 	// carry the dpsql format header.
 	ErrNotCatalog = errors.New("catalog: file is not a dpsql catalog")
 
+	// ErrCorrupt is matched by the *seal.Error a read returns when a stored
+	// record fails its checksum: the data file is damaged.
+	ErrCorrupt = errors.New("catalog: record is corrupt")
+
 	// ErrClosed is returned by operations on a closed Store.
 	ErrClosed = errors.New("catalog: store is closed")
 

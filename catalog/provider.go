@@ -33,8 +33,9 @@ func (p *Provider) Database(ctx *sql.Context, name string) (sql.Database, error)
 	var stored string
 	var ok bool
 	if err := p.s.db.View(func(tx *bbolt.Tx) error {
-		stored, ok = databaseName(tx, name)
-		return nil
+		var err error
+		stored, ok, err = databaseName(tx, name)
+		return err
 	}); err != nil {
 		return nil, fmt.Errorf("catalog: database %s: %w", name, err)
 	}
@@ -48,7 +49,7 @@ func (p *Provider) Database(ctx *sql.Context, name string) (sql.Database, error)
 func (p *Provider) HasDatabase(ctx *sql.Context, name string) bool {
 	var ok bool
 	_ = p.s.db.View(func(tx *bbolt.Tx) error {
-		_, ok = databaseName(tx, name)
+		ok = dbBucket(tx, name) != nil
 		return nil
 	})
 	return ok
@@ -59,7 +60,13 @@ func (p *Provider) AllDatabases(ctx *sql.Context) []sql.Database {
 	var out []sql.Database
 	_ = p.s.db.View(func(tx *bbolt.Tx) error {
 		return tx.Bucket(bucketDBs).ForEachBucket(func(k []byte) error {
-			out = append(out, &Database{s: p.s, name: string(tx.Bucket(bucketDBs).Bucket(k).Get(keyName))})
+			// A database whose name record is damaged is listed under its
+			// key (the lower-cased name); using it reports the damage.
+			name, ok, err := databaseName(tx, string(k))
+			if err != nil || !ok {
+				name = string(k)
+			}
+			out = append(out, &Database{s: p.s, name: name})
 			return nil
 		})
 	})
@@ -159,7 +166,7 @@ func (d *Database) CreateView(ctx *sql.Context, name string, selectStatement, cr
 		if err != nil {
 			return fmt.Errorf("catalog: encode view %s: %w", name, err)
 		}
-		return views.Put(key, enc)
+		return putV(views, key, enc)
 	})
 }
 
@@ -187,9 +194,10 @@ func (d *Database) GetViewDefinition(ctx *sql.Context, name string) (sql.ViewDef
 		if db == nil {
 			return nil
 		}
-		v := db.Bucket(bucketViews).Get([]byte(lower(name)))
-		if v == nil {
-			return nil
+		key := []byte(lower(name))
+		v, err := getV(db.Bucket(bucketViews), key, viewWhat(d.name, key))
+		if err != nil || v == nil {
+			return err
 		}
 		ok = true
 		return json.Unmarshal(v, &def)
@@ -208,9 +216,13 @@ func (d *Database) AllViews(ctx *sql.Context) ([]sql.ViewDefinition, error) {
 		if db == nil {
 			return nil
 		}
-		return db.Bucket(bucketViews).ForEach(func(_, v []byte) error {
+		return db.Bucket(bucketViews).ForEach(func(k, v []byte) error {
+			p, err := openV(k, v, viewWhat(d.name, k))
+			if err != nil {
+				return err
+			}
 			var def sql.ViewDefinition
-			if err := json.Unmarshal(v, &def); err != nil {
+			if err := json.Unmarshal(p, &def); err != nil {
 				return err
 			}
 			defs = append(defs, def)

@@ -14,6 +14,8 @@ import (
 	"github.com/dolthub/go-mysql-server/sql/plan"
 	"github.com/dolthub/go-mysql-server/sql/types"
 	"go.etcd.io/bbolt"
+
+	"github.com/dpsql/dpsql/internal/seal"
 )
 
 var (
@@ -174,7 +176,11 @@ func (it *rowIter) fill(ctx *sql.Context) error {
 				slices.Reverse(keys)
 			}
 			for _, k := range keys {
-				if v := rows.Get(k); v != nil {
+				v, err := getV(rows, k, rowWhat(m, k))
+				if err != nil {
+					return err
+				}
+				if v != nil {
 					r, err := m.rows.decode(ctx, v)
 					if err != nil {
 						return err
@@ -212,7 +218,11 @@ func (it *rowIter) fill(ctx *sql.Context) error {
 			}
 		}
 		for ; k != nil && len(it.buf) < scanChunk; k, v = next() {
-			r, err := m.rows.decode(ctx, v)
+			p, ok := seal.Open(k, v)
+			if !ok {
+				return corrupt(rowWhat(m, k)())
+			}
+			r, err := m.rows.decode(ctx, p)
 			if err != nil {
 				return err
 			}
@@ -236,8 +246,9 @@ func (t *Table) RowCount(ctx *sql.Context) (uint64, bool, error) {
 		if tb == nil {
 			return ErrSchemaChanged
 		}
-		n = getU64(tb.Get(keyCount))
-		return nil
+		var err error
+		n, err = getCounter(tb, keyCount, t.meta.id)
+		return err
 	})
 	return n, true, err
 }
@@ -648,8 +659,9 @@ func (t *Table) autoInc() (*autoIncState, error) {
 		if tb == nil {
 			return ErrSchemaChanged
 		}
-		next = max(getU64(tb.Get(keyAutoInc)), 1)
-		return nil
+		stored, err := getCounter(tb, keyAutoInc, t.meta.id)
+		next = max(stored, 1)
+		return err
 	})
 	if err != nil {
 		return nil, err
@@ -672,7 +684,11 @@ func (t *Table) autoIncTx(tx *bbolt.Tx) (*autoIncState, error) {
 		if tb == nil {
 			return nil, ErrSchemaChanged
 		}
-		st.next, st.loaded = max(getU64(tb.Get(keyAutoInc)), 1), true
+		stored, err := getCounter(tb, keyAutoInc, t.meta.id)
+		if err != nil {
+			return nil, err
+		}
+		st.next, st.loaded = max(stored, 1), true
 	}
 	return st, nil
 }
@@ -736,7 +752,7 @@ func (a autoIncSetter) SetAutoIncrementValue(ctx *sql.Context, v uint64) error {
 		st.mu.Lock()
 		st.next = v
 		st.mu.Unlock()
-		return tb.Put(keyAutoInc, u64(v))
+		return putCounter(tb, keyAutoInc, v)
 	})
 	if err != nil {
 		return fmt.Errorf("catalog: set auto-increment of %s: %w", a.t.meta.name, err)

@@ -74,24 +74,37 @@ func rowsBucket(tx *bbolt.Tx, m *tableMeta) *bbolt.Bucket {
 	return tb.Bucket(rowsBucketName(m.layout))
 }
 
-func lookupTableID(tx *bbolt.Tx, db, table string) (uint64, bool) {
+func lookupTableID(tx *bbolt.Tx, db, table string) (uint64, bool, error) {
 	d := dbBucket(tx, db)
 	if d == nil {
-		return 0, false
+		return 0, false, nil
 	}
-	v := d.Bucket(bucketTbls).Get([]byte(lower(table)))
+	key := []byte(lower(table))
+	v, err := getV(d.Bucket(bucketTbls), key, tableEntryWhat(db, key))
+	if err != nil {
+		return 0, false, err
+	}
 	if len(v) < 8 {
-		return 0, false
+		return 0, false, nil
 	}
-	return binary.BigEndian.Uint64(v), true
+	return binary.BigEndian.Uint64(v), true, nil
 }
 
-func databaseName(tx *bbolt.Tx, db string) (string, bool) {
+// tableEntryWhat names the entry of a table in its database's bucket.
+func tableEntryWhat(db string, key []byte) func() string {
+	return func() string { return fmt.Sprintf("the entry of table %s in database %s", key, db) }
+}
+
+func databaseName(tx *bbolt.Tx, db string) (string, bool, error) {
 	d := dbBucket(tx, db)
 	if d == nil {
-		return "", false
+		return "", false, nil
 	}
-	return string(d.Get(keyName)), true
+	name, err := getV(d, keyName, func() string { return fmt.Sprintf("the name of database %s", lower(db)) })
+	if err != nil {
+		return "", false, err
+	}
+	return string(name), true, nil
 }
 
 func createDatabaseTx(tx *bbolt.Tx, name string) error {
@@ -103,7 +116,7 @@ func createDatabaseTx(tx *bbolt.Tx, name string) error {
 	if err != nil {
 		return fmt.Errorf("catalog: create database %s: %w", name, err)
 	}
-	if err := d.Put(keyName, []byte(name)); err != nil {
+	if err := putV(d, keyName, []byte(name)); err != nil {
 		return err
 	}
 	if _, err := d.CreateBucket(bucketTbls); err != nil {
@@ -119,10 +132,20 @@ func (s *Store) dropDatabaseTx(tx *bbolt.Tx, name string) error {
 		return sql.ErrDatabaseNotFound.New(name)
 	}
 	var ids []uint64
-	_ = d.Bucket(bucketTbls).ForEach(func(_, v []byte) error {
-		ids = append(ids, getU64(v[:8]))
+	err := d.Bucket(bucketTbls).ForEach(func(k, v []byte) error {
+		p, err := openV(k, v, tableEntryWhat(name, k))
+		if err != nil {
+			return err
+		}
+		if len(p) < 8 {
+			return corrupt(tableEntryWhat(name, k)())
+		}
+		ids = append(ids, getU64(p[:8]))
 		return nil
 	})
+	if err != nil {
+		return err
+	}
 	all := tx.Bucket(bucketTables)
 	for _, id := range ids {
 		if err := all.DeleteBucket(u64(id)); err != nil {
@@ -169,14 +192,14 @@ func (s *Store) createTableTx(tx *bbolt.Tx, db, name string, sch sql.PrimaryKeyS
 	for _, kv := range [][2][]byte{
 		{keyMeta, enc}, {keyDB, []byte(db)}, {keyCount, u64(0)}, {keyAutoInc, u64(1)},
 	} {
-		if err := tb.Put(kv[0], kv[1]); err != nil {
+		if err := putV(tb, kv[0], kv[1]); err != nil {
 			return 0, fmt.Errorf("catalog: create table %s: %w", name, err)
 		}
 	}
 	if _, err := tb.CreateBucket(rowsBucketName(m.layout)); err != nil {
 		return 0, fmt.Errorf("catalog: create table %s: %w", name, err)
 	}
-	if err := tbls.Put([]byte(lower(name)), append(u64(id), name...)); err != nil {
+	if err := putV(tbls, []byte(lower(name)), append(u64(id), name...)); err != nil {
 		return 0, fmt.Errorf("catalog: create table %s: %w", name, err)
 	}
 	tx.OnCommit(func() { s.invalidate(id) })
@@ -188,7 +211,10 @@ func (s *Store) dropTableTx(tx *bbolt.Tx, db, name string) error {
 	if d == nil {
 		return sql.ErrDatabaseNotFound.New(db)
 	}
-	id, ok := lookupTableID(tx, db, name)
+	id, ok, err := lookupTableID(tx, db, name)
+	if err != nil {
+		return err
+	}
 	if !ok {
 		return sql.ErrTableNotFound.New(name)
 	}
@@ -207,7 +233,10 @@ func (s *Store) renameTableTx(tx *bbolt.Tx, db, oldName, newName string) error {
 	if d == nil {
 		return sql.ErrDatabaseNotFound.New(db)
 	}
-	id, ok := lookupTableID(tx, db, oldName)
+	id, ok, err := lookupTableID(tx, db, oldName)
+	if err != nil {
+		return err
+	}
 	if !ok {
 		return sql.ErrTableNotFound.New(oldName)
 	}
@@ -227,7 +256,7 @@ func (s *Store) renameTableTx(tx *bbolt.Tx, db, oldName, newName string) error {
 	if err := tbls.Delete([]byte(lower(oldName))); err != nil {
 		return err
 	}
-	return tbls.Put([]byte(lower(newName)), append(u64(id), newName...))
+	return putV(tbls, []byte(lower(newName)), append(u64(id), newName...))
 }
 
 // putMetaTx stores m as the metadata of its table.
@@ -240,7 +269,7 @@ func (s *Store) putMetaTx(tx *bbolt.Tx, m *tableMeta) error {
 	if err != nil {
 		return err
 	}
-	if err := tb.Put(keyMeta, enc); err != nil {
+	if err := putV(tb, keyMeta, enc); err != nil {
 		return fmt.Errorf("catalog: store schema of %s: %w", m.name, err)
 	}
 	id := m.id
@@ -253,7 +282,11 @@ func loadMetaTx(tx *bbolt.Tx, id uint64) (*tableMeta, error) {
 	if tb == nil {
 		return nil, ErrSchemaChanged
 	}
-	return unmarshalMeta(id, tb.Get(keyMeta))
+	raw, err := getV(tb, keyMeta, tableRecordWhat(id, "schema"))
+	if err != nil {
+		return nil, err
+	}
+	return unmarshalMeta(id, raw)
 }
 
 func tableNamesTx(tx *bbolt.Tx, db string) ([]string, error) {
@@ -262,8 +295,15 @@ func tableNamesTx(tx *bbolt.Tx, db string) ([]string, error) {
 		return nil, sql.ErrDatabaseNotFound.New(db)
 	}
 	var names []string
-	err := d.Bucket(bucketTbls).ForEach(func(_, v []byte) error {
-		names = append(names, string(v[8:]))
+	err := d.Bucket(bucketTbls).ForEach(func(k, v []byte) error {
+		p, err := openV(k, v, tableEntryWhat(db, k))
+		if err != nil {
+			return err
+		}
+		if len(p) < 8 {
+			return corrupt(tableEntryWhat(db, k)())
+		}
+		names = append(names, string(p[8:]))
 		return nil
 	})
 	sort.Strings(names)
@@ -297,6 +337,8 @@ func (s *Store) meta(tx *bbolt.Tx, id uint64) (*tableMeta, error) {
 	if tb == nil {
 		return nil, ErrSchemaChanged
 	}
+	// The cache is keyed by the sealed bytes: equal bytes passed the
+	// checksum when they were cached.
 	raw := tb.Get(keyMeta)
 	s.mu.Lock()
 	c, ok := s.mu.metas[id]
@@ -304,7 +346,11 @@ func (s *Store) meta(tx *bbolt.Tx, id uint64) (*tableMeta, error) {
 	if ok && bytes.Equal(c.raw, raw) {
 		return c.meta, nil
 	}
-	m, err := unmarshalMeta(id, raw)
+	payload, err := openV(keyMeta, raw, tableRecordWhat(id, "schema"))
+	if err != nil {
+		return nil, err
+	}
+	m, err := unmarshalMeta(id, payload)
 	if err != nil {
 		return nil, err
 	}
@@ -316,9 +362,9 @@ func (s *Store) meta(tx *bbolt.Tx, id uint64) (*tableMeta, error) {
 
 // resolve finds table name in database db.
 func (s *Store) resolve(tx *bbolt.Tx, db, name string) (*tableMeta, bool, error) {
-	id, ok := lookupTableID(tx, db, name)
-	if !ok {
-		return nil, false, nil
+	id, ok, err := lookupTableID(tx, db, name)
+	if err != nil || !ok {
+		return nil, false, err
 	}
 	m, err := s.meta(tx, id)
 	if err != nil {

@@ -40,6 +40,17 @@ type Tx struct {
 	s   *Store
 	ctx *sql.Context
 	tx  *bbolt.Tx
+	// err is a corrupt record met by a method that cannot return an error
+	// (TableID); it fails the transaction.
+	err error
+}
+
+// run calls fn on tx and fails if a corrupt record was met on the way.
+func (tx *Tx) run(fn func(*Tx) error) error {
+	if err := fn(tx); err != nil {
+		return err
+	}
+	return tx.err
 }
 
 // Update runs fn in a write transaction, committed (and fsynced) only if fn
@@ -49,7 +60,7 @@ func (s *Store) Update(ctx context.Context, fn func(*Tx) error) error {
 		return err
 	}
 	sctx := asSQLContext(ctx)
-	return s.db.Update(func(btx *bbolt.Tx) error { return fn(&Tx{s: s, ctx: sctx, tx: btx}) })
+	return s.db.Update(func(btx *bbolt.Tx) error { return (&Tx{s: s, ctx: sctx, tx: btx}).run(fn) })
 }
 
 // View runs fn in a read-only transaction.
@@ -58,7 +69,7 @@ func (s *Store) View(ctx context.Context, fn func(*Tx) error) error {
 		return err
 	}
 	sctx := asSQLContext(ctx)
-	return s.db.View(func(btx *bbolt.Tx) error { return fn(&Tx{s: s, ctx: sctx, tx: btx}) })
+	return s.db.View(func(btx *bbolt.Tx) error { return (&Tx{s: s, ctx: sctx, tx: btx}).run(fn) })
 }
 
 func asSQLContext(ctx context.Context) *sql.Context {
@@ -68,7 +79,8 @@ func asSQLContext(ctx context.Context) *sql.Context {
 	return sql.NewContext(ctx)
 }
 
-// Bolt returns the underlying bbolt transaction.
+// Bolt returns the underlying bbolt transaction. Values in the catalog's
+// buckets are sealed (sealed.go): read and write them through Tx's methods.
 func (tx *Tx) Bolt() *bbolt.Tx { return tx.tx }
 
 func metaBucketName(bucket string) ([]byte, error) {
@@ -99,7 +111,7 @@ func (tx *Tx) Put(bucket string, key, val []byte) error {
 	if err != nil {
 		return fmt.Errorf("catalog: metadata bucket %s: %w", bucket, err)
 	}
-	if err := b.Put(bytes.Clone(key), bytes.Clone(val)); err != nil {
+	if err := putV(b, bytes.Clone(key), val); err != nil {
 		return fmt.Errorf("catalog: put %s/%q: %w", bucket, key, err)
 	}
 	return nil
@@ -112,7 +124,8 @@ func (tx *Tx) Get(bucket string, key []byte) ([]byte, error) {
 	if b == nil {
 		return nil, err
 	}
-	return bytes.Clone(b.Get(key)), nil
+	v, err := getV(b, key, metaWhat(bucket, key))
+	return bytes.Clone(v), err
 }
 
 // Delete removes key from metadata bucket bucket. Deleting a missing key is
@@ -135,11 +148,44 @@ func (tx *Tx) ForEach(bucket string, fn func(k, v []byte) error) error {
 	if b == nil {
 		return err
 	}
-	return b.ForEach(func(k, v []byte) error { return fn(bytes.Clone(k), bytes.Clone(v)) })
+	return b.ForEach(func(k, v []byte) error {
+		p, err := openV(k, v, metaWhat(bucket, k))
+		if err != nil {
+			return err
+		}
+		return fn(bytes.Clone(k), bytes.Clone(p))
+	})
 }
 
-// TableID returns the stable ID of table in database db.
-func (tx *Tx) TableID(db, table string) (uint64, bool) { return lookupTableID(tx.tx, db, table) }
+// ForEachPrefix is ForEach restricted to the keys that start with prefix.
+func (tx *Tx) ForEachPrefix(bucket string, prefix []byte, fn func(k, v []byte) error) error {
+	b, err := tx.metaBucket(bucket)
+	if b == nil {
+		return err
+	}
+	c := b.Cursor()
+	for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
+		p, err := openV(k, v, metaWhat(bucket, k))
+		if err != nil {
+			return err
+		}
+		if err := fn(bytes.Clone(k), bytes.Clone(p)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// TableID returns the stable ID of table in database db. If the table's
+// record is corrupt, it reports no table and the transaction fails with
+// the corruption error.
+func (tx *Tx) TableID(db, table string) (uint64, bool) {
+	id, ok, err := lookupTableID(tx.tx, db, table)
+	if err != nil && tx.err == nil {
+		tx.err = err
+	}
+	return id, ok
+}
 
 // CreateDatabase creates database name.
 func (tx *Tx) CreateDatabase(name string) error { return createDatabaseTx(tx.tx, name) }

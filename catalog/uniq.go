@@ -80,7 +80,11 @@ func buildUniqTx(ctx *sql.Context, tx *bbolt.Tx, m *tableMeta, u *uniqIndex) err
 		return ErrSchemaChanged
 	}
 	return rows.ForEach(func(k, v []byte) error {
-		row, err := m.rows.decode(ctx, v)
+		p, err := openV(k, v, rowWhat(m, k))
+		if err != nil {
+			return err
+		}
+		row, err := m.rows.decode(ctx, p)
 		if err != nil {
 			return err
 		}
@@ -88,13 +92,21 @@ func buildUniqTx(ctx *sql.Context, tx *bbolt.Tx, m *tableMeta, u *uniqIndex) err
 		if err != nil || !ok {
 			return err
 		}
-		if owner := b.Get(uk); owner != nil {
-			ex, err := m.rows.decode(ctx, rows.Get(owner))
+		owner, err := getV(b, uk, uniqWhat(m, u))
+		if err != nil {
+			return err
+		}
+		if owner != nil {
+			enc, err := getV(rows, owner, rowWhat(m, owner))
+			if err != nil {
+				return err
+			}
+			ex, err := m.rows.decode(ctx, enc)
 			if err != nil {
 				return err
 			}
 			return u.dupErr(row, ex)
 		}
-		return b.Put(uk, append([]byte(nil), k...))
+		return putV(b, uk, k)
 	})
 }

@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"bytes"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -98,17 +97,7 @@ func domainKey(id uint64, column string) []byte {
 // forEachPrefix calls fn for every key of metadata bucket bucket that
 // starts with prefix, in key order.
 func forEachPrefix(tx *catalog.Tx, bucket string, prefix []byte, fn func(k, v []byte) error) error {
-	b := tx.Bolt().Bucket([]byte("meta_" + bucket))
-	if b == nil {
-		return nil
-	}
-	c := b.Cursor()
-	for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
-		if err := fn(bytes.Clone(k), bytes.Clone(v)); err != nil {
-			return err
-		}
-	}
-	return nil
+	return tx.ForEachPrefix(bucket, prefix, fn)
 }
 
 // storedDeclarations returns every declaration recorded for table id,

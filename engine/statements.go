@@ -58,6 +58,9 @@ func (e *Engine) plan(stmt dpparse.Statement) (statementNode, ast.AuthInformatio
 		return &ShowMechanisms{}, authAnyone, nil
 	case *dpparse.ShowErrorBounds:
 		return e.showErrorBoundsNode(s), authAnyone, nil
+	case *dpparse.Backup:
+		// Backup checks the SUPER privilege itself, with a precise error.
+		return &Backup{e: e}, authAnyone, nil
 	default:
 		return nil, ast.AuthInformation{}, ErrUnsupported.New("%s is not supported by this server yet", stmt)
 	}
@@ -67,6 +70,6 @@ func (e *Engine) plan(stmt dpparse.Statement) (statementNode, ast.AuthInformatio
 // engine's provider.
 func (e *Engine) procedures() []sql.ExternalStoredProcedureDetails {
 	return append([]sql.ExternalStoredProcedureDetails{
-		e.statusProcedure(),
+		e.statusProcedure(), e.backupProcedure(),
 	}, append(append(e.privacyProcedures(), e.synthesisProcedures()...), e.showErrorBoundsProcedures()...)...)
 }

@@ -28,6 +28,9 @@ func openStorage(dir string) (Storage, error) {
 			return nil, ErrDataDirLocked.New("data directory %s is in use by another dpsql server: stop that server first, or start this one with another --data-dir", dir)
 		case errors.As(err, &ve):
 			return nil, ErrDataDirVersion.Wrap(err, "data directory %s was written by a newer dpsql", dir)
+		case errors.Is(err, catalog.ErrDamaged):
+			// The message says what is wrong and how to restore.
+			return nil, ErrDataDir.Wrap(err, "cannot use data directory %s", dir)
 		default:
 			return nil, ErrDataDir.Wrap(err, "cannot open data directory %s", dir)
 		}

@@ -4,8 +4,16 @@
 //
 //	dpsql serve  [--data-dir DIR] [--host HOST] [--port N] [--root-password PW] [--demo]
 //	dpsql import --table DB.TABLE --csv FILE [--domain FILE] [--addr HOST:PORT] [--user U] [--password PW]
+//	dpsql backup --out FILE [--addr HOST:PORT] [--user U] [--password PW]
+//	dpsql check  [--data-dir DIR | --file FILE]
 //	dpsql bench pgm --csv FILE --domain FILE
 //	dpsql version
+//
+// backup copies a running server's data file (BACKUP DPSQL, superusers
+// only) to FILE and checks the copy; restore by starting dpsql serve on a
+// directory holding the copy as dpsql.db. check verifies a stopped server's
+// data file (structure, bbolt's consistency check, record checksums, ledger
+// invariants) and exits non-zero listing the problems.
 //
 // Run "dpsql COMMAND -h" for a command's flags.
 package main
@@ -34,6 +42,8 @@ type command struct {
 var commands = []command{
 	{"serve", "run the server", runServe},
 	{"import", "load a CSV file into a table over the wire", runImport},
+	{"backup", "copy a running server's data file over the wire (--out FILE) and check the copy", runBackup},
+	{"check", "verify a data file (--data-dir DIR or --file FILE) of a stopped server", runCheck},
 	{"bench", "run a benchmark (bench pgm --csv FILE --domain FILE)", runBench},
 	{"version", "print the version", func(_ context.Context, _ []string, stdout, _ io.Writer) error {
 		fmt.Fprintln(stdout, "dpsql", version)
@@ -71,6 +81,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			return 0
 		case errors.Is(err, errUsage):
 			return 2
+		case errors.Is(err, errCheckFailed): // the problems are printed
+			return 1
 		default:
 			fmt.Fprintf(stderr, "dpsql %s: %v\n", c.name, err)
 			return 1

@@ -30,6 +30,7 @@ var (
 	_ Statement = (*ShowSyntheticTables)(nil)
 	_ Statement = (*ShowMechanisms)(nil)
 	_ Statement = (*ShowErrorBounds)(nil)
+	_ Statement = (*Backup)(nil)
 )
 
 // TableName is an optionally database-qualified table name. The zero value
@@ -186,6 +187,11 @@ func (a Account) String() string { return QuoteString(a.User) + "@" + QuoteStrin
 type ShowStatus struct{}
 
 func (*ShowStatus) String() string { return "SHOW DPSQL STATUS" }
+
+// Backup is BACKUP DPSQL: a consistent copy of the whole data file.
+type Backup struct{}
+
+func (*Backup) String() string { return "BACKUP DPSQL" }
 
 // CreateSynthetic is
 //
@@ -404,3 +410,4 @@ func (*RevokeSynthesize) dpsqlStatement()    {}
 func (*ShowSyntheticTables) dpsqlStatement() {}
 func (*ShowMechanisms) dpsqlStatement()      {}
 func (*ShowErrorBounds) dpsqlStatement()     {}
+func (*Backup) dpsqlStatement()              {}

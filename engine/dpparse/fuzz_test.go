@@ -8,6 +8,7 @@ import (
 
 var fuzzSeeds = []string{
 	"SHOW DPSQL STATUS",
+	"BACKUP DPSQL",
 	"/* c */ show dpsql status; SELECT 1",
 	"-- x\n# y\nSHOW MECHANISMS",
 	"SHOW SYNTHETIC TABLES FROM `d`",

@@ -97,6 +97,8 @@ func (p *parser) ours() bool {
 		return p.peekIs(1, "PRIVACY") && p.peekIs(2, "BUDGET")
 	case "GRANT", "REVOKE":
 		return p.peekIs(1, "SYNTHESIZE")
+	case "BACKUP":
+		return p.peekIs(1, "DPSQL")
 	case "ALTER":
 		if !p.peekIs(1, "TABLE") {
 			return false
@@ -300,6 +302,8 @@ func (p *parser) parse() (Statement, int, *Error) {
 		stmt, err = p.grant(false)
 	case "REVOKE":
 		stmt, err = p.grant(true)
+	case "BACKUP":
+		stmt, err = &Backup{}, p.expect("DPSQL")
 	}
 	if err != nil {
 		return nil, 0, err

@@ -48,6 +48,8 @@ func TestParse(t *testing.T) {
 		{"# hash comment\n/* block\n comment */ SHOW /* inner */ DPSQL STATUS", &ShowStatus{}},
 		{"--\nSHOW DPSQL STATUS", &ShowStatus{}},
 		{"SHOW MECHANISMS", &ShowMechanisms{}},
+		{"BACKUP DPSQL", &Backup{}},
+		{"backup dpsql ;", &Backup{}},
 		{"SHOW SYNTHETIC TABLES", &ShowSyntheticTables{}},
 		{"SHOW SYNTHETIC TABLES FROM mydb", &ShowSyntheticTables{DB: "mydb"}},
 		{"show synthetic tables in `my db`", &ShowSyntheticTables{DB: "my db"}},
@@ -162,6 +164,7 @@ func TestParseNotOurs(t *testing.T) {
 		"/* unterminated comment SHOW DPSQL STATUS",
 		"SHOW",
 		"ALTER TABLE t SET",
+		"BACKUP", "BACKUP TABLE t", "backup `dpsql`",
 	} {
 		stmt, n, ok, err := Parse(in)
 		if ok || stmt != nil || n != 0 || err != nil {
