@@ -21,7 +21,7 @@ func runBackup(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fs := flag.NewFlagSet("backup", flag.ContinueOnError)
 	addr := fs.String("addr", "127.0.0.1:3306", "server address")
 	user := fs.String("user", "root", "user name (needs the SUPER privilege, as root has)")
-	password := fs.String("password", "", "password")
+	password := passwordFlags(fs, "password", "DPSQL_PASSWORD", "Password")
 	out := fs.String("out", "", "file to write the copy to (replaced atomically once the copy is checked)")
 	if err := parseFlags(fs, args, stderr); err != nil {
 		return err
@@ -32,7 +32,11 @@ func runBackup(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	start := time.Now()
 	cfg := mysql.NewConfig()
-	cfg.User, cfg.Passwd, cfg.Net, cfg.Addr = *user, *password, "tcp", *addr
+	pw, _, err := password.get()
+	if err != nil {
+		return err
+	}
+	cfg.User, cfg.Passwd, cfg.Net, cfg.Addr = *user, pw, "tcp", *addr
 	connector, err := mysql.NewConnector(cfg)
 	if err != nil {
 		return err

@@ -31,6 +31,10 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		fmt.Fprintf(stderr, benchUsage+"\n", strings.Join(names, ", "))
 		return errUsage
 	}
+	if args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		fmt.Fprintf(stdout, benchUsage+"\n", strings.Join(names, ", "))
+		return nil
+	}
 	if args[0] == "pgm" {
 		return runBenchPGM(ctx, args[1:], stdout, stderr)
 	}

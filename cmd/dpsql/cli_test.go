@@ -25,6 +25,11 @@ func TestCommandLine(t *testing.T) {
 		wantOut  string // substring of stdout
 	}{
 		{"version", []string{"version"}, 0, "dpsql "},
+		{"--version", []string{"--version"}, 0, "dpsql "},
+		{"help", []string{"help"}, 0, "Documentation: README.md"},
+		{"--help", []string{"--help"}, 0, "commands:"},
+		{"help of a command", []string{"help", "serve"}, 0, ""},
+		{"bench --help", []string{"bench", "--help"}, 0, "dpsql bench MECHANISM"},
 		{"no command", nil, 2, ""},
 		{"unknown command", []string{"frobnicate"}, 2, ""},
 		{"import without table", []string{"import", "--csv", csvPath}, 2, ""},
@@ -51,5 +56,35 @@ func TestBenchPGM(t *testing.T) {
 	stdout, stderr, code := runDpsql(t, "bench", "pgm", "--csv", csvPath, "--domain", domain)
 	if code != 0 || !strings.Contains(stdout, "marginals_3way_seconds=") || !strings.Contains(stdout, "rows=48842") {
 		t.Fatalf("exit %d stdout %q stderr %q", code, stdout, stderr)
+	}
+}
+
+// TestPasswordsOutOfTheProcessList: every password can come from a file or
+// an environment variable instead of a flag that ps shows.
+func TestPasswordsOutOfTheProcessList(t *testing.T) {
+	dir := t.TempDir()
+	rootFile := filepath.Join(dir, "root.pw")
+	if err := os.WriteFile(rootFile, []byte("from-a-file\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s, err := launchArgs(t, filepath.Join(dir, "data"), "--root-password-file", rootFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := queryStrings(t, s.open("root", "from-a-file"), "SELECT 1"); got[0][0] != "1" {
+		t.Fatalf("root with the password from the file: %v", got)
+	}
+	csvPath := writeCSV(t, []string{"a"}, [][]string{{"1"}, {"2"}})
+	// By file.
+	if _, stderr, code := runDpsql(t, "import", "--addr", s.addr, "--table", "d.byfile", "--csv", csvPath, "--password-file", rootFile); code != 0 {
+		t.Fatalf("import --password-file: exit %d\n%s", code, stderr)
+	}
+	// By environment.
+	t.Setenv("DPSQL_PASSWORD", "from-a-file")
+	if _, stderr, code := runDpsql(t, "import", "--addr", s.addr, "--table", "d.byenv", "--csv", csvPath); code != 0 {
+		t.Fatalf("import with $DPSQL_PASSWORD: exit %d\n%s", code, stderr)
+	}
+	if got := queryStrings(t, s.open("root", "from-a-file"), "SELECT (SELECT COUNT(*) FROM d.byfile) + (SELECT COUNT(*) FROM d.byenv)"); got[0][0] != "4" {
+		t.Fatalf("imported rows: %v", got)
 	}
 }

@@ -21,7 +21,7 @@ func runImport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fs := flag.NewFlagSet("import", flag.ContinueOnError)
 	addr := fs.String("addr", "127.0.0.1:3306", "server address")
 	user := fs.String("user", "root", "user name")
-	password := fs.String("password", "", "password")
+	password := passwordFlags(fs, "password", "DPSQL_PASSWORD", "Password")
 	target := fs.String("table", "", "target table as DB.TABLE (created, with its database, if missing)")
 	csvPath := fs.String("csv", "", "CSV file with a header line")
 	domainPath := fs.String("domain", "", `optional JSON domain file {"column": size, ...}: those columns become INT CHECK (col BETWEEN 0 AND size-1)`)
@@ -49,7 +49,11 @@ func runImport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 
 	cfg := mysql.NewConfig()
-	cfg.User, cfg.Passwd, cfg.Net, cfg.Addr = *user, *password, "tcp", *addr
+	pw, _, err := password.get()
+	if err != nil {
+		return err
+	}
+	cfg.User, cfg.Passwd, cfg.Net, cfg.Addr = *user, pw, "tcp", *addr
 	cfg.InterpolateParams = true
 	connector, err := mysql.NewConnector(cfg)
 	if err != nil {

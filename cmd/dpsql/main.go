@@ -62,12 +62,18 @@ func main() {
 
 // run executes the command line args and returns the exit status.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+	switch {
+	case len(args) == 0:
 		usage(stderr)
-		if len(args) == 0 {
-			return 2
+		return 2
+	case args[0] == "-h" || args[0] == "--help" || args[0] == "help":
+		if len(args) > 1 && args[0] == "help" { // dpsql help COMMAND
+			return run(ctx, []string{args[1], "--help"}, stdout, stderr)
 		}
+		usage(stdout)
 		return 0
+	case args[0] == "--version" || args[0] == "-version" || args[0] == "-v":
+		args = []string{"version"}
 	}
 	for _, c := range commands {
 		if c.name != args[0] {
@@ -101,6 +107,13 @@ func usage(w io.Writer) {
 	for _, c := range commands {
 		fmt.Fprintf(w, "  %-8s %s\n", c.name, c.summary)
 	}
+	fmt.Fprint(w, `
+"dpsql help COMMAND" or "dpsql COMMAND --help" lists a command's flags; "dpsql --version" prints the version.
+Passwords: --password-file FILE or $DPSQL_PASSWORD (serve: --root-password-file or $DPSQL_ROOT_PASSWORD) keep
+them out of the process list.
+Documentation: README.md (running the server, the SQL statements, a first session on the demo), docs/privacy.md
+(the privacy model) and docs/server.md (the server's design), in the dpsql source tree.
+`)
 }
 
 // parseFlags parses args into fs, mapping errors to errUsage.

@@ -20,7 +20,7 @@ func runServe(ctx context.Context, args []string, _, stderr io.Writer) error {
 	fs.StringVar(&cfg.DataDir, "data-dir", cfg.DataDir, "data directory, created on first start")
 	fs.StringVar(&cfg.Host, "host", cfg.Host, "address to listen on (0.0.0.0 for every interface)")
 	fs.IntVar(&cfg.Port, "port", cfg.Port, "TCP port (0 picks a free one)")
-	fs.StringVar(&cfg.RootPassword, "root-password", "", "root@localhost's password; generated and printed once on first start if empty, replaced if given later")
+	rootPassword := passwordFlags(fs, "root-password", "DPSQL_ROOT_PASSWORD", "root@localhost's password; generated and printed once on first start if none is given, replaced if given later")
 	fs.BoolVar(&cfg.Demo, "demo", false, "create the demo database (demo.census) if it does not exist")
 	fs.StringVar(&cfg.TLSCert, "tls-cert", "", "PEM certificate file; enables TLS (with --tls-key)")
 	fs.StringVar(&cfg.TLSKey, "tls-key", "", "PEM private key file of --tls-cert")
@@ -32,6 +32,9 @@ func runServe(ctx context.Context, args []string, _, stderr io.Writer) error {
 	}
 	logger, err := newLogger(stderr, *logFormat, *logLevel)
 	if err != nil {
+		return err
+	}
+	if cfg.RootPassword, _, err = rootPassword.get(); err != nil {
 		return err
 	}
 	cfg.Logger = logger
