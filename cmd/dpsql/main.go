@@ -5,6 +5,7 @@
 //	dpsql serve  [--data-dir DIR] [--host HOST] [--port N] [--root-password PW] [--demo]
 //	dpsql import --table DB.TABLE --csv FILE [--domain FILE] [--addr HOST:PORT] [--user U] [--password PW]
 //	dpsql bench pgm --csv FILE --domain FILE
+//	dpsql audit  [--mechanism NAME|all] [--runs N] [--epsilon E] [--delta D] [--short] [--repeat]
 //	dpsql version
 //
 // Run "dpsql COMMAND -h" for a command's flags.
@@ -35,6 +36,7 @@ var commands = []command{
 	{"serve", "run the server", runServe},
 	{"import", "load a CSV file into a table over the wire", runImport},
 	{"bench", "run a benchmark (bench pgm --csv FILE --domain FILE)", runBench},
+	{"audit", "estimate each mechanism's ε empirically and check it against the claim", runAudit},
 	{"version", "print the version", func(_ context.Context, _ []string, stdout, _ io.Writer) error {
 		fmt.Fprintln(stdout, "dpsql", version)
 		return nil
