@@ -149,15 +149,10 @@ func Release(ctx context.Context, c Config) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	sc := c.Scenario
 	samples := newSamples(c.Runs)
 	err = parallel(ctx, c.Workers, 2*c.Runs, func(i int) error {
 		x, run := i%2, i/2
-		res, err := c.Runner.Run(ctx, &synth.Input{Data: sc.data(x), Workload: sc.Workload, Rho: rho, Noise: c.Noise()(0)})
-		if err != nil {
-			return fmt.Errorf("audit: %s on %s: %w", c.Mechanism, datasetName(x), err)
-		}
-		v, err := sc.values(res)
+		_, v, err := c.release(ctx, x, rho, c.Noise()(0))
 		if err != nil {
 			return err
 		}
@@ -193,7 +188,6 @@ func Repeat(ctx context.Context, c Config) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	sc := c.Scenario
 	samples := newSamples(c.Runs)
 	// first and second: the llr (statistic 0) of both releases of the
 	// trials on D alone.
@@ -206,11 +200,7 @@ func Repeat(ctx context.Context, c Config) (*Report, error) {
 		var v [2][]float64
 		for k, data := range [2]int{0, x} {
 			var err error
-			res[k], err = c.Runner.Run(ctx, &synth.Input{Data: sc.data(data), Workload: sc.Workload, Rho: rho, Noise: provider(k)})
-			if err != nil {
-				return fmt.Errorf("audit: %s on %s: %w", c.Mechanism, datasetName(data), err)
-			}
-			if v[k], err = sc.values(res[k]); err != nil {
+			if res[k], v[k], err = c.release(ctx, data, rho, provider(k)); err != nil {
 				return err
 			}
 		}
@@ -247,6 +237,21 @@ func Repeat(ctx context.Context, c Config) (*Report, error) {
 	r.Pass = r.EpsilonHat <= r.Epsilon && !r.Correlated
 	r.Elapsed = time.Since(start)
 	return r, nil
+}
+
+// release runs the mechanism once on dataset x (0: D, 1: D') with budget
+// rho and noise src, and returns the release and its statistics.
+func (c *Config) release(ctx context.Context, x int, rho float64, src *noise.Source) (*synth.Result, []float64, error) {
+	sc := c.Scenario
+	res, err := c.Runner.Run(ctx, &synth.Input{Data: sc.data(x), Workload: sc.Workload, Rho: rho, Noise: src})
+	if err != nil {
+		return nil, nil, fmt.Errorf("audit: %s on %s: %w", c.Mechanism, datasetName(x), err)
+	}
+	v, err := sc.values(res)
+	if err != nil {
+		return nil, nil, err
+	}
+	return res, v, nil
 }
 
 // sameMeasurements reports whether a and b released exactly the same
