@@ -37,21 +37,11 @@ func newRunner(t *testing.T, name string) synth.Runner {
 	return r
 }
 
-func release(t *testing.T, c Config) *Report {
+// audit runs attack (Release or Repeat) at the test's size and claim.
+func audit(t *testing.T, attack func(context.Context, Config) (*Report, error), c Config) *Report {
 	t.Helper()
 	c.Epsilon, c.Delta, c.Runs = testEpsilon, testDelta, ShortRuns
-	r, err := Release(context.Background(), c)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Log(r)
-	return r
-}
-
-func repeat(t *testing.T, c Config) *Report {
-	t.Helper()
-	c.Epsilon, c.Delta, c.Runs = testEpsilon, testDelta, ShortRuns
-	r, err := Repeat(context.Background(), c)
+	r, err := attack(context.Background(), c)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,7 +89,7 @@ func seededRequest() NoiseProvider {
 func TestAuditShort(t *testing.T) {
 	for _, m := range registry.All() {
 		t.Run(m.Name(), func(t *testing.T) {
-			r := release(t, Config{Mechanism: m.Name(), Runner: newRunner(t, m.Name())})
+			r := audit(t, Release, Config{Mechanism: m.Name(), Runner: newRunner(t, m.Name())})
 			if !r.Pass || r.EpsilonHat > r.Epsilon || r.Attack != "release" {
 				t.Errorf("%s fails its audit: %v", m.Name(), r)
 			}
@@ -111,14 +101,14 @@ func TestAuditShort(t *testing.T) {
 	// 100 times the claimed ρ: σ ten times too small, a true ε near 11.
 	for _, name := range []string{"gaussian", "independent"} {
 		t.Run(name+"-underpriced", func(t *testing.T) {
-			r := release(t, Config{Mechanism: name, Runner: overspend{newRunner(t, name), 100}})
+			r := audit(t, Release, Config{Mechanism: name, Runner: overspend{newRunner(t, name), 100}})
 			if r.Pass || !(r.EpsilonHat > r.Epsilon) {
 				t.Errorf("under-noised %s passes: %v", name, r)
 			}
 		})
 	}
 	t.Run("gaussian-fixed-key", func(t *testing.T) {
-		r := release(t, Config{Mechanism: "gaussian", Runner: newRunner(t, "gaussian"), Noise: fixedKey()})
+		r := audit(t, Release, Config{Mechanism: "gaussian", Runner: newRunner(t, "gaussian"), Noise: fixedKey()})
 		if r.Pass || r.P != 1 || r.Q != 0 {
 			t.Errorf("deterministic noise passes: %v", r)
 		}
@@ -131,7 +121,7 @@ func TestAuditShort(t *testing.T) {
 func TestRepeat(t *testing.T) {
 	gauss := newRunner(t, "gaussian")
 	t.Run("fresh", func(t *testing.T) {
-		r := repeat(t, Config{Mechanism: "gaussian", Runner: gauss})
+		r := audit(t, Repeat, Config{Mechanism: "gaussian", Runner: gauss})
 		if !r.Pass || r.Correlated || r.Identical != 0 || r.Attack != "repeat" {
 			t.Errorf("fresh noise fails the repeat audit: %v", r)
 		}
@@ -141,7 +131,7 @@ func TestRepeat(t *testing.T) {
 		d    Derivation
 	}{{"seeded-request", seededRequest}, {"fixed-key", fixedKey()}} {
 		t.Run(c.name, func(t *testing.T) {
-			r := repeat(t, Config{Mechanism: "gaussian", Runner: gauss, Noise: c.d})
+			r := audit(t, Repeat, Config{Mechanism: "gaussian", Runner: gauss, Noise: c.d})
 			if r.Pass || !(r.EpsilonHat > r.Epsilon) || !r.Correlated || r.Identical != ShortRuns {
 				t.Errorf("repeated noise passes: %v", r)
 			}
@@ -153,7 +143,7 @@ func TestRepeat(t *testing.T) {
 	}
 	// One release keyed by item 1's derivation is a correct release.
 	t.Run("seeded-request-once", func(t *testing.T) {
-		r := release(t, Config{Mechanism: "gaussian", Runner: gauss, Noise: seededRequest})
+		r := audit(t, Release, Config{Mechanism: "gaussian", Runner: gauss, Noise: seededRequest})
 		if !r.Pass {
 			t.Errorf("one seeded release fails: %v", r)
 		}
