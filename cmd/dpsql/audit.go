@@ -49,6 +49,10 @@ func runAudit(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			n = audit.ShortRuns
 		}
 	}
+	attacks := []func(context.Context, audit.Config) (*audit.Report, error){audit.Release}
+	if *repeat {
+		attacks = append(attacks, audit.Repeat)
+	}
 	failed, total := 0, 0
 	for _, m := range mechs {
 		r, err := m.New(audit.Options(m.Name()))
@@ -56,10 +60,6 @@ func runAudit(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			return err
 		}
 		c := audit.Config{Mechanism: m.Name(), Runner: r, Epsilon: *epsilon, Delta: *delta, Runs: n, Alpha: *alpha}
-		attacks := []func(context.Context, audit.Config) (*audit.Report, error){audit.Release}
-		if *repeat {
-			attacks = append(attacks, audit.Repeat)
-		}
 		for _, attack := range attacks {
 			rep, err := attack(ctx, c)
 			if err != nil {
