@@ -7,6 +7,7 @@
 //	dpsql backup --out FILE [--addr HOST:PORT] [--user U] [--password PW]
 //	dpsql check  [--data-dir DIR | --file FILE]
 //	dpsql bench pgm --csv FILE --domain FILE
+//	dpsql audit  [--mechanism NAME|all] [--runs N] [--epsilon E] [--delta D] [--short] [--repeat]
 //	dpsql version
 //
 // backup copies a running server's data file (BACKUP DPSQL, superusers
@@ -45,6 +46,7 @@ var commands = []command{
 	{"backup", "copy a running server's data file over the wire (--out FILE) and check the copy", runBackup},
 	{"check", "verify a data file (--data-dir DIR or --file FILE) of a stopped server", runCheck},
 	{"bench", "run a benchmark (bench pgm --csv FILE --domain FILE)", runBench},
+	{"audit", "estimate each mechanism's ε empirically and check it against the claim", runAudit},
 	{"version", "print the version", func(_ context.Context, _ []string, stdout, _ io.Writer) error {
 		fmt.Fprintln(stdout, "dpsql", version)
 		return nil
