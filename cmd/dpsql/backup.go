@@ -10,8 +10,6 @@ import (
 	"os"
 	"path/filepath"
 	"time"
-
-	"github.com/go-sql-driver/mysql"
 )
 
 // runBackup copies the data file of a running server over the MySQL
@@ -19,9 +17,7 @@ import (
 // like dpsql check before putting it in place.
 func runBackup(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("backup", flag.ContinueOnError)
-	addr := fs.String("addr", "127.0.0.1:3306", "server address")
-	user := fs.String("user", "root", "user name (needs the SUPER privilege, as root has)")
-	password := passwordFlags(fs, "password", "DPSQL_PASSWORD", "Password")
+	client := declareClientFlags(fs, "user name (needs the SUPER privilege, as root has)")
 	out := fs.String("out", "", "file to write the copy to (replaced atomically once the copy is checked)")
 	if err := parseFlags(fs, args, stderr); err != nil {
 		return err
@@ -31,21 +27,11 @@ func runBackup(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return errUsage
 	}
 	start := time.Now()
-	cfg := mysql.NewConfig()
-	pw, _, err := password.get()
+	conn, err := client.connect(ctx, false)
 	if err != nil {
 		return err
 	}
-	cfg.User, cfg.Passwd, cfg.Net, cfg.Addr = *user, pw, "tcp", *addr
-	connector, err := mysql.NewConnector(cfg)
-	if err != nil {
-		return err
-	}
-	conn := sql.OpenDB(connector)
 	defer conn.Close()
-	if err := conn.PingContext(ctx); err != nil {
-		return fmt.Errorf("connecting to %s: %w", *addr, err)
-	}
 
 	// The copy goes to a temporary file beside the target, so that the
 	// rename is atomic and a failed backup never replaces a good one.
@@ -81,7 +67,7 @@ func runBackup(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	if !rep.ok() {
 		rep.print(stderr)
-		return fmt.Errorf("the copy received from %s fails its check (%s); nothing was written to %s", *addr, rep.summary(), dest)
+		return fmt.Errorf("the copy received from %s fails its check (%s); nothing was written to %s", *client.addr, rep.summary(), dest)
 	}
 	if err := os.Rename(tmpName, dest); err != nil {
 		return fmt.Errorf("putting the copy in place: %w", err)
@@ -92,7 +78,7 @@ func runBackup(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		d.Close()
 	}
 	fmt.Fprintf(stdout, "backed up %s to %s: %d bytes in %v, checked: %s\n",
-		*addr, dest, size, time.Since(start).Round(time.Millisecond), rep.summary())
+		*client.addr, dest, size, time.Since(start).Round(time.Millisecond), rep.summary())
 	return nil
 }
 

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -11,17 +10,13 @@ import (
 	"strings"
 	"time"
 
-	"github.com/go-sql-driver/mysql"
-
 	"github.com/dpsql/dpsql/cmd/dpsql/internal/csvload"
 )
 
 // runImport loads a CSV file into a table of a running server.
 func runImport(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("import", flag.ContinueOnError)
-	addr := fs.String("addr", "127.0.0.1:3306", "server address")
-	user := fs.String("user", "root", "user name")
-	password := passwordFlags(fs, "password", "DPSQL_PASSWORD", "Password")
+	client := declareClientFlags(fs, "user name")
 	target := fs.String("table", "", "target table as DB.TABLE (created, with its database, if missing)")
 	csvPath := fs.String("csv", "", "CSV file with a header line")
 	domainPath := fs.String("domain", "", `optional JSON domain file {"column": size, ...}: those columns become INT CHECK (col BETWEEN 0 AND size-1)`)
@@ -48,22 +43,11 @@ func runImport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		opts.Progress = progressBar(stderr, *target)
 	}
 
-	cfg := mysql.NewConfig()
-	pw, _, err := password.get()
+	conn, err := client.connect(ctx, true)
 	if err != nil {
 		return err
 	}
-	cfg.User, cfg.Passwd, cfg.Net, cfg.Addr = *user, pw, "tcp", *addr
-	cfg.InterpolateParams = true
-	connector, err := mysql.NewConnector(cfg)
-	if err != nil {
-		return err
-	}
-	conn := sql.OpenDB(connector)
 	defer conn.Close()
-	if err := conn.PingContext(ctx); err != nil {
-		return fmt.Errorf("connecting to %s: %w", *addr, err)
-	}
 
 	start := time.Now()
 	res, err := csvload.Load(ctx, conn, db, table, *csvPath, opts)
