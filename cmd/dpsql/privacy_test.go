@@ -41,8 +41,14 @@ func setupAttack(t *testing.T, root *sql.DB) {
 // attacker reusing the name would).
 func release(t *testing.T, root *sql.DB, col string, eps float64) []float64 {
 	t.Helper()
-	mustExec(t, root, fmt.Sprintf("CREATE SYNTHETIC TABLE lab.g FROM raw.t USING gaussian WITH EPSILON = %s, SEED = 7 "+
-		"WORKLOAD (SELECT %s, COUNT(*) FROM t GROUP BY %s)", strconv.FormatFloat(eps, 'g', -1, 64), col, col))
+	return releaseSeeded(t, root, col, eps, 7)
+}
+
+// releaseSeeded is release with another SEED.
+func releaseSeeded(t *testing.T, root *sql.DB, col string, eps float64, seed int) []float64 {
+	t.Helper()
+	mustExec(t, root, fmt.Sprintf("CREATE SYNTHETIC TABLE lab.g FROM raw.t USING gaussian WITH EPSILON = %s, SEED = %d "+
+		"WORKLOAD (SELECT %s, COUNT(*) FROM t GROUP BY %s)", strconv.FormatFloat(eps, 'g', -1, 64), seed, col, col))
 	out := counts(t, root, fmt.Sprintf("SELECT %s, dp_noisy_count FROM lab.g", col))
 	mustExec(t, root, "DROP TABLE lab.g")
 	return out
@@ -100,26 +106,27 @@ func TestSeedAttackTwoWorkloads(t *testing.T) {
 }
 
 // TestSeedAttackScaling: with the same SEED at ε = 0.05 and 0.1 the noise
-// only scaled, so 2·R(0.1) − R(0.05) gave the true counts to ±3.
+// only scaled (−95, then −49), so 2·R(0.1) − R(0.05) gave the true counts
+// to ±3. The two streams stay in step until a rejection sampler draws a
+// different number of proposals, so the attack is sharpest on the first
+// cell of a release: it is repeated with ten seeds, and the estimate of
+// the first cell must not land within ±3 of the truth in half of them
+// (fresh noise leaves it σ ≈ 113 wide: each lands there with probability
+// about 0.02, five of ten with probability below 1e-6).
 func TestSeedAttackScaling(t *testing.T) {
 	s := startServer(t, t.TempDir())
 	root := s.root()
 	setupAttack(t, root)
-	r1, r2 := release(t, root, "x", 0.1), release(t, root, "x", 0.05)
-	est := make([]float64, len(r1))
-	for i := range r1 {
-		est[i] = 2*r1[i] - r2[i]
-	}
-	// Fresh noise leaves est with σ ≈ 113 per cell: a cell lands within ±3
-	// of the truth with probability about 0.02, eight cells about never.
+	truth := trueCounts(t, root, "x")
 	close := 0
-	for _, e := range sub(est, trueCounts(t, root, "x")) {
-		if math.Abs(e) <= 3 {
+	for seed := 1; seed <= 10; seed++ {
+		r1, r2 := releaseSeeded(t, root, "x", 0.1, seed), releaseSeeded(t, root, "x", 0.05, seed)
+		if math.Abs(2*r1[0]-r2[0]-truth[0]) <= 3 {
 			close++
 		}
 	}
-	if close >= 8 {
-		t.Fatalf("2·R(0.1) − R(0.05) recovers %d of 16 counts to ±3", close)
+	if close >= 5 {
+		t.Fatalf("2·R(0.1) − R(0.05) recovers the first count to ±3 in %d of 10 seeded pairs", close)
 	}
 }
 
