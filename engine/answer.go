@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/dolthub/go-mysql-server/sql"
+	"github.com/dolthub/go-mysql-server/sql/analyzer"
 	"github.com/dolthub/go-mysql-server/sql/types"
 
 	"github.com/dpsql/dpsql/catalog"
@@ -70,6 +71,11 @@ func (e *Engine) initAnswers(pro *provider) {
 		}})
 	})
 	e.answers = &answerState{e: e, tables: map[uint64]*synTable{}, plain: map[uint64]bool{}}
+	for _, b := range e.sqle.Analyzer.Batches {
+		if b.Desc == "once-before" {
+			b.Rules = append(b.Rules, analyzer.Rule{Id: ruleRowsNotes, Apply: e.emitRowsNotes})
+		}
+	}
 	pro.tableFunctions = map[string]sql.TableFunction{
 		sqlfuncs.MarginalName: sqlfuncs.NewMarginal(marginalSource{e}),
 	}
@@ -96,6 +102,8 @@ type answerState struct {
 	plain  map[uint64]bool      // IDs of other tables
 	dirty  bool                 // a DROP or RENAME was seen: sweep tables
 	clock  uint64               // ticks at every lookup, for synTable.used
+
+	notes rowsNotes // pending notes on answers from rows (answer_notes.go)
 }
 
 // synTable is a synthetic table with a model.

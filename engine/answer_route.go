@@ -2,15 +2,19 @@ package engine
 
 import (
 	"context"
+	"fmt"
 	"strings"
 
 	"github.com/dolthub/go-mysql-server/sql"
+	"github.com/dolthub/go-mysql-server/sql/expression"
 	"github.com/dolthub/go-mysql-server/sql/plan"
 	"github.com/dolthub/go-mysql-server/sql/planbuilder"
 	"github.com/dolthub/go-mysql-server/sql/transform"
+	"github.com/dolthub/go-mysql-server/sql/types"
 	"github.com/dolthub/vitess/go/mysql"
 	ast "github.com/dolthub/vitess/go/vt/sqlparser"
 
+	"github.com/dpsql/dpsql/catalog/domain"
 	"github.com/dpsql/dpsql/planner"
 )
 
@@ -44,17 +48,22 @@ func (p *parser) route(ctx context.Context, stmt ast.Statement, text string) ast
 	if !ok || e.dp.cat == nil || e.answers == nil || sctx.Session == nil {
 		return stmt
 	}
+	e.answers.notes.set(sctx.Session.ID(), nil)
 	switch s := stmt.(type) {
 	case *ast.Select:
-		if r := e.routeSelect(sctx, s, text, false); r != nil {
+		r := e.routeSelect(sctx, s, text, false)
+		if r != nil && r.mq != nil {
 			return ast.InjectedStatement{Statement: r.answerNode(), Auth: r.auth()}
 		}
+		e.noteRows(sctx, s, r)
+	case *ast.SetOp:
+		e.noteRows(sctx, s, nil)
 	case *ast.Explain:
 		sel, ok := s.Statement.(*ast.Select)
 		if !ok || s.Analyze {
 			return stmt
 		}
-		if r := e.routeSelect(sctx, sel, ast.String(sel), true); r != nil {
+		if r := e.routeSelect(sctx, sel, ast.String(sel), true); r != nil && r.bound != nil {
 			return ast.InjectedStatement{Statement: r.explainNode(s), Auth: r.auth()}
 		}
 	case *ast.Rollback:
@@ -109,6 +118,7 @@ func (e *Engine) routePrepared(ctx context.Context, c *mysql.Conn, prepare *mysq
 		return prepare
 	}
 	if r := e.routeSelect(sctx, sel, text, false); r == nil || r.mq == nil {
+		e.noteRows(sctx, sel, r)
 		return prepare
 	}
 	p := *prepare
@@ -128,12 +138,16 @@ type routed struct {
 	// bound is the SELECT bound by go-mysql-server, and flags its flags.
 	bound sql.Node
 	flags *sql.QueryFlags
+	// exprs are the expressions of mq's ExprColumns in bound (countExprs).
+	exprs map[int]sql.Expression
 }
 
-// routeSelect examines sel, whose text is text. It returns nil when sel
-// does not read a synthetic table with a model that the session may read,
-// and otherwise whether and how the model answers it. Unless explain is
-// set, it also returns nil for a query the model does not answer.
+// routeSelect examines sel, whose text is text. It returns nil when sel's
+// FROM is not a single synthetic table with a model, or when
+// go-mysql-server cannot bind sel for the session (it will report why) or
+// finds that it reads other tables too. Otherwise r.mq answers sel from the
+// model, or is nil and r.reason says why the rows answer it. r.bound is
+// set when r.mq is, and when explain is.
 func (e *Engine) routeSelect(ctx *sql.Context, sel *ast.Select, text string, explain bool) *routed {
 	db, name, syn := e.syntheticFrom(ctx, sel)
 	if syn == nil {
@@ -143,11 +157,11 @@ func (e *Engine) routeSelect(ctx *sql.Context, sel *ast.Select, text string, exp
 	if answerSource(ctx) == sourceRows {
 		r.reason = "dpsql_answer_source is 'rows'"
 	} else {
-		ref := planner.SyntheticRef{DB: db, Name: name, Domain: &syn.rec.Domain}
+		ref := planner.SyntheticRef{DB: db, Name: name, Domain: &syn.rec.Domain, Like: e.likeMatcher(ctx, db, name, &syn.rec.Domain)}
 		r.mq, r.reason, _ = planner.RouteSelect(sel, ref)
 	}
 	if r.mq == nil && !explain {
-		return nil
+		return r
 	}
 	b := planbuilder.New(ctx, e.sqle.Analyzer.Catalog, e.sqle.EventScheduler, e.sqle.Parser)
 	var err error
@@ -160,11 +174,47 @@ func (e *Engine) routeSelect(ctx *sql.Context, sel *ast.Select, text string, exp
 	if r.mq != nil && len(r.bound.Schema()) != len(r.mq.Columns) {
 		e.log.Warn("a routed query's columns differ from go-mysql-server's; answering from rows", "query", text)
 		r.mq, r.reason = nil, "the result's columns differ from the model's answer"
-		if !explain {
-			return nil
+	}
+	if r.mq != nil {
+		if r.exprs, err = countExprs(r.bound, r.mq); err != nil {
+			e.log.Warn("a routed query's count expressions are not go-mysql-server's; answering from rows", "query", text, "err", err)
+			r.mq, r.reason = nil, "its count expressions could not be computed from the model"
 		}
 	}
 	return r
+}
+
+// likeMatcher matches LIKE patterns on the text columns of the synthetic
+// table db.name (of domain dom) as go-mysql-server matches its rows: the
+// labels of an ENUM column under enumStringCollation (enum_strings.go),
+// other text under the column's collation, with go-mysql-server's own
+// matcher.
+func (e *Engine) likeMatcher(ctx *sql.Context, db, name string, dom *domain.Table) planner.LikeFunc {
+	return func(attr int, pattern string, escape rune) (func(string) bool, error) {
+		tbl, _, err := e.sqle.Analyzer.Catalog.Table(ctx, db, name)
+		if err != nil {
+			return nil, err
+		}
+		sch := tbl.Schema()
+		i := sch.IndexOfColName(dom.Columns[attr].Name())
+		if i < 0 {
+			return nil, fmt.Errorf("column %s is not in %s.%s", dom.Columns[attr].Name(), db, name)
+		}
+		var coll sql.CollationID
+		switch t := sch[i].Type; {
+		case isEnumOrSet(t):
+			coll = enumStringCollation(t)
+		case types.IsText(t):
+			coll = t.(sql.StringType).Collation()
+		default:
+			return nil, fmt.Errorf("column %s is not text", sch[i].Name)
+		}
+		m, err := expression.ConstructLikeMatcher(coll, pattern, escape)
+		if err != nil {
+			return nil, err
+		}
+		return m.Match, nil
+	}
 }
 
 // syntheticFrom returns the synthetic table with a model that sel's FROM

@@ -93,7 +93,7 @@ func Compile(queries []WorkloadQuery, src TableRef, dom *domain.Table) (*Workloa
 	w := &Workload{Queries: make([]*Query, 0, len(queries))}
 	attrs := false
 	for i, wq := range queries {
-		q, err := compileOne(wq, src, dom)
+		q, err := compileOne(wq, src, dom, nil)
 		if err != nil {
 			err.Query = i + 1
 			return nil, err
@@ -109,14 +109,19 @@ func Compile(queries []WorkloadQuery, src TableRef, dom *domain.Table) (*Workloa
 
 // CompileQuery compiles one SELECT with weight 1.
 func CompileQuery(sel *sqlparser.Select, src TableRef, dom *domain.Table) (*Query, error) {
-	q, err := compileOne(WorkloadQuery{Text: sqlparser.String(sel), Select: sel, Weight: 1}, src, dom)
+	return compileQuery(sel, src, dom, nil)
+}
+
+// compileQuery is CompileQuery with LIKE matched by like (nil: refused).
+func compileQuery(sel *sqlparser.Select, src TableRef, dom *domain.Table, like LikeFunc) (*Query, error) {
+	q, err := compileOne(WorkloadQuery{Text: sqlparser.String(sel), Select: sel, Weight: 1}, src, dom, like)
 	if err != nil {
 		return nil, err
 	}
 	return q, nil
 }
 
-func compileOne(wq WorkloadQuery, src TableRef, dom *domain.Table) (*Query, *Error) {
+func compileOne(wq WorkloadQuery, src TableRef, dom *domain.Table, like LikeFunc) (*Query, *Error) {
 	if !(wq.Weight >= MinWeight && wq.Weight <= MaxWeight) {
 		return nil, reject(KindWeight, wq.Text, "weight %v must be between %g and %g (only the ratios of weights matter)", wq.Weight, MinWeight, MaxWeight)
 	}
@@ -131,7 +136,7 @@ func compileOne(wq WorkloadQuery, src TableRef, dom *domain.Table) (*Query, *Err
 			return nil, reject(KindNotSelect, wq.Text, "not a simple SELECT")
 		}
 	}
-	c := &compiler{src: src, dom: dom}
+	c := &compiler{src: src, dom: dom, like: like}
 	c.attrOf = c.resolve
 	for _, step := range []func(*sqlparser.Select) *Error{checkClauses, c.checkFrom} {
 		if err := step(sel); err != nil {
