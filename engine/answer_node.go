@@ -167,6 +167,9 @@ func (n *ModelAnswer) rows(ctx *sql.Context) ([]sql.Row, error) {
 	if err != nil {
 		return nil, ErrInternal.Wrap(err, "answering from the model of %s", n.syn)
 	}
+	if lim, ok := selectLimit(ctx); ok && !n.mq.HasLimit() && int64(len(vals)) > lim {
+		vals = vals[:lim]
+	}
 	rows := make([]sql.Row, len(vals))
 	for i, v := range vals {
 		for j, x := range v {
@@ -186,6 +189,22 @@ func (n *ModelAnswer) rows(ctx *sql.Context) ([]sql.Row, error) {
 		rows[i] = sql.Row(v)
 	}
 	return rows, nil
+}
+
+// selectLimit returns the session's sql_select_limit if it was changed
+// from its default: as in MySQL, a top-level SELECT without a LIMIT of its
+// own returns at most that many rows (go-mysql-server applies it to the
+// plans it analyzes, not to dpsql's nodes).
+func selectLimit(ctx *sql.Context) (int64, bool) {
+	isDefault, val := sql.HasDefaultValue(ctx, ctx.Session, "sql_select_limit")
+	if isDefault {
+		return 0, false
+	}
+	n, _, err := types.Int64.Convert(ctx, val)
+	if err != nil || n == nil || n.(int64) < 0 {
+		return 0, false
+	}
+	return n.(int64), true
 }
 
 // answerString describes how n answers, for EXPLAIN.

@@ -399,6 +399,39 @@ func TestModelAnswerCacheBound(t *testing.T) {
 	}
 }
 
+// TestModelAnswerSelectLimit: SET SQL_SELECT_LIMIT limits the rows of a
+// routed SELECT without its own LIMIT, as it does on the rows; a LIMIT of
+// the query's own wins, and the total of a percentage is not limited.
+func TestModelAnswerSelectLimit(t *testing.T) {
+	f := newAnswerFixture(t)
+	q := "SELECT age, COUNT(*), COUNT(*) / (SELECT COUNT(*) FROM syn.p) FROM syn.p GROUP BY age ORDER BY 2 DESC"
+	all := f.rows(q)
+	if len(all) < 4 {
+		t.Fatalf("%d groups", len(all))
+	}
+	f.exec("SET SQL_SELECT_LIMIT = 1")
+	if got := f.rows(q); len(got) != 1 || !sameRows(got, all[:1], true) {
+		t.Errorf("with sql_select_limit = 1: %v, want %v", got, all[:1])
+	}
+	if got := f.rows(q + " LIMIT 3"); !sameRows(got, all[:3], true) {
+		t.Errorf("with its own LIMIT 3: %v, want %v", got, all[:3])
+	}
+	if got := f.rows("SELECT COUNT(*) FROM syn.p"); len(got) != 1 {
+		t.Errorf("total: %v", got)
+	}
+	if got := f.rows("SELECT age, COUNT(*) FROM plain.p GROUP BY age"); len(got) != 1 {
+		t.Errorf("on the rows: %d rows", len(got))
+	}
+	f.exec("SET @@sql_select_limit = 0")
+	if got := f.rows(q); len(got) != 0 {
+		t.Errorf("with sql_select_limit = 0: %v", got)
+	}
+	f.exec("SET SQL_SELECT_LIMIT = DEFAULT")
+	if got := f.rows(q); len(got) != len(all) {
+		t.Errorf("back to the default: %d rows, want %d", len(got), len(all))
+	}
+}
+
 // TestRowsNotes: a SELECT on a synthetic table answered from its rows
 // carries a Note saying so and why; one answered from the model, or on a
 // plain table, carries none.

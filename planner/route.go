@@ -880,6 +880,9 @@ func (mq *ModelQuery) ExplainString() string {
 // String is ExplainString.
 func (mq *ModelQuery) String() string { return mq.ExplainString() }
 
+// HasLimit reports whether the query has its own LIMIT.
+func (mq *ModelQuery) HasLimit() bool { return mq.limit >= 0 }
+
 // counts computes the expected count of every group (Query's group layout)
 // from m; the result may be m's (cached) slice and must not be modified.
 func (mq *ModelQuery) counts(m ModelSource) ([]float64, error) {
