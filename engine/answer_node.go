@@ -26,11 +26,15 @@ type ModelAnswer struct {
 	// exprs are go-mysql-server's expressions of the ExprColumns of mq, by
 	// column (countExprs).
 	exprs map[int]sql.Expression
+	// meas is the index of the released marginal of an answers-only table
+	// that answers mq, -1 to answer from the model.
+	meas int
 }
 
-// answerNode returns the node answering r from the model.
+// answerNode returns the node answering r from the model or the released
+// answers.
 func (r *routed) answerNode() *ModelAnswer {
-	return &ModelAnswer{syn: r.syn, mq: r.mq, schema: r.bound.Schema(), exprs: r.exprs}
+	return &ModelAnswer{syn: r.syn, mq: r.mq, schema: r.bound.Schema(), exprs: r.exprs, meas: r.meas}
 }
 
 // countExprs returns, for every ExprColumn of mq, the column's expression
@@ -115,7 +119,12 @@ func evalCount(ctx *sql.Context, e sql.Expression, count, total float64) (any, e
 func (n *ModelAnswer) Resolved() bool { return true }
 
 // String implements sql.Node.
-func (n *ModelAnswer) String() string { return "answered from model: " + n.mq.ExplainString() }
+func (n *ModelAnswer) String() string {
+	if n.meas >= 0 {
+		return fmt.Sprintf("answered from noisy answers: released marginal %d; %s", n.meas+1, n.mq.ExplainString())
+	}
+	return "answered from model: " + n.mq.ExplainString()
+}
 
 // Schema implements sql.Node.
 func (n *ModelAnswer) Schema() sql.Schema { return n.schema }
@@ -153,16 +162,30 @@ func (n *ModelAnswer) RowIter(ctx *sql.Context, _ sql.Row) (sql.RowIter, error) 
 
 // rows computes the answer.
 func (n *ModelAnswer) rows(ctx *sql.Context) ([]sql.Row, error) {
-	src, err := n.syn.source(ctx)
-	if err != nil {
-		return nil, ErrInternal.Wrap(err, "answering from the model")
+	opts := &planner.ExecOptions{Eval: func(col int, count, total float64) (any, error) {
+		return evalCount(ctx, n.exprs[col], count, total)
+	}}
+	var src planner.ModelSource
+	if n.meas >= 0 {
+		// Noisy counts, clipped at 0: what the mechanism released.
+		ms, err := n.syn.released(ctx)
+		if err != nil {
+			return nil, ErrInternal.Wrap(err, "answering from the released answers")
+		}
+		if src, err = planner.NewMeasuredSource(ms[n.meas], n.syn.rec.Domain.Sizes()); err != nil {
+			return nil, ErrInternal.Wrap(err, "answering from the released answers of %s", n.syn)
+		}
+		opts.NonNegative = true
+	} else {
+		cache, err := n.syn.source(ctx)
+		if err != nil {
+			return nil, ErrInternal.Wrap(err, "answering from the model")
+		}
+		src, opts.Total = cache, n.syn.total
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, ErrCancelled.Wrap(err, "statement cancelled")
 	}
-	opts := &planner.ExecOptions{Total: n.syn.total, Eval: func(col int, count, total float64) (any, error) {
-		return evalCount(ctx, n.exprs[col], count, total)
-	}}
 	_, vals, err := n.mq.Execute(src, opts)
 	if err != nil {
 		return nil, ErrInternal.Wrap(err, "answering from the model of %s", n.syn)
@@ -208,7 +231,14 @@ func selectLimit(ctx *sql.Context) (int64, bool) {
 }
 
 // answerString describes how n answers, for EXPLAIN.
-func (n *ModelAnswer) answerString() string {
+func (n *ModelAnswer) answerString(ctx *sql.Context) string {
+	if n.meas >= 0 {
+		ms, err := n.syn.released(ctx)
+		if err != nil {
+			return "answered from noisy answers"
+		}
+		return "answered from noisy answers: " + n.mq.ExplainMeasured(n.meas+1, ms[n.meas])
+	}
 	scale := "the model's total"
 	if n.syn.total > 0 {
 		scale = fmt.Sprintf("%.0f rows (ROWS)", n.syn.total)

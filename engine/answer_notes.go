@@ -36,9 +36,20 @@ const ruleRowsNotes analyzer.RuleId = 10200
 // table is read from its rows.
 const reasonNotAlone = "the model answers a SELECT whose FROM is this table alone"
 
-// rowsNote is a pending note: a table read from its rows, and why.
+// rowsNote is a pending note: a table read from its rows, and why; cells
+// marks an answers-only table, whose rows are its released cells.
 type rowsNote struct {
 	db, name, reason string
+	cells            bool
+}
+
+// message is the note's text.
+func (n rowsNote) message() string {
+	t := quoteIdent(n.db) + "." + quoteIdent(n.name)
+	if n.cells {
+		return fmt.Sprintf("answered from the cells of the answers-only table %s (one row per released cell), not from its noisy counts: %s", t, n.reason)
+	}
+	return fmt.Sprintf("answered from the synthetic rows of %s, not the model: %s", t, n.reason)
 }
 
 // maxPendingNotes bounds the sessions with pending notes; a session's notes
@@ -99,8 +110,10 @@ func (e *Engine) noteRows(ctx *sql.Context, sel ast.SQLNode, r *routed) {
 		reason := reasonNotAlone
 		if r != nil && strings.EqualFold(r.db, db) && strings.EqualFold(r.name, name) && r.reason != "" {
 			reason = r.reason
+		} else if syn.answersOnly() {
+			continue // joins and subqueries read the cells as any table
 		}
-		notes = append(notes, rowsNote{db: db, name: name, reason: reason})
+		notes = append(notes, rowsNote{db: db, name: name, reason: reason, cells: syn.answersOnly()})
 	}
 	e.answers.notes.set(ctx.Session.ID(), notes)
 }
@@ -132,7 +145,7 @@ func (e *Engine) emitRowsNotes(ctx *sql.Context, _ *analyzer.Analyzer, n sql.Nod
 			ctx.Session.Warn(&sql.Warning{
 				Level:   "Note",
 				Code:    codeAnsweredFromRows,
-				Message: fmt.Sprintf("answered from the synthetic rows of %s.%s, not the model: %s", quoteIdent(note.db), quoteIdent(note.name), note.reason),
+				Message: note.message(),
 			})
 		}
 	}

@@ -15,6 +15,7 @@ import (
 	ast "github.com/dolthub/vitess/go/vt/sqlparser"
 
 	"github.com/dpsql/dpsql/catalog/domain"
+	"github.com/dpsql/dpsql/engine/dpparse"
 	"github.com/dpsql/dpsql/planner"
 )
 
@@ -52,7 +53,10 @@ func (p *parser) route(ctx context.Context, stmt ast.Statement, text string) ast
 	switch s := stmt.(type) {
 	case *ast.Select:
 		r := e.routeSelect(sctx, s, text, false)
-		if r != nil && r.mq != nil {
+		switch {
+		case r != nil && r.refusal != nil:
+			return failed(r.refusal)
+		case r != nil && r.mq != nil:
 			return ast.InjectedStatement{Statement: r.answerNode(), Auth: r.auth()}
 		}
 		e.noteRows(sctx, s, r)
@@ -63,7 +67,11 @@ func (p *parser) route(ctx context.Context, stmt ast.Statement, text string) ast
 		if !ok || s.Analyze {
 			return stmt
 		}
-		if r := e.routeSelect(sctx, sel, ast.String(sel), true); r != nil && r.bound != nil {
+		r := e.routeSelect(sctx, sel, ast.String(sel), true)
+		switch {
+		case r != nil && r.refusal != nil:
+			return failed(r.refusal)
+		case r != nil && r.bound != nil:
 			return ast.InjectedStatement{Statement: r.explainNode(s), Auth: r.auth()}
 		}
 	case *ast.Rollback:
@@ -117,7 +125,7 @@ func (e *Engine) routePrepared(ctx context.Context, c *mysql.Conn, prepare *mysq
 	if !ok {
 		return prepare
 	}
-	if r := e.routeSelect(sctx, sel, text, false); r == nil || r.mq == nil {
+	if r := e.routeSelect(sctx, sel, text, false); r == nil || r.mq == nil && r.refusal == nil {
 		e.noteRows(sctx, sel, r)
 		return prepare
 	}
@@ -140,27 +148,39 @@ type routed struct {
 	flags *sql.QueryFlags
 	// exprs are the expressions of mq's ExprColumns in bound (countExprs).
 	exprs map[int]sql.Expression
+	// meas is the index of the released marginal that answers mq on an
+	// answers-only table, -1 otherwise.
+	meas int
+	// refusal is the error a query on an answers-only table gets when its
+	// released answers cannot answer it.
+	refusal error
 }
 
 // routeSelect examines sel, whose text is text. It returns nil when sel's
-// FROM is not a single synthetic table with a model, or when
+// FROM is not a single synthetic table with a model or answers-only, when
+// sel reads the cells of an answers-only table (readsCells), or when
 // go-mysql-server cannot bind sel for the session (it will report why) or
 // finds that it reads other tables too. Otherwise r.mq answers sel from the
-// model, or is nil and r.reason says why the rows answer it. r.bound is
-// set when r.mq is, and when explain is.
+// model or the released answers (r.meas), or r.refusal says why an
+// answers-only table cannot answer it, or neither is set and r.reason
+// says why the rows answer it. r.bound is set when r.mq or r.refusal is,
+// and when explain is.
 func (e *Engine) routeSelect(ctx *sql.Context, sel *ast.Select, text string, explain bool) *routed {
 	db, name, syn := e.syntheticFrom(ctx, sel)
-	if syn == nil {
+	if syn == nil || syn.answersOnly() && readsCells(sel) {
 		return nil
 	}
-	r := &routed{e: e, syn: syn, db: db, name: name}
-	if answerSource(ctx) == sourceRows {
+	r := &routed{e: e, syn: syn, db: db, name: name, meas: -1}
+	ref := planner.SyntheticRef{DB: db, Name: name, Domain: &syn.rec.Domain, Like: e.likeMatcher(ctx, db, name, &syn.rec.Domain)}
+	switch {
+	case answerSource(ctx) == sourceRows:
 		r.reason = "dpsql_answer_source is 'rows'"
-	} else {
-		ref := planner.SyntheticRef{DB: db, Name: name, Domain: &syn.rec.Domain, Like: e.likeMatcher(ctx, db, name, &syn.rec.Domain)}
+	case syn.answersOnly():
+		e.routeAnswers(ctx, r, sel, ref)
+	default:
 		r.mq, r.reason, _ = planner.RouteSelect(sel, ref)
 	}
-	if r.mq == nil && !explain {
+	if r.mq == nil && r.refusal == nil && !explain {
 		return r
 	}
 	b := planbuilder.New(ctx, e.sqle.Analyzer.Catalog, e.sqle.EventScheduler, e.sqle.Parser)
@@ -172,16 +192,98 @@ func (e *Engine) routeSelect(ctx *sql.Context, sel *ast.Select, text string, exp
 		return nil
 	}
 	if r.mq != nil && len(r.bound.Schema()) != len(r.mq.Columns) {
-		e.log.Warn("a routed query's columns differ from go-mysql-server's; answering from rows", "query", text)
+		e.log.Warn("a routed query's columns differ from go-mysql-server's; not answering from the model", "query", text)
 		r.mq, r.reason = nil, "the result's columns differ from the model's answer"
 	}
 	if r.mq != nil {
 		if r.exprs, err = countExprs(r.bound, r.mq); err != nil {
-			e.log.Warn("a routed query's count expressions are not go-mysql-server's; answering from rows", "query", text, "err", err)
+			e.log.Warn("a routed query's count expressions are not go-mysql-server's; not answering from the model", "query", text, "err", err)
 			r.mq, r.reason = nil, "its count expressions could not be computed from the model"
 		}
 	}
+	if r.mq == nil && r.refusal == nil && syn.answersOnly() && r.reason != "" && answerSource(ctx) != sourceRows {
+		r.refusal = e.notAnswerable(ctx, syn, r.reason)
+	}
 	return r
+}
+
+// routeAnswers routes sel on the answers-only table r.syn: a count query
+// (planner.RouteSelect) whose columns all lie in one released marginal is
+// answered from the least noisy such marginal; any other is refused.
+func (e *Engine) routeAnswers(ctx *sql.Context, r *routed, sel *ast.Select, ref planner.SyntheticRef) {
+	ms, err := r.syn.released(ctx)
+	if err != nil {
+		r.refusal = ErrInternal.Wrap(err, "reading the answers of %s", r.syn)
+		return
+	}
+	mq, reason, ok := planner.RouteSelect(sel, ref)
+	if !ok {
+		r.refusal = e.notAnswerable(ctx, r.syn, "this query is not one ("+reason+")")
+		return
+	}
+	k := planner.ChooseMeasured(ms, r.syn.rec.Domain.Sizes(), mq.Query.Attrs)
+	if k < 0 {
+		r.refusal = e.notAnswerable(ctx, r.syn, fmt.Sprintf("this query needs the columns (%s), which no released marginal contains all of",
+			attrNames(&r.syn.rec.Domain, mq.Query.Attrs)))
+		return
+	}
+	r.mq, r.meas = mq, k
+}
+
+// maxListedMarginals bounds the marginals an ErrNotAnswerable message
+// lists.
+const maxListedMarginals = 20
+
+// notAnswerable is the error refusing a query on the answers-only table t,
+// naming the marginals it released and how to read them.
+func (e *Engine) notAnswerable(ctx context.Context, t *synTable, why string) error {
+	ms, err := t.released(ctx)
+	if err != nil {
+		return ErrInternal.Wrap(err, "reading the answers of %s", t)
+	}
+	dom := &t.rec.Domain
+	var sets []string
+	for i, m := range ms {
+		if i == maxListedMarginals {
+			sets = append(sets, fmt.Sprintf("… (%d in all: SELECT DISTINCT %s FROM %s lists them)", len(ms), answersColumns, t))
+			break
+		}
+		sets = append(sets, "("+attrNames(dom, m.Attrs)+")")
+	}
+	example := ""
+	if len(ms) > 0 {
+		var cols, label []string
+		for _, a := range ms[0].Attrs {
+			cols = append(cols, quoteIdent(dom.Columns[a].Name()))
+			label = append(label, dom.Columns[a].Name())
+		}
+		example = fmt.Sprintf(", e.g. SELECT %s, %s FROM %s WHERE %s = %s", strings.Join(cols, ", "), answersCount, t,
+			answersColumns, dpparse.QuoteString(strings.Join(label, ",")))
+	}
+	return ErrNotAnswerable.New("%s is an answers-only table (%s): it released noisy counts of the marginals on %s, and answers "+
+		"only COUNT(*) queries whose grouped and filtered columns all lie in one of them; %s. To read the released cells, select its "+
+		"%s columns%s", t, t.rec.Mechanism, strings.Join(sets, ", "), why, "dp_*", example)
+}
+
+// readsCells reports whether sel reads an answers-only table's cells as
+// such: it selects * or names a dp_* column (dp_marginal, dp_columns,
+// dp_noisy_count).
+func readsCells(sel *ast.Select) bool {
+	for _, se := range sel.SelectExprs {
+		if _, ok := se.(*ast.StarExpr); ok {
+			return true
+		}
+	}
+	found := false
+	_ = ast.Walk(func(n ast.SQLNode) (bool, error) {
+		if c, ok := n.(*ast.ColName); ok {
+			for _, name := range []string{answersMarginal, answersColumns, answersCount} {
+				found = found || strings.EqualFold(c.Name.String(), name)
+			}
+		}
+		return !found, nil
+	}, sel)
+	return found
 }
 
 // likeMatcher matches LIKE patterns on the text columns of the synthetic

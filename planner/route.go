@@ -846,35 +846,45 @@ func groupTables(dom *domain.Table, groupBy []int) (values [][]any, ranks [][]in
 // ExplainString describes how the model answers the query, for EXPLAIN.
 func (mq *ModelQuery) ExplainString() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "answer from the model of %s", mq.Table.Name)
+	fmt.Fprintf(&b, "answer from the model of %s: expected ", mq.tableName())
+	mq.explainTail(&b)
+	return b.String()
+}
+
+// tableName is db.name, or name without a database.
+func (mq *ModelQuery) tableName() string {
 	if mq.Table.DB != "" {
-		b.Reset()
-		fmt.Fprintf(&b, "answer from the model of %s.%s", mq.Table.DB, mq.Table.Name)
+		return mq.Table.DB + "." + mq.Table.Name
 	}
+	return mq.Table.Name
+}
+
+// explainTail writes what the query computes: "counts by (…) where …;
+// having …; order by …; limit …".
+func (mq *ModelQuery) explainTail(b *strings.Builder) {
 	q := mq.Query
 	if len(q.GroupBy) > 0 {
-		fmt.Fprintf(&b, ": expected counts by (%s)", names(mq.Table.Domain, q.GroupBy))
+		fmt.Fprintf(b, "counts by (%s)", names(mq.Table.Domain, q.GroupBy))
 	} else {
-		b.WriteString(": expected total count")
+		b.WriteString("total count")
 	}
 	if q.Where != nil {
-		fmt.Fprintf(&b, " where %s", q.Where.SQL)
+		fmt.Fprintf(b, " where %s", q.Where.SQL)
 		if mq.evidence != nil {
 			b.WriteString(" (as evidence)")
 		} else {
-			fmt.Fprintf(&b, " (from the marginal on %s)", names(mq.Table.Domain, q.Attrs))
+			fmt.Fprintf(b, " (from the marginal on %s)", names(mq.Table.Domain, q.Attrs))
 		}
 	}
 	if mq.having != nil {
-		fmt.Fprintf(&b, "; having %s", mq.havingSQ)
+		fmt.Fprintf(b, "; having %s", mq.havingSQ)
 	}
 	if mq.orderSQ != "" {
-		fmt.Fprintf(&b, "; order by %s", mq.orderSQ)
+		fmt.Fprintf(b, "; order by %s", mq.orderSQ)
 	}
 	if mq.limit >= 0 {
-		fmt.Fprintf(&b, "; limit %d offset %d", mq.limit, mq.offset)
+		fmt.Fprintf(b, "; limit %d offset %d", mq.limit, mq.offset)
 	}
-	return b.String()
 }
 
 // String is ExplainString.
