@@ -230,25 +230,29 @@ func (e *Engine) routeAnswers(ctx *sql.Context, r *routed, sel *ast.Select, ref 
 	r.mq, r.meas = mq, k
 }
 
-// maxListedMarginals bounds the marginals an ErrNotAnswerable message
-// lists.
-const maxListedMarginals = 20
+// maxListedChars bounds the list of marginals in an ErrNotAnswerable
+// message: clients show at most 512 bytes of a message.
+const maxListedChars = 160
 
-// notAnswerable is the error refusing a query on the answers-only table t,
-// naming the marginals it released and how to read them.
+// notAnswerable is the error refusing a query on the answers-only table t
+// (why says why), naming the marginals it released and how to read them.
 func (e *Engine) notAnswerable(ctx context.Context, t *synTable, why string) error {
 	ms, err := t.released(ctx)
 	if err != nil {
 		return ErrInternal.Wrap(err, "reading the answers of %s", t)
 	}
 	dom := &t.rec.Domain
-	var sets []string
+	var list strings.Builder
 	for i, m := range ms {
-		if i == maxListedMarginals {
-			sets = append(sets, fmt.Sprintf("… (%d in all: SELECT DISTINCT %s FROM %s lists them)", len(ms), answersColumns, t))
+		set := "(" + attrNames(dom, m.Attrs) + ")"
+		if i > 0 && list.Len()+len(set) > maxListedChars {
+			fmt.Fprintf(&list, ", … (%d in all: SELECT DISTINCT %s FROM %s lists them)", len(ms), answersColumns, t)
 			break
 		}
-		sets = append(sets, "("+attrNames(dom, m.Attrs)+")")
+		if i > 0 {
+			list.WriteString(", ")
+		}
+		list.WriteString(set)
 	}
 	example := ""
 	if len(ms) > 0 {
@@ -257,12 +261,12 @@ func (e *Engine) notAnswerable(ctx context.Context, t *synTable, why string) err
 			cols = append(cols, quoteIdent(dom.Columns[a].Name()))
 			label = append(label, dom.Columns[a].Name())
 		}
-		example = fmt.Sprintf(", e.g. SELECT %s, %s FROM %s WHERE %s = %s", strings.Join(cols, ", "), answersCount, t,
+		example = fmt.Sprintf(" (e.g. SELECT %s, %s FROM %s WHERE %s = %s)", strings.Join(cols, ", "), answersCount, t,
 			answersColumns, dpparse.QuoteString(strings.Join(label, ",")))
 	}
-	return ErrNotAnswerable.New("%s is an answers-only table (%s): it released noisy counts of the marginals on %s, and answers "+
-		"only COUNT(*) queries whose grouped and filtered columns all lie in one of them; %s. To read the released cells, select its "+
-		"%s columns%s", t, t.rec.Mechanism, strings.Join(sets, ", "), why, "dp_*", example)
+	return ErrNotAnswerable.New("%s is an answers-only table (%s): it answers only COUNT(*) queries whose grouped and filtered "+
+		"columns all lie in one of its released marginals; %s. Select its dp_* columns to read the noisy cells%s. Marginals: %s",
+		t, t.rec.Mechanism, why, example, list.String())
 }
 
 // readsCells reports whether sel reads an answers-only table's cells as
