@@ -172,8 +172,9 @@ func (e *Engine) routeSelect(ctx *sql.Context, sel *ast.Select, text string, exp
 	}
 	r := &routed{e: e, syn: syn, db: db, name: name, meas: -1}
 	ref := planner.SyntheticRef{DB: db, Name: name, Domain: &syn.rec.Domain, Like: e.likeMatcher(ctx, db, name, &syn.rec.Domain)}
+	rowsMode := answerSource(ctx) == sourceRows
 	switch {
-	case answerSource(ctx) == sourceRows:
+	case rowsMode:
 		r.reason = "dpsql_answer_source is 'rows'"
 	case syn.answersOnly():
 		e.routeAnswers(ctx, r, sel, ref)
@@ -201,7 +202,9 @@ func (e *Engine) routeSelect(ctx *sql.Context, sel *ast.Select, text string, exp
 			r.mq, r.reason = nil, "its count expressions could not be computed from the model"
 		}
 	}
-	if r.mq == nil && r.refusal == nil && syn.answersOnly() && r.reason != "" && answerSource(ctx) != sourceRows {
+	if r.mq == nil && r.refusal == nil && syn.answersOnly() && !rowsMode {
+		// The answers could not be computed after all: refuse rather than
+		// count cells.
 		r.refusal = e.notAnswerable(ctx, syn, r.reason)
 	}
 	return r
@@ -323,8 +326,8 @@ func (e *Engine) likeMatcher(ctx *sql.Context, db, name string, dom *domain.Tabl
 	}
 }
 
-// syntheticFrom returns the synthetic table with a model that sel's FROM
-// names, if it names a single one, or a nil table.
+// syntheticFrom returns the synthetic table with a model, or answers-only,
+// that sel's FROM names, if it names a single one, or a nil table.
 func (e *Engine) syntheticFrom(ctx *sql.Context, sel *ast.Select) (db, name string, syn *synTable) {
 	db, name, ok := singleTable(sel)
 	if !ok {
