@@ -450,8 +450,11 @@ func (r *router) selectItem(ae *sqlparser.AliasedExpr) (item, error) {
 		"select columns, COUNT(*) and arithmetic on COUNT(*), (SELECT COUNT(*) FROM %s) and numeric literals", r.syn.Name)
 }
 
-// countFuncs are the functions a count expression may apply.
-var countFuncs = []string{"abs", "ceil", "ceiling", "floor", "round", "truncate"}
+// countFuncs are the functions a count expression may apply, with their
+// least and greatest numbers of arguments.
+var countFuncs = map[string][2]int{
+	"abs": {1, 1}, "ceil": {1, 1}, "ceiling": {1, 1}, "floor": {1, 1}, "mod": {2, 2}, "round": {1, 2}, "truncate": {2, 2},
+}
 
 // countExpr reports whether e is arithmetic (+, -, *, /, DIV, %, MOD,
 // unary minus, countFuncs) on counts (isCount), the table's total
@@ -472,12 +475,8 @@ func (r *router) countExpr(e sqlparser.Expr) bool {
 		if r.isCount(e) {
 			return true
 		}
-		name := strings.ToLower(e.Name.String())
-		if !e.Qualifier.IsEmpty() || e.Distinct || e.Over != nil || !slices.Contains(countFuncs, name) && name != "mod" {
-			return false
-		}
-		if n := len(e.Exprs); n < 1 || n > 2 || n == 2 && !slices.Contains([]string{"round", "truncate", "mod"}, name) ||
-			n == 1 && (name == "truncate" || name == "mod") {
+		arity, ok := countFuncs[strings.ToLower(e.Name.String())]
+		if !ok || !e.Qualifier.IsEmpty() || e.Distinct || e.Over != nil || len(e.Exprs) < arity[0] || len(e.Exprs) > arity[1] {
 			return false
 		}
 		for _, x := range e.Exprs {
@@ -493,9 +492,8 @@ func (r *router) countExpr(e sqlparser.Expr) bool {
 	return false
 }
 
-// refsCount reports whether a count expression mentions a count or the
-// total (a subquery or a function call that is not one of the arithmetic
-// functions).
+// refsCount reports whether a count expression mentions a count (a COUNT
+// call) or the total (its only subquery).
 func refsCount(e sqlparser.Expr) bool {
 	found := false
 	_ = sqlparser.Walk(func(n sqlparser.SQLNode) (bool, error) {
