@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/dolthub/go-mysql-server/sql"
+	"github.com/dolthub/go-mysql-server/sql/analyzer"
 	"github.com/dolthub/go-mysql-server/sql/types"
 
 	"github.com/dpsql/dpsql/catalog"
@@ -70,6 +71,11 @@ func (e *Engine) initAnswers(pro *provider) {
 		}})
 	})
 	e.answers = &answerState{e: e, tables: map[uint64]*synTable{}, plain: map[uint64]bool{}}
+	for _, b := range e.sqle.Analyzer.Batches {
+		if b.Desc == "once-before" {
+			b.Rules = append(b.Rules, analyzer.Rule{Id: ruleRowsNotes, Apply: e.emitRowsNotes})
+		}
+	}
 	pro.tableFunctions = map[string]sql.TableFunction{
 		sqlfuncs.MarginalName: sqlfuncs.NewMarginal(marginalSource{e}),
 	}
@@ -96,9 +102,12 @@ type answerState struct {
 	plain  map[uint64]bool      // IDs of other tables
 	dirty  bool                 // a DROP or RENAME was seen: sweep tables
 	clock  uint64               // ticks at every lookup, for synTable.used
+
+	notes rowsNotes // pending notes on answers from rows (answer_notes.go)
 }
 
-// synTable is a synthetic table with a model.
+// synTable is a synthetic table with a model, or an answers-only table
+// with its released noisy marginals.
 type synTable struct {
 	cat  *catalog.Store
 	id   uint64
@@ -116,6 +125,55 @@ type synTable struct {
 	boundsOnce sync.Once
 	analysis   *bounds.Analysis
 	boundsErr  error
+
+	releasedOnce sync.Once
+	measured     []planner.Measured // answers-only tables
+	releasedErr  error
+}
+
+// answersOnly reports whether the table holds noisy answers, not rows
+// sampled from a model.
+func (t *synTable) answersOnly() bool { return t.rec.Output == synth.AnswersOnly.String() }
+
+// released returns the noisy marginals an answers-only table released, in
+// workload order, read from its stored release the first time.
+func (t *synTable) released(ctx context.Context) ([]planner.Measured, error) {
+	t.releasedOnce.Do(func() {
+		res, err := t.release(ctx)
+		if err != nil {
+			t.releasedErr = err
+			return
+		}
+		for _, m := range res.Measurements {
+			if m.Query != nil || m.Coarse != nil {
+				t.releasedErr = fmt.Errorf("%s: a released answer is not a plain marginal", t)
+				return
+			}
+			t.measured = append(t.measured, planner.Measured{Attrs: m.Attrs, Y: m.Y, Sigma: m.Sigma})
+		}
+	})
+	return t.measured, t.releasedErr
+}
+
+// release reads and decodes the table's stored release.
+func (t *synTable) release(ctx context.Context) (*synth.Result, error) {
+	var blob []byte
+	err := t.cat.View(context.WithoutCancel(ctx), func(tx *catalog.Tx) error {
+		var err error
+		blob, err = tx.SyntheticRelease(t.id)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("reading the release of %s: %w", t, err)
+	}
+	if blob == nil {
+		return nil, fmt.Errorf("%s has no stored release", t)
+	}
+	res, err := synth.UnmarshalRelease(blob)
+	if err != nil {
+		return nil, fmt.Errorf("decoding the release of %s: %w", t, err)
+	}
+	return res, nil
 }
 
 // invalidate makes the next lookup evict the entries of dropped tables.
@@ -125,8 +183,8 @@ func (a *answerState) invalidate() {
 	a.mu.Unlock()
 }
 
-// lookup returns the synthetic table db.name if it exists and has a model,
-// nil otherwise. It does not check access.
+// lookup returns the synthetic table db.name if it exists and has a model
+// or is answers-only, nil otherwise. It does not check access.
 func (a *answerState) lookup(ctx context.Context, db, name string) (*synTable, error) {
 	if err := a.sweepIfDirty(ctx); err != nil {
 		return nil, err
@@ -138,7 +196,8 @@ func (a *answerState) lookup(ctx context.Context, db, name string) (*synTable, e
 	return a.byID(ctx, id)
 }
 
-// byID returns the synthetic table id if it has a model, nil otherwise.
+// byID returns the synthetic table id if it has a model or is answers-only,
+// nil otherwise.
 func (a *answerState) byID(ctx context.Context, id uint64) (*synTable, error) {
 	if err := a.sweepIfDirty(ctx); err != nil {
 		return nil, err
@@ -166,7 +225,7 @@ func (a *answerState) byID(ctx context.Context, id uint64) (*synTable, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reading the record of synthetic table %d: %w", id, err)
 	}
-	if rec == nil || rec.Output != synth.SyntheticData.String() {
+	if rec == nil || rec.Output != synth.SyntheticData.String() && rec.Output != synth.AnswersOnly.String() {
 		a.mu.Lock()
 		if len(a.plain) >= maxPlainIDs {
 			clear(a.plain)
@@ -312,21 +371,9 @@ func (t *synTable) analyze(ctx context.Context) (*bounds.Analysis, error) {
 	if _, err := t.source(ctx); err != nil {
 		return nil, err
 	}
-	var blob []byte
-	err := t.cat.View(context.WithoutCancel(ctx), func(tx *catalog.Tx) error {
-		var err error
-		blob, err = tx.SyntheticRelease(t.id)
-		return err
-	})
+	res, err := t.release(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("reading the release of %s: %w", t, err)
-	}
-	if blob == nil {
-		return nil, fmt.Errorf("%s has no stored release", t)
-	}
-	res, err := synth.UnmarshalRelease(blob)
-	if err != nil {
-		return nil, fmt.Errorf("decoding the release of %s: %w", t, err)
+		return nil, err
 	}
 	res.Model = t.model
 	a, err := bounds.Analyze(bounds.FromResult(t.rec.Mechanism, res, t.workload()))

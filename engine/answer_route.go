@@ -2,15 +2,20 @@ package engine
 
 import (
 	"context"
+	"fmt"
 	"strings"
 
 	"github.com/dolthub/go-mysql-server/sql"
+	"github.com/dolthub/go-mysql-server/sql/expression"
 	"github.com/dolthub/go-mysql-server/sql/plan"
 	"github.com/dolthub/go-mysql-server/sql/planbuilder"
 	"github.com/dolthub/go-mysql-server/sql/transform"
+	"github.com/dolthub/go-mysql-server/sql/types"
 	"github.com/dolthub/vitess/go/mysql"
 	ast "github.com/dolthub/vitess/go/vt/sqlparser"
 
+	"github.com/dpsql/dpsql/catalog/domain"
+	"github.com/dpsql/dpsql/engine/dpparse"
 	"github.com/dpsql/dpsql/planner"
 )
 
@@ -44,17 +49,29 @@ func (p *parser) route(ctx context.Context, stmt ast.Statement, text string) ast
 	if !ok || e.dp.cat == nil || e.answers == nil || sctx.Session == nil {
 		return stmt
 	}
+	e.answers.notes.set(sctx.Session.ID(), nil)
 	switch s := stmt.(type) {
 	case *ast.Select:
-		if r := e.routeSelect(sctx, s, text, false); r != nil {
+		r := e.routeSelect(sctx, s, text, false)
+		switch {
+		case r != nil && r.refusal != nil:
+			return failed(r.refusal)
+		case r != nil && r.mq != nil:
 			return ast.InjectedStatement{Statement: r.answerNode(), Auth: r.auth()}
 		}
+		e.noteRows(sctx, s, r)
+	case *ast.SetOp:
+		e.noteRows(sctx, s, nil)
 	case *ast.Explain:
 		sel, ok := s.Statement.(*ast.Select)
 		if !ok || s.Analyze {
 			return stmt
 		}
-		if r := e.routeSelect(sctx, sel, ast.String(sel), true); r != nil {
+		r := e.routeSelect(sctx, sel, ast.String(sel), true)
+		switch {
+		case r != nil && r.refusal != nil:
+			return failed(r.refusal)
+		case r != nil && r.bound != nil:
 			return ast.InjectedStatement{Statement: r.explainNode(s), Auth: r.auth()}
 		}
 	case *ast.Rollback:
@@ -108,7 +125,8 @@ func (e *Engine) routePrepared(ctx context.Context, c *mysql.Conn, prepare *mysq
 	if !ok {
 		return prepare
 	}
-	if r := e.routeSelect(sctx, sel, text, false); r == nil || r.mq == nil {
+	if r := e.routeSelect(sctx, sel, text, false); r == nil || r.mq == nil && r.refusal == nil {
+		e.noteRows(sctx, sel, r)
 		return prepare
 	}
 	p := *prepare
@@ -128,26 +146,43 @@ type routed struct {
 	// bound is the SELECT bound by go-mysql-server, and flags its flags.
 	bound sql.Node
 	flags *sql.QueryFlags
+	// exprs are the expressions of mq's ExprColumns in bound (countExprs).
+	exprs map[int]sql.Expression
+	// meas is the index of the released marginal that answers mq on an
+	// answers-only table, -1 otherwise.
+	meas int
+	// refusal is the error a query on an answers-only table gets when its
+	// released answers cannot answer it.
+	refusal error
 }
 
-// routeSelect examines sel, whose text is text. It returns nil when sel
-// does not read a synthetic table with a model that the session may read,
-// and otherwise whether and how the model answers it. Unless explain is
-// set, it also returns nil for a query the model does not answer.
+// routeSelect examines sel, whose text is text. It returns nil when sel's
+// FROM is not a single synthetic table with a model or answers-only, when
+// sel reads the cells of an answers-only table (readsCells), or when
+// go-mysql-server cannot bind sel for the session (it will report why) or
+// finds that it reads other tables too. Otherwise r.mq answers sel from the
+// model or the released answers (r.meas), or r.refusal says why an
+// answers-only table cannot answer it, or neither is set and r.reason
+// says why the rows answer it. r.bound is set when r.mq or r.refusal is,
+// and when explain is.
 func (e *Engine) routeSelect(ctx *sql.Context, sel *ast.Select, text string, explain bool) *routed {
 	db, name, syn := e.syntheticFrom(ctx, sel)
-	if syn == nil {
+	if syn == nil || syn.answersOnly() && readsCells(sel) {
 		return nil
 	}
-	r := &routed{e: e, syn: syn, db: db, name: name}
-	if answerSource(ctx) == sourceRows {
+	r := &routed{e: e, syn: syn, db: db, name: name, meas: -1}
+	ref := planner.SyntheticRef{DB: db, Name: name, Domain: &syn.rec.Domain, Like: e.likeMatcher(ctx, db, name, &syn.rec.Domain)}
+	rowsMode := answerSource(ctx) == sourceRows
+	switch {
+	case rowsMode:
 		r.reason = "dpsql_answer_source is 'rows'"
-	} else {
-		ref := planner.SyntheticRef{DB: db, Name: name, Domain: &syn.rec.Domain}
+	case syn.answersOnly():
+		e.routeAnswers(ctx, r, sel, ref)
+	default:
 		r.mq, r.reason, _ = planner.RouteSelect(sel, ref)
 	}
-	if r.mq == nil && !explain {
-		return nil
+	if r.mq == nil && r.refusal == nil && !explain {
+		return r
 	}
 	b := planbuilder.New(ctx, e.sqle.Analyzer.Catalog, e.sqle.EventScheduler, e.sqle.Parser)
 	var err error
@@ -158,17 +193,141 @@ func (e *Engine) routeSelect(ctx *sql.Context, sel *ast.Select, text string, exp
 		return nil
 	}
 	if r.mq != nil && len(r.bound.Schema()) != len(r.mq.Columns) {
-		e.log.Warn("a routed query's columns differ from go-mysql-server's; answering from rows", "query", text)
+		e.log.Warn("a routed query's columns differ from go-mysql-server's; not answering from the model", "query", text)
 		r.mq, r.reason = nil, "the result's columns differ from the model's answer"
-		if !explain {
-			return nil
+	}
+	if r.mq != nil {
+		if r.exprs, err = countExprs(r.bound, r.mq); err != nil {
+			e.log.Warn("a routed query's count expressions are not go-mysql-server's; not answering from the model", "query", text, "err", err)
+			r.mq, r.reason = nil, "its count expressions could not be computed from the model"
 		}
+	}
+	if r.mq == nil && r.refusal == nil && syn.answersOnly() && !rowsMode {
+		// The answers could not be computed after all: refuse rather than
+		// count cells.
+		r.refusal = e.notAnswerable(ctx, syn, r.reason)
 	}
 	return r
 }
 
-// syntheticFrom returns the synthetic table with a model that sel's FROM
-// names, if it names a single one, or a nil table.
+// routeAnswers routes sel on the answers-only table r.syn: a count query
+// (planner.RouteSelect) whose columns all lie in one released marginal is
+// answered from the least noisy such marginal; any other is refused.
+func (e *Engine) routeAnswers(ctx *sql.Context, r *routed, sel *ast.Select, ref planner.SyntheticRef) {
+	ms, err := r.syn.released(ctx)
+	if err != nil {
+		r.refusal = ErrInternal.Wrap(err, "reading the answers of %s", r.syn)
+		return
+	}
+	mq, reason, ok := planner.RouteSelect(sel, ref)
+	if !ok {
+		r.refusal = e.notAnswerable(ctx, r.syn, "this query is not one ("+reason+")")
+		return
+	}
+	k := planner.ChooseMeasured(ms, r.syn.rec.Domain.Sizes(), mq.Query.Attrs)
+	if k < 0 {
+		r.refusal = e.notAnswerable(ctx, r.syn, fmt.Sprintf("this query needs the columns (%s), which no released marginal contains all of",
+			attrNames(&r.syn.rec.Domain, mq.Query.Attrs)))
+		return
+	}
+	r.mq, r.meas = mq, k
+}
+
+// maxListedChars bounds the list of marginals in an ErrNotAnswerable
+// message: clients show at most 512 bytes of a message.
+const maxListedChars = 160
+
+// notAnswerable is the error refusing a query on the answers-only table t
+// (why says why), naming the marginals it released and how to read them.
+func (e *Engine) notAnswerable(ctx context.Context, t *synTable, why string) error {
+	ms, err := t.released(ctx)
+	if err != nil {
+		return ErrInternal.Wrap(err, "reading the answers of %s", t)
+	}
+	dom := &t.rec.Domain
+	var list strings.Builder
+	for i, m := range ms {
+		set := "(" + attrNames(dom, m.Attrs) + ")"
+		if i > 0 && list.Len()+len(set) > maxListedChars {
+			fmt.Fprintf(&list, ", … (%d in all: SELECT DISTINCT %s FROM %s lists them)", len(ms), answersColumns, t)
+			break
+		}
+		if i > 0 {
+			list.WriteString(", ")
+		}
+		list.WriteString(set)
+	}
+	example := ""
+	if len(ms) > 0 {
+		var cols, label []string
+		for _, a := range ms[0].Attrs {
+			cols = append(cols, quoteIdent(dom.Columns[a].Name()))
+			label = append(label, dom.Columns[a].Name())
+		}
+		example = fmt.Sprintf(" (e.g. SELECT %s, %s FROM %s WHERE %s = %s)", strings.Join(cols, ", "), answersCount, t,
+			answersColumns, dpparse.QuoteString(strings.Join(label, ",")))
+	}
+	return ErrNotAnswerable.New("%s is an answers-only table (%s): it answers only COUNT(*) queries whose grouped and filtered "+
+		"columns all lie in one of its released marginals; %s. Select its dp_* columns to read the noisy cells%s. Marginals: %s",
+		t, t.rec.Mechanism, why, example, list.String())
+}
+
+// readsCells reports whether sel reads an answers-only table's cells as
+// such: it selects * or names a dp_* column (dp_marginal, dp_columns,
+// dp_noisy_count).
+func readsCells(sel *ast.Select) bool {
+	for _, se := range sel.SelectExprs {
+		if _, ok := se.(*ast.StarExpr); ok {
+			return true
+		}
+	}
+	found := false
+	_ = ast.Walk(func(n ast.SQLNode) (bool, error) {
+		if c, ok := n.(*ast.ColName); ok {
+			for _, name := range []string{answersMarginal, answersColumns, answersCount} {
+				found = found || strings.EqualFold(c.Name.String(), name)
+			}
+		}
+		return !found, nil
+	}, sel)
+	return found
+}
+
+// likeMatcher matches LIKE patterns on the text columns of the synthetic
+// table db.name (of domain dom) as go-mysql-server matches its rows: the
+// labels of an ENUM column under enumStringCollation (enum_strings.go),
+// other text under the column's collation, with go-mysql-server's own
+// matcher.
+func (e *Engine) likeMatcher(ctx *sql.Context, db, name string, dom *domain.Table) planner.LikeFunc {
+	return func(attr int, pattern string, escape rune) (func(string) bool, error) {
+		tbl, _, err := e.sqle.Analyzer.Catalog.Table(ctx, db, name)
+		if err != nil {
+			return nil, err
+		}
+		sch := tbl.Schema()
+		i := sch.IndexOfColName(dom.Columns[attr].Name())
+		if i < 0 {
+			return nil, fmt.Errorf("column %s is not in %s.%s", dom.Columns[attr].Name(), db, name)
+		}
+		var coll sql.CollationID
+		switch t := sch[i].Type; {
+		case isEnumOrSet(t):
+			coll = enumStringCollation(t)
+		case types.IsText(t):
+			coll = t.(sql.StringType).Collation()
+		default:
+			return nil, fmt.Errorf("column %s is not text", sch[i].Name)
+		}
+		m, err := expression.ConstructLikeMatcher(coll, pattern, escape)
+		if err != nil {
+			return nil, err
+		}
+		return m.Match, nil
+	}
+}
+
+// syntheticFrom returns the synthetic table with a model, or answers-only,
+// that sel's FROM names, if it names a single one, or a nil table.
 func (e *Engine) syntheticFrom(ctx *sql.Context, sel *ast.Select) (db, name string, syn *synTable) {
 	db, name, ok := singleTable(sel)
 	if !ok {

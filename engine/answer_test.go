@@ -128,6 +128,14 @@ var answerCases = []struct {
 		"SELECT age, ROUND(SUM(w)*%[2]g) AS n FROM %[1]s GROUP BY age HAVING n <> 0 ORDER BY 2, 1 DESC LIMIT 2, 3", true},
 	{"alias-qualified", "SELECT t.sex AS s, COUNT(*) AS c FROM %[1]s AS t WHERE t.city <> 'c' GROUP BY t.sex ORDER BY c",
 		"SELECT sex, ROUND(SUM(w)*%[2]g) AS n FROM %[1]s WHERE city <> 'c' GROUP BY sex HAVING n <> 0 ORDER BY n", true},
+	// LIKE matches the labels of the ENUM sex case-insensitively (MySQL's
+	// default collation) and the VARCHAR city under its own.
+	{"where-like", "SELECT age, COUNT(*) FROM %[1]s WHERE sex LIKE 'f%%' AND city NOT LIKE 'B' GROUP BY age",
+		"SELECT age, ROUND(SUM(w)*%[2]g) AS n FROM %[1]s WHERE sex = 'F' AND city IS NOT NULL GROUP BY age HAVING n <> 0", false},
+	// GROUP BY positions and aliases, DISTINCT and COUNT(1) are the same
+	// query.
+	{"group-position-alias", "SELECT DISTINCT sex AS s, city, COUNT(1) FROM %[1]s GROUP BY s, 2",
+		"SELECT sex, city, ROUND(SUM(w)*%[2]g) AS n FROM %[1]s GROUP BY sex, city HAVING n <> 0", false},
 }
 
 // fallbackCases are queries on synthetic tables that run on the rows.
@@ -202,6 +210,70 @@ func TestModelAnswerPercentages(t *testing.T) {
 		if !sch[i].Type.Equals(rowsSch[i].Type) || sch[i].Name != rowsSch[i].Name {
 			t.Errorf("column %d: model %s %s, rows %s %s", i, sch[i].Name, sch[i].Type, rowsSch[i].Name, rowsSch[i].Type)
 		}
+	}
+}
+
+// TestModelAnswerExpressions: arithmetic on COUNT(*) and the total with
+// any numeric literal is answered from the model, with the values and types
+// go-mysql-server computes from the same counts.
+func TestModelAnswerExpressions(t *testing.T) {
+	f := newAnswerFixture(t)
+	const tot = "(SELECT COUNT(*) FROM syn.p)"
+	counts := f.rows("SELECT city, COUNT(*) FROM syn.p GROUP BY city ORDER BY city")
+	total := toInt(f.rows("SELECT COUNT(*) FROM syn.p")[0][0])
+	for _, expr := range []string{
+		"100.0 * COUNT(*) / " + tot,
+		"COUNT(*) / " + tot + " * 100",
+		"ROUND(100 * COUNT(*) / " + tot + ", 1)",
+		"COUNT(*) * 1e2 / " + tot,
+		"COUNT(*) + 1", "2.5 * COUNT(*)", "COUNT(*) DIV 3", "COUNT(*) % 7", "-COUNT(1)", "COUNT(*) / 3",
+		tot + " - COUNT(*)",
+	} {
+		t.Run(expr, func(t *testing.T) {
+			q := "SELECT city, " + expr + " AS x FROM syn.p GROUP BY city ORDER BY city"
+			sch, got, err := query(f.e, f.root, q)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if plan := f.rows("EXPLAIN " + q); len(plan) != 1 || !strings.HasPrefix(plan[0][0].(string), "answered from model: ") {
+				t.Errorf("EXPLAIN = %v", plan)
+			}
+			if len(got) != len(counts) {
+				t.Fatalf("%d rows, %d groups", len(got), len(counts))
+			}
+			for i, r := range got {
+				// The same expression on literal counts, through the whole
+				// of go-mysql-server.
+				lit := strings.NewReplacer(tot, fmt.Sprintf("CAST(%d AS SIGNED)", total),
+					"COUNT(*)", fmt.Sprintf("CAST(%d AS SIGNED)", toInt(counts[i][1])),
+					"COUNT(1)", fmt.Sprintf("CAST(%d AS SIGNED)", toInt(counts[i][1]))).Replace(expr)
+				_, want, err := query(f.e, f.root, "SELECT "+lit)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if r[0] != counts[i][0] || fmt.Sprintf("%T %v", r[1], r[1]) != fmt.Sprintf("%T %v", want[0][0], want[0][0]) {
+					t.Errorf("row %v, want %v %T %v (SELECT %s)", r, counts[i][0], want[0][0], want[0][0], lit)
+				}
+			}
+			// The rows' plan gives the same column types.
+			f.exec("SET SESSION dpsql_answer_source = 'rows'")
+			defer f.exec("SET SESSION dpsql_answer_source = 'model'")
+			rsch, _, err := query(f.e, f.root, q)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := range sch {
+				if !sch[i].Type.Equals(rsch[i].Type) || sch[i].Name != rsch[i].Name {
+					t.Errorf("column %d: model %s %s, rows %s %s", i, sch[i].Name, sch[i].Type, rsch[i].Name, rsch[i].Type)
+				}
+			}
+		})
+	}
+	// ORDER BY an expression column sorts by its values.
+	got := f.rows("SELECT city, 1000 - COUNT(*) AS x FROM syn.p GROUP BY city ORDER BY x LIMIT 2")
+	want := f.rows("SELECT city, 1000 - COUNT(*) FROM syn.p GROUP BY city ORDER BY COUNT(*) DESC LIMIT 2")
+	if !sameRows(got, want, true) {
+		t.Errorf("ORDER BY x: %v, want %v", got, want)
 	}
 }
 
@@ -324,5 +396,96 @@ func TestModelAnswerCacheBound(t *testing.T) {
 	a.mu.Unlock()
 	if n != 1 {
 		t.Errorf("%d tables cached after the sweep, want 1", n)
+	}
+}
+
+// TestModelAnswerSelectLimit: SET SQL_SELECT_LIMIT limits the rows of a
+// routed SELECT without its own LIMIT, as it does on the rows; a LIMIT of
+// the query's own wins, and the total of a percentage is not limited.
+func TestModelAnswerSelectLimit(t *testing.T) {
+	f := newAnswerFixture(t)
+	q := "SELECT age, COUNT(*), COUNT(*) / (SELECT COUNT(*) FROM syn.p) FROM syn.p GROUP BY age ORDER BY 2 DESC"
+	all := f.rows(q)
+	if len(all) < 4 {
+		t.Fatalf("%d groups", len(all))
+	}
+	f.exec("SET SQL_SELECT_LIMIT = 1")
+	if got := f.rows(q); len(got) != 1 || !sameRows(got, all[:1], true) {
+		t.Errorf("with sql_select_limit = 1: %v, want %v", got, all[:1])
+	}
+	if got := f.rows(q + " LIMIT 3"); !sameRows(got, all[:3], true) {
+		t.Errorf("with its own LIMIT 3: %v, want %v", got, all[:3])
+	}
+	if got := f.rows("SELECT COUNT(*) FROM syn.p"); len(got) != 1 {
+		t.Errorf("total: %v", got)
+	}
+	if got := f.rows("SELECT age, COUNT(*) FROM plain.p GROUP BY age"); len(got) != 1 {
+		t.Errorf("on the rows: %d rows", len(got))
+	}
+	f.exec("SET @@sql_select_limit = 0")
+	if got := f.rows(q); len(got) != 0 {
+		t.Errorf("with sql_select_limit = 0: %v", got)
+	}
+	f.exec("SET SQL_SELECT_LIMIT = DEFAULT")
+	if got := f.rows(q); len(got) != len(all) {
+		t.Errorf("back to the default: %d rows, want %d", len(got), len(all))
+	}
+}
+
+// TestRowsNotes: a SELECT on a synthetic table answered from its rows
+// carries a Note saying so and why; one answered from the model, or on a
+// plain table, carries none.
+func TestRowsNotes(t *testing.T) {
+	f := newAnswerFixture(t)
+	notes := func(q string) []string {
+		t.Helper()
+		if _, _, err := query(f.e, f.root, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+		var out []string
+		for _, w := range f.rows("SHOW WARNINGS") {
+			if w[0] != "Note" || fmt.Sprint(w[1]) != fmt.Sprint(codeAnsweredFromRows) {
+				t.Errorf("%s: warning %v", q, w)
+			}
+			out = append(out, w[2].(string))
+		}
+		return out
+	}
+	const prefix = "answered from the synthetic rows of `syn`.`p`, not the model: "
+	for q, reason := range map[string]string{
+		"SELECT sex, MAX(age) FROM syn.p GROUP BY sex":                                     "select columns, COUNT(*)",
+		"SELECT * FROM syn.p LIMIT 3":                                                      "select columns, COUNT(*)",
+		"SELECT age, COUNT(*) FROM syn.p WHERE age + 1 > 3 GROUP BY age":                   "column on one side",
+		"SELECT COUNT(*) FROM syn.p WHERE id <= 10":                                        "id",
+		"SELECT a.sex, COUNT(*) FROM syn.p a JOIN plain.p b ON a.id = b.id GROUP BY a.sex": reasonNotAlone,
+		"SELECT (SELECT COUNT(*) FROM syn.p) AS n":                                         reasonNotAlone,
+		"SELECT COUNT(*) FROM plain.p WHERE age IN (SELECT age FROM syn.p)":                reasonNotAlone,
+	} {
+		got := notes(q)
+		if len(got) != 1 || !strings.HasPrefix(got[0], prefix) || !strings.Contains(got[0], reason) {
+			t.Errorf("%s: notes %q, want one on syn.p mentioning %q", q, got, reason)
+		}
+	}
+	for _, q := range []string{
+		"SELECT sex, COUNT(*) FROM syn.p GROUP BY sex",
+		"SELECT sex AS s, 100.0 * COUNT(*) / (SELECT COUNT(*) FROM syn.p) FROM syn.p GROUP BY 1",
+		"SELECT sex, MAX(age) FROM plain.p GROUP BY sex",
+	} {
+		if got := notes(q); len(got) != 0 {
+			t.Errorf("%s: notes %q", q, got)
+		}
+	}
+	// A note lasts until the next statement, which SHOW WARNINGS is not.
+	notes("SELECT MAX(age) FROM syn.p")
+	if got := f.rows("SHOW WARNINGS"); len(got) != 1 {
+		t.Errorf("SHOW WARNINGS again: %v", got)
+	}
+	f.exec("SET SESSION dpsql_answer_source = 'rows'")
+	if got := notes("SELECT sex, COUNT(*) FROM syn.p GROUP BY sex"); len(got) != 1 || !strings.Contains(got[0], "dpsql_answer_source is 'rows'") {
+		t.Errorf("rows mode: notes %q", got)
+	}
+	// EXPLAIN says it in its own way.
+	if got := notes("EXPLAIN SELECT sex, COUNT(*) FROM syn.p GROUP BY sex"); len(got) != 0 {
+		t.Errorf("EXPLAIN: notes %q", got)
 	}
 }

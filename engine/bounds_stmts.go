@@ -101,7 +101,7 @@ func (e *Engine) readableSynthetic(ctx *sql.Context, tn dpparse.TableName, what 
 	if err != nil {
 		return tableRef{}, nil, ErrInternal.Wrap(err, "looking up %s", t)
 	}
-	if syn == nil {
+	if syn == nil || syn.answersOnly() {
 		return tableRef{}, nil, ErrNoBounds.New("%s is not a synthetic table with a model, so it has no error bounds", t)
 	}
 	return t, syn, nil

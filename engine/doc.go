@@ -53,13 +53,25 @@
 // dpsql_answer_source is 'model', planner.RouteSelect accepts the query and
 // go-mysql-server binds it for the session (privileges and result types),
 // the statement becomes a ModelAnswer node (answer_node.go) that computes
-// expected counts from the model. answer.go caches, per synthetic table
-// (at most 32, least recently used out), the decoded model, its marginals
-// and its bounds.Analysis, which SHOW ERROR BOUNDS and the dp_marginal table
-// function (bounds_stmts.go, sqlfuncs) read. EXPLAIN of a SELECT on a
-// synthetic table says which source answers it (explain.go). A server-side
-// prepared SELECT is routed per execution with its values inlined
-// (routePrepared). Everything else runs on the synthetic rows.
+// expected counts from the model; arithmetic on the counts is evaluated
+// with go-mysql-server's bound expression, and SQL_SELECT_LIMIT applies.
+// On an answers-only table the same node sums the least noisy released
+// marginal that contains the query's columns, and a query it cannot answer
+// is refused (ErrNotAnswerable) unless it reads the cells (dp_* columns).
+// answer.go caches, per synthetic table (at most 32, least recently used
+// out), the decoded model, its marginals and its bounds.Analysis, which
+// SHOW ERROR BOUNDS and the dp_marginal table function (bounds_stmts.go,
+// sqlfuncs) read, or an answers-only table's released marginals. EXPLAIN of
+// a SELECT on a synthetic table says which source answers it (explain.go).
+// A server-side prepared SELECT is routed per execution with its values
+// inlined (routePrepared). Everything else runs on the synthetic rows, with
+// a Note saying so (answer_notes.go).
+//
+// # ENUM and SET strings
+//
+// go-mysql-server reads an ENUM or SET value as its index in LIKE, REGEXP
+// and string functions; an analyzer rule (enum_strings.go) wraps such
+// operands so that they read the label, as in MySQL.
 //
 // # Isolation
 //

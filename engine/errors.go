@@ -133,6 +133,9 @@ var (
 	// ErrNoBounds: error bounds were asked of a table that has none: not a
 	// synthetic table with a model, or made by a mechanism other than AIM.
 	ErrNoBounds = &Kind{"no error bounds", 9116, mysql.SSUnknownSQLState}
+	// ErrNotAnswerable: a query on an answers-only table that its released
+	// noisy marginals cannot answer.
+	ErrNotAnswerable = &Kind{"not answerable from the released answers", 9118, mysql.SSClientError}
 	// ErrTooLongIdent: a name a dpsql statement would create has more than
 	// 64 characters (MySQL ER_TOO_LONG_IDENT).
 	ErrTooLongIdent = &Kind{"identifier too long", mysql.ERTooLongIdent, mysql.SSClientError}

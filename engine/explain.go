@@ -82,7 +82,7 @@ func (n *explainAnswer) RowIter(ctx *sql.Context, _ sql.Row) (sql.RowIter, error
 func (n *explainAnswer) lines(ctx *sql.Context) ([]string, error) {
 	r := n.r
 	if r.mq != nil {
-		return []string{r.answerNode().answerString()}, nil
+		return []string{r.answerNode().answerString(ctx)}, nil
 	}
 	analyzed, err := r.e.sqle.Analyzer.Analyze(ctx, r.bound, nil, r.flags)
 	if err != nil {

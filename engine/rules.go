@@ -13,12 +13,15 @@ import (
 // Analyzer rules dpsql adds after GMS's own. IDs start far above GMS's.
 const (
 	ruleQuoteCheckColumns analyzer.RuleId = 10000 + iota
+	ruleEnumStrings
 )
 
-// newAnalyzer returns GMS's default analyzer over pro plus dpsql's rules.
+// newAnalyzer returns GMS's default analyzer over pro plus dpsql's rules:
+// enumStrings runs first, quoteCheckColumns after GMS's rules.
 func newAnalyzer(pro sql.DatabaseProvider) *analyzer.Analyzer {
 	return analyzer.NewBuilder(pro).
 		AddPostAnalyzeRule(ruleQuoteCheckColumns, quoteCheckColumns).
+		AddPreAnalyzeRule(ruleEnumStrings, enumStrings).
 		Build()
 }
 

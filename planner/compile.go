@@ -93,7 +93,7 @@ func Compile(queries []WorkloadQuery, src TableRef, dom *domain.Table) (*Workloa
 	w := &Workload{Queries: make([]*Query, 0, len(queries))}
 	attrs := false
 	for i, wq := range queries {
-		q, err := compileOne(wq, src, dom, true)
+		q, err := compileOne(wq, src, dom, true, nil)
 		if err != nil {
 			err.Query = i + 1
 			return nil, err
@@ -109,15 +109,22 @@ func Compile(queries []WorkloadQuery, src TableRef, dom *domain.Table) (*Workloa
 
 // CompileQuery compiles one SELECT with weight 1.
 func CompileQuery(sel *sqlparser.Select, src TableRef, dom *domain.Table) (*Query, error) {
-	q, err := compileOne(WorkloadQuery{Text: sqlparser.String(sel), Select: sel, Weight: 1}, src, dom, false)
+	return compileQuery(sel, src, dom, nil)
+}
+
+// compileQuery is CompileQuery with LIKE matched by like (nil: refused).
+// Literals outside the domain are plain SQL here (they match nothing).
+func compileQuery(sel *sqlparser.Select, src TableRef, dom *domain.Table, like LikeFunc) (*Query, error) {
+	q, err := compileOne(WorkloadQuery{Text: sqlparser.String(sel), Select: sel, Weight: 1}, src, dom, false, like)
 	if err != nil {
 		return nil, err
 	}
 	return q, nil
 }
 
-// strict refuses literals outside the public domain (see compiler.strict).
-func compileOne(wq WorkloadQuery, src TableRef, dom *domain.Table, strict bool) (*Query, *Error) {
+// compileOne compiles one query; strict refuses literals outside the
+// public domain (see compiler.strict), like matches LIKE (nil: refused).
+func compileOne(wq WorkloadQuery, src TableRef, dom *domain.Table, strict bool, like LikeFunc) (*Query, *Error) {
 	if !(wq.Weight >= MinWeight && wq.Weight <= MaxWeight) {
 		return nil, reject(KindWeight, wq.Text, "weight %v must be between %g and %g (only the ratios of weights matter)", wq.Weight, MinWeight, MaxWeight)
 	}
@@ -132,7 +139,7 @@ func compileOne(wq WorkloadQuery, src TableRef, dom *domain.Table, strict bool) 
 			return nil, reject(KindNotSelect, wq.Text, "not a simple SELECT")
 		}
 	}
-	c := &compiler{src: src, dom: dom, strict: strict}
+	c := &compiler{src: src, dom: dom, strict: strict, like: like}
 	c.attrOf = c.resolve
 	for _, step := range []func(*sqlparser.Select) *Error{checkClauses, c.checkFrom} {
 		if err := step(sel); err != nil {

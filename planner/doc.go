@@ -49,10 +49,14 @@
 //
 // RouteSelect decides whether a SELECT on a synthetic table is a count query
 // that the table's fitted model can answer exactly (expected counts, no
-// sampling noise): the workload form above plus percentages
-// COUNT(*) / (SELECT COUNT(*) FROM syn), HAVING on COUNT(*), ORDER BY and
-// LIMIT. The resulting ModelQuery executes against any ModelSource (a
-// *pgm.Model, or a ModelCache that remembers its marginals) and returns rows
-// with the values the synthetic rows' SQL would give. A query that is not
-// routed comes with the reason, and runs on the synthetic rows instead.
+// sampling noise): the workload form above, in any of its equivalent
+// phrasings (GROUP BY positions and aliases, DISTINCT, COUNT(1)), plus
+// arithmetic on COUNT(*) such as percentages
+// 100.0 * COUNT(*) / (SELECT COUNT(*) FROM syn), HAVING on COUNT(*),
+// ORDER BY and LIMIT, and LIKE on text columns given a matcher. The
+// resulting ModelQuery executes against any ModelSource (a *pgm.Model, a
+// ModelCache that remembers its marginals, or a Measured noisy marginal)
+// and returns rows with the values the synthetic rows' SQL would give. A
+// query that is not routed comes with the reason, and runs on the synthetic
+// rows instead.
 package planner

@@ -5,6 +5,7 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/dolthub/vitess/go/vt/sqlparser"
 
@@ -135,12 +136,19 @@ type compiler struct {
 	alias  string // the FROM alias, if any
 	dom    *domain.Table
 	attrOf func(*sqlparser.ColName) (int, *Error)
+	like   LikeFunc // nil: LIKE is not supported
 	// strict refuses literals outside their column's public domain. A
 	// workload query is charged: a typo there ('Male' for 'male') would
 	// silently measure nothing. A query answered from a model is free, and
 	// SQL semantics (no row matches) are right for it.
 	strict bool
 }
+
+// LikeFunc returns the matcher of a LIKE pattern on the values of
+// attribute attr, a text column, as the SQL engine matches them under the
+// column's collation; escape is the escape character. An error rejects the
+// pattern.
+type LikeFunc func(attr int, pattern string, escape rune) (match func(value string) bool, err error)
 
 func (c *compiler) pred(e sqlparser.Expr) (*Pred, *Error) {
 	p, err := c.pred1(e)
@@ -254,6 +262,12 @@ func (c *compiler) comparison(e *sqlparser.ComparisonExpr, text string) (*Pred, 
 	if hasSubquery(e) {
 		return nil, reject(KindSubquery, text, "subqueries are not supported in a workload")
 	}
+	if op == sqlparser.LikeStr || op == sqlparser.NotLikeStr {
+		if !ok || e.Left != sqlparser.Expr(col) {
+			return nil, reject(KindPredicate, text, "LIKE needs a column on the left and a pattern on the right")
+		}
+		return c.likePred(col, e, text)
+	}
 	if !ok || e.Escape != nil {
 		return nil, reject(KindPredicate, text, "a comparison needs a column on one side and a literal on the other")
 	}
@@ -293,6 +307,53 @@ func (c *compiler) comparison(e *sqlparser.ComparisonExpr, text string) (*Pred, 
 		return nil, reject(KindPredicate, text, "operator %s is not supported", strings.ToUpper(e.Operator))
 	}
 	return c.atom(a, at, text)
+}
+
+// likePred compiles col [NOT] LIKE 'pattern' [ESCAPE 'c'] on a text
+// column with the compiler's LikeFunc.
+func (c *compiler) likePred(col *sqlparser.ColName, e *sqlparser.ComparisonExpr, text string) (*Pred, *Error) {
+	if c.like == nil {
+		return nil, reject(KindPredicate, text, "operator %s is not supported", strings.ToUpper(e.Operator))
+	}
+	a, err := c.attrOf(col)
+	if err != nil {
+		return nil, err
+	}
+	dc := &c.dom.Columns[a]
+	if dc.Type() != domain.String || dc.Kind() != domain.Categorical {
+		return nil, reject(KindPredicate, text, "LIKE is supported on text columns only")
+	}
+	pat, patNull, perr := domain.Literal(e.Right)
+	if perr != nil || hasSubquery(e.Right) || !patNull && pat.Type() != domain.String {
+		return nil, reject(KindPredicate, text, "LIKE needs a quoted string pattern")
+	}
+	escape := '\\'
+	if e.Escape != nil {
+		ev, null, err := domain.Literal(e.Escape)
+		if err != nil || null || ev.Type() != domain.String || utf8.RuneCountInString(ev.Str()) != 1 {
+			return nil, reject(KindPredicate, text, "ESCAPE needs a one-character string")
+		}
+		escape, _ = utf8.DecodeRuneInString(ev.Str())
+	}
+	tr := make([]Truth, dc.Size())
+	var match func(string) bool
+	if !patNull {
+		m, err := c.like(a, pat.Str(), escape)
+		if err != nil {
+			return nil, reject(KindPredicate, text, "%v", err)
+		}
+		match = m
+	}
+	for code := range tr {
+		v, ok := dc.Value(code)
+		switch {
+		case !ok || patNull:
+			tr[code] = Unknown
+		default:
+			tr[code] = truth(match(v.Str()) != (e.Operator == sqlparser.NotLikeStr))
+		}
+	}
+	return &Pred{Op: OpAtom, Attr: a, Truth: tr, SQL: text}, nil
 }
 
 // mirror turns lit op col into col op' lit; an operator that does not

@@ -19,6 +19,9 @@ type SyntheticRef struct {
 	DB     string // "" matches any (or no) database qualifier
 	Name   string
 	Domain *domain.Table
+	// Like, if set, matches LIKE patterns on text columns as the synthetic
+	// table's rows would be matched; without it LIKE is not routed.
+	Like LikeFunc
 }
 
 // ModelSource is what answering from a model needs; *pgm.Model satisfies
@@ -46,6 +49,11 @@ const (
 	// decimal.Decimal rounded to Scale places as go-mysql-server computes
 	// it, or float64 with Unrounded; nil when the table is empty.
 	RatioColumn
+	// ExprColumn holds any other arithmetic on COUNT(*), the table's total
+	// (SELECT COUNT(*) FROM syn) and numeric literals: what
+	// ExecOptions.Eval returns for it, or, without Eval, a float64 (nil
+	// for a division by zero).
+	ExprColumn
 )
 
 func (k ColumnKind) String() string {
@@ -56,6 +64,8 @@ func (k ColumnKind) String() string {
 		return "count"
 	case RatioColumn:
 		return "ratio"
+	case ExprColumn:
+		return "expression"
 	}
 	return fmt.Sprintf("ColumnKind(%d)", uint8(k))
 }
@@ -75,15 +85,31 @@ type ResultColumn struct {
 // item is one select-list entry.
 type item struct {
 	kind  ColumnKind
-	group int   // GroupColumn: position in Query.GroupBy
-	mult  int64 // RatioColumn: the integer factor k
+	group int            // GroupColumn: position in Query.GroupBy
+	mult  int64          // RatioColumn: the integer factor k
+	expr  sqlparser.Expr // ExprColumn: the expression
 }
 
-// orderKey is one ORDER BY key: a select-list position and a direction.
+// counts reports whether the item is or uses a count.
+func (it item) counts() bool {
+	switch it.kind {
+	case CountColumn, RatioColumn:
+		return true
+	case ExprColumn:
+		return refsCount(it.expr)
+	}
+	return false
+}
+
+// orderKey is one ORDER BY key: a select-list position (or countKey)
+// and a direction.
 type orderKey struct {
 	col  int
 	desc bool
 }
+
+// countKey is the orderKey.col of ORDER BY COUNT(*).
+const countKey = -1
 
 // havingNode is a HAVING condition on COUNT(*), compiled to a tree over
 // comparisons of the count with numeric literals.
@@ -166,18 +192,22 @@ func RouteSQL(text string, syn SyntheticRef) (mq *ModelQuery, reason string, ok 
 // RouteSelect decides whether sel can be answered from the model of the
 // synthetic table syn. It accepts
 //
-//	SELECT c1, …, ck, <counts> FROM syn [WHERE pred] [GROUP BY c1, …, ck]
+//	SELECT [DISTINCT] c1, …, ck, <counts> FROM syn [WHERE pred] [GROUP BY c1, …, ck]
 //	    [HAVING cond] [ORDER BY key [ASC|DESC], …] [LIMIT [offset,] n | LIMIT n OFFSET m]
 //
 // where the group-by columns are exactly the selected columns (as for a
 // workload query, see the package documentation, which also lists the
-// accepted predicates), each of <counts> (at least one, any aliases) is
-// COUNT(*) or a percentage COUNT(*) / (SELECT COUNT(*) FROM syn), optionally
-// with COUNT(*) multiplied by a positive integer literal (k * COUNT(*) or
-// COUNT(*) * k), cond combines with AND, OR and NOT comparisons (=, <>, !=,
-// <, <=, >, >=, BETWEEN) of COUNT(*) or its alias with numeric literals, and
-// each ORDER BY key is a selected column, an alias, COUNT(*) or a 1-based
-// select-list position.
+// accepted predicates; GROUP BY may also name them by select-list position
+// or alias, and LIKE is accepted on text columns when syn.Like is set),
+// <counts> (at least one, any aliases) are COUNT(*) — or COUNT of a
+// non-NULL literal or of a column without NULL, which count the same —
+// and arithmetic (+, -, *, /, DIV, %, MOD, unary minus, ABS, CEIL, FLOOR,
+// ROUND, TRUNCATE) on counts, the total (SELECT COUNT(*) FROM syn) and
+// numeric literals, cond combines with AND, OR and NOT comparisons (=, <>,
+// !=, <, <=, >, >=, BETWEEN) of COUNT(*) or its alias with numeric
+// literals, and each ORDER BY key is a selected column, an alias, COUNT(*)
+// or a 1-based select-list position. DISTINCT changes nothing: the groups
+// are distinct already.
 //
 // A group-by column with a Binned domain is rejected: the synthetic rows
 // hold values drawn uniformly inside bins, so their groups are values, not
@@ -221,8 +251,6 @@ func (r *router) route() (*ModelQuery, error) {
 	switch {
 	case r.syn.Domain == nil:
 		return nil, reject(KindNoDomain, r.syn.Name, "table %s has no domain, so no model", r.syn.Name)
-	case o.Distinct:
-		return nil, reject(KindDistinct, "SELECT DISTINCT", "DISTINCT is not answered from the model")
 	case sel.With != nil:
 		return nil, reject(KindClause, sqlparser.String(sel.With), "WITH is not answered from the model")
 	case sel.Into != nil:
@@ -235,7 +263,7 @@ func (r *router) route() (*ModelQuery, error) {
 		return nil, reject(KindClause, sqlparser.String(sel), "query options are not answered from the model")
 	}
 	src := TableRef{DB: r.syn.DB, Name: r.syn.Name}
-	r.c = &compiler{src: src, dom: r.syn.Domain}
+	r.c = &compiler{src: src, dom: r.syn.Domain, like: r.syn.Like}
 	r.c.attrOf = r.c.resolve
 	if err := r.c.checkFrom(sel); err != nil {
 		return nil, err
@@ -243,13 +271,19 @@ func (r *router) route() (*ModelQuery, error) {
 	r.mq = &ModelQuery{Table: r.syn, limit: -1}
 
 	// The select list: columns go to the count query as they are; every
-	// count expression becomes one COUNT(*).
-	stripped := &sqlparser.Select{From: sel.From, Where: sel.Where, GroupBy: sel.GroupBy}
+	// count expression becomes one COUNT(*). GROUP BY positions and aliases
+	// become the columns they name.
+	groupBy, err := r.groupBy()
+	if err != nil {
+		return nil, err
+	}
+	stripped := &sqlparser.Select{From: sel.From, Where: sel.Where, GroupBy: groupBy}
 	var colExprs []*sqlparser.AliasedExpr
 	for _, se := range sel.SelectExprs {
 		ae, ok := se.(*sqlparser.AliasedExpr)
 		if !ok {
-			return nil, reject(KindSelectExpr, sqlparser.String(se), "select columns, COUNT(*) or COUNT(*) / (SELECT COUNT(*) FROM %s)", r.syn.Name)
+			return nil, reject(KindSelectExpr, sqlparser.String(se),
+				"select columns, COUNT(*) and arithmetic on COUNT(*), (SELECT COUNT(*) FROM %s) and numeric literals", r.syn.Name)
 		}
 		it, err := r.selectItem(ae)
 		if err != nil {
@@ -263,11 +297,11 @@ func (r *router) route() (*ModelQuery, error) {
 		r.mq.items = append(r.mq.items, it)
 		r.mq.Columns = append(r.mq.Columns, ResultColumn{Name: columnName(ae), Kind: it.kind})
 	}
-	if len(colExprs) == len(r.mq.items) {
+	if !slices.ContainsFunc(r.mq.items, item.counts) {
 		return nil, reject(KindAggregate, sqlparser.String(sel.SelectExprs), "the model answers COUNT(*) queries; select COUNT(*)")
 	}
 	stripped.SelectExprs = append(stripped.SelectExprs, &sqlparser.AliasedExpr{Expr: countStar()})
-	q, err := CompileQuery(stripped, src, r.syn.Domain)
+	q, err := compileQuery(stripped, src, r.syn.Domain, r.syn.Like)
 	if err != nil {
 		return nil, err
 	}
@@ -350,6 +384,30 @@ func countStar() *sqlparser.FuncExpr {
 	return &sqlparser.FuncExpr{Name: sqlparser.NewColIdent("count"), Exprs: sqlparser.SelectExprs{&sqlparser.StarExpr{}}}
 }
 
+// isCount reports whether e counts every row: COUNT(*), COUNT of a
+// non-NULL literal, or COUNT of a column that cannot be NULL.
+func (r *router) isCount(e sqlparser.Expr) bool {
+	if isCountStar(e) {
+		return true
+	}
+	f, ok := e.(*sqlparser.FuncExpr)
+	if !ok || !strings.EqualFold(f.Name.String(), "count") || f.Distinct || f.Over != nil || len(f.Exprs) != 1 || !f.Qualifier.IsEmpty() {
+		return false
+	}
+	ae, ok := f.Exprs[0].(*sqlparser.AliasedExpr)
+	if !ok {
+		return false
+	}
+	switch x := unparen(ae.Expr).(type) {
+	case *sqlparser.SQLVal:
+		return x.Type == sqlparser.IntVal || x.Type == sqlparser.FloatVal || x.Type == sqlparser.StrVal
+	case *sqlparser.ColName:
+		a, err := r.c.resolve(x)
+		return err == nil && r.syn.Domain.Columns[a].NullCode() < 0
+	}
+	return false
+}
+
 // isCountStar reports whether e is COUNT(*).
 func isCountStar(e sqlparser.Expr) bool {
 	f, ok := e.(*sqlparser.FuncExpr)
@@ -377,24 +435,84 @@ func (r *router) selectItem(ae *sqlparser.AliasedExpr) (item, error) {
 	switch {
 	case isColName(e):
 		return item{kind: GroupColumn}, nil
-	case isCountStar(e):
+	case r.isCount(e):
 		return item{kind: CountColumn}, nil
 	}
-	if b, ok := e.(*sqlparser.BinaryExpr); ok && b.Operator == sqlparser.DivStr {
-		if !r.isTotal(unparen(b.Right)) {
-			return item{}, reject(KindSelectExpr, text, "a percentage must divide by (SELECT COUNT(*) FROM %s)", r.syn.Name)
-		}
+	if b, ok := e.(*sqlparser.BinaryExpr); ok && b.Operator == sqlparser.DivStr && r.isTotal(unparen(b.Right)) {
 		if k, ok := r.scaledCount(unparen(b.Left)); ok {
 			return item{kind: RatioColumn, mult: k}, nil
 		}
-		return item{}, reject(KindSelectExpr, text, "a percentage must divide COUNT(*) or k * COUNT(*) (k a positive integer literal)")
 	}
-	return item{}, reject(KindSelectExpr, text, "select columns, COUNT(*) or COUNT(*) / (SELECT COUNT(*) FROM %s)", r.syn.Name)
+	if r.countExpr(e) {
+		return item{kind: ExprColumn, expr: e}, nil
+	}
+	return item{}, reject(KindSelectExpr, text,
+		"select columns, COUNT(*) and arithmetic on COUNT(*), (SELECT COUNT(*) FROM %s) and numeric literals", r.syn.Name)
+}
+
+// countFuncs are the functions a count expression may apply, with their
+// least and greatest numbers of arguments.
+var countFuncs = map[string][2]int{
+	"abs": {1, 1}, "ceil": {1, 1}, "ceiling": {1, 1}, "floor": {1, 1}, "mod": {2, 2}, "round": {1, 2}, "truncate": {2, 2},
+}
+
+// countExpr reports whether e is arithmetic (+, -, *, /, DIV, %, MOD,
+// unary minus, countFuncs) on counts (isCount), the table's total
+// (isTotal) and numeric literals.
+func (r *router) countExpr(e sqlparser.Expr) bool {
+	switch e := unparen(e).(type) {
+	case *sqlparser.SQLVal:
+		return e.Type == sqlparser.IntVal || e.Type == sqlparser.FloatVal
+	case *sqlparser.UnaryExpr:
+		return (e.Operator == sqlparser.UMinusStr || e.Operator == sqlparser.UPlusStr) && r.countExpr(e.Expr)
+	case *sqlparser.BinaryExpr:
+		switch e.Operator {
+		case sqlparser.PlusStr, sqlparser.MinusStr, sqlparser.MultStr, sqlparser.DivStr, sqlparser.IntDivStr, sqlparser.ModStr:
+			return r.countExpr(e.Left) && r.countExpr(e.Right)
+		}
+		return false
+	case *sqlparser.FuncExpr:
+		if r.isCount(e) {
+			return true
+		}
+		arity, ok := countFuncs[strings.ToLower(e.Name.String())]
+		if !ok || !e.Qualifier.IsEmpty() || e.Distinct || e.Over != nil || len(e.Exprs) < arity[0] || len(e.Exprs) > arity[1] {
+			return false
+		}
+		for _, x := range e.Exprs {
+			ae, ok := x.(*sqlparser.AliasedExpr)
+			if !ok || !r.countExpr(ae.Expr) {
+				return false
+			}
+		}
+		return true
+	case *sqlparser.Subquery:
+		return r.isTotal(e)
+	}
+	return false
+}
+
+// refsCount reports whether a count expression mentions a count (a COUNT
+// call) or the total (its only subquery).
+func refsCount(e sqlparser.Expr) bool {
+	found := false
+	_ = sqlparser.Walk(func(n sqlparser.SQLNode) (bool, error) {
+		switch n := n.(type) {
+		case *sqlparser.Subquery:
+			found = true
+		case *sqlparser.FuncExpr:
+			if strings.EqualFold(n.Name.String(), "count") {
+				found = true
+			}
+		}
+		return !found, nil
+	}, e)
+	return found
 }
 
 // scaledCount matches COUNT(*), k * COUNT(*) and COUNT(*) * k.
 func (r *router) scaledCount(e sqlparser.Expr) (int64, bool) {
-	if isCountStar(e) {
+	if r.isCount(e) {
 		return 1, true
 	}
 	b, ok := e.(*sqlparser.BinaryExpr)
@@ -402,10 +520,10 @@ func (r *router) scaledCount(e sqlparser.Expr) (int64, bool) {
 		return 0, false
 	}
 	l, rt := unparen(b.Left), unparen(b.Right)
-	if isCountStar(rt) {
+	if r.isCount(rt) {
 		l, rt = rt, l
 	}
-	if !isCountStar(l) {
+	if !r.isCount(l) {
 		return 0, false
 	}
 	v, ok := rt.(*sqlparser.SQLVal)
@@ -432,18 +550,65 @@ func (r *router) isTotal(e sqlparser.Expr) bool {
 		return false
 	}
 	ae, ok := s.SelectExprs[0].(*sqlparser.AliasedExpr)
-	if !ok || !isCountStar(unparen(ae.Expr)) {
+	if !ok {
 		return false
 	}
 	c := &compiler{src: r.c.src, dom: r.c.dom}
-	return c.checkFrom(s) == nil
+	if c.checkFrom(s) != nil {
+		return false
+	}
+	inner := &router{syn: r.syn, c: c}
+	return inner.isCount(unparen(ae.Expr))
+}
+
+// groupBy returns the GROUP BY list with positions (GROUP BY 1) and
+// aliases of selected columns replaced by the columns they name. As in
+// MySQL, a name is a column of the table before it is an alias.
+func (r *router) groupBy() (sqlparser.GroupBy, error) {
+	var out sqlparser.GroupBy
+	for _, g := range r.sel.GroupBy {
+		text := sqlparser.String(g)
+		switch e := unparen(g).(type) {
+		case *sqlparser.SQLVal:
+			n, err := strconv.Atoi(string(e.Val))
+			if e.Type != sqlparser.IntVal || err != nil || n < 1 || n > len(r.sel.SelectExprs) {
+				return nil, reject(KindGroupBy, text, "GROUP BY position %s is not in the select list", text)
+			}
+			ae, ok := r.sel.SelectExprs[n-1].(*sqlparser.AliasedExpr)
+			if !ok || !isColName(unparen(ae.Expr)) {
+				return nil, reject(KindGroupBy, text, "GROUP BY %s must name a selected column", text)
+			}
+			out = append(out, unparen(ae.Expr))
+			continue
+		case *sqlparser.ColName:
+			if _, err := r.c.resolve(e); err != nil && e.Qualifier.IsEmpty() {
+				if col := r.aliasedColumn(e.Name); col != nil {
+					out = append(out, col)
+					continue
+				}
+			}
+		}
+		out = append(out, g)
+	}
+	return out, nil
+}
+
+// aliasedColumn returns the column a select-list alias names, if it is
+// the alias of a column.
+func (r *router) aliasedColumn(name sqlparser.ColIdent) sqlparser.Expr {
+	for _, se := range r.sel.SelectExprs {
+		if ae, ok := se.(*sqlparser.AliasedExpr); ok && !ae.As.IsEmpty() && ae.As.Equal(name) && isColName(unparen(ae.Expr)) {
+			return unparen(ae.Expr)
+		}
+	}
+	return nil
 }
 
 // countRef reports whether e refers to COUNT(*): COUNT(*) itself, or the
 // alias of a COUNT(*) select item.
 func (r *router) countRef(e sqlparser.Expr) bool {
 	e = unparen(e)
-	if isCountStar(e) {
+	if r.isCount(e) {
 		return true
 	}
 	col, ok := e.(*sqlparser.ColName)
@@ -590,18 +755,8 @@ func (r *router) orderKey(ob *sqlparser.Order) (orderKey, error) {
 		}
 		return bad()
 	}
-	if isCountStar(e) {
-		for i, it := range r.mq.items {
-			if it.kind == CountColumn || it.kind == RatioColumn && it.mult == 1 {
-				return orderKey{col: i, desc: desc}, nil
-			}
-		}
-		// Every ratio orders as the count does.
-		for i, it := range r.mq.items {
-			if it.kind == RatioColumn {
-				return orderKey{col: i, desc: desc}, nil
-			}
-		}
+	if r.isCount(e) {
+		return orderKey{col: countKey, desc: desc}, nil
 	}
 	return bad()
 }
@@ -689,39 +844,52 @@ func groupTables(dom *domain.Table, groupBy []int) (values [][]any, ranks [][]in
 // ExplainString describes how the model answers the query, for EXPLAIN.
 func (mq *ModelQuery) ExplainString() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "answer from the model of %s", mq.Table.Name)
+	fmt.Fprintf(&b, "answer from the model of %s: expected ", mq.tableName())
+	mq.explainTail(&b)
+	return b.String()
+}
+
+// tableName is db.name, or name without a database.
+func (mq *ModelQuery) tableName() string {
 	if mq.Table.DB != "" {
-		b.Reset()
-		fmt.Fprintf(&b, "answer from the model of %s.%s", mq.Table.DB, mq.Table.Name)
+		return mq.Table.DB + "." + mq.Table.Name
 	}
+	return mq.Table.Name
+}
+
+// explainTail writes what the query computes: "counts by (…) where …;
+// having …; order by …; limit …".
+func (mq *ModelQuery) explainTail(b *strings.Builder) {
 	q := mq.Query
 	if len(q.GroupBy) > 0 {
-		fmt.Fprintf(&b, ": expected counts by (%s)", names(mq.Table.Domain, q.GroupBy))
+		fmt.Fprintf(b, "counts by (%s)", names(mq.Table.Domain, q.GroupBy))
 	} else {
-		b.WriteString(": expected total count")
+		b.WriteString("total count")
 	}
 	if q.Where != nil {
-		fmt.Fprintf(&b, " where %s", q.Where.SQL)
+		fmt.Fprintf(b, " where %s", q.Where.SQL)
 		if mq.evidence != nil {
 			b.WriteString(" (as evidence)")
 		} else {
-			fmt.Fprintf(&b, " (from the marginal on %s)", names(mq.Table.Domain, q.Attrs))
+			fmt.Fprintf(b, " (from the marginal on %s)", names(mq.Table.Domain, q.Attrs))
 		}
 	}
 	if mq.having != nil {
-		fmt.Fprintf(&b, "; having %s", mq.havingSQ)
+		fmt.Fprintf(b, "; having %s", mq.havingSQ)
 	}
 	if mq.orderSQ != "" {
-		fmt.Fprintf(&b, "; order by %s", mq.orderSQ)
+		fmt.Fprintf(b, "; order by %s", mq.orderSQ)
 	}
 	if mq.limit >= 0 {
-		fmt.Fprintf(&b, "; limit %d offset %d", mq.limit, mq.offset)
+		fmt.Fprintf(b, "; limit %d offset %d", mq.limit, mq.offset)
 	}
-	return b.String()
 }
 
 // String is ExplainString.
 func (mq *ModelQuery) String() string { return mq.ExplainString() }
+
+// HasLimit reports whether the query has its own LIMIT.
+func (mq *ModelQuery) HasLimit() bool { return mq.limit >= 0 }
 
 // counts computes the expected count of every group (Query's group layout)
 // from m; the result may be m's (cached) slice and must not be modified.

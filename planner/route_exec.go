@@ -4,7 +4,10 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strconv"
+	"strings"
 
+	"github.com/dolthub/vitess/go/vt/sqlparser"
 	"github.com/shopspring/decimal"
 )
 
@@ -17,6 +20,15 @@ type ExecOptions struct {
 	// Total, if positive, scales the counts to this many records (the
 	// synthetic table's row count) instead of the model's total.
 	Total float64
+	// NonNegative clips negative counts at 0 (noisy answers may be
+	// negative; a model's expected counts never are).
+	NonNegative bool
+	// Eval, if set, computes the value of ExprColumn col for a group's
+	// count and the total (both rounded unless Unrounded), as the SQL
+	// engine would compute the column's expression from COUNT(*) and
+	// (SELECT COUNT(*) FROM syn). Without it an ExprColumn is computed in
+	// float64.
+	Eval func(col int, count, total float64) (any, error)
 }
 
 // groupCount is a group index of the count query and its count.
@@ -26,14 +38,15 @@ type groupCount struct {
 }
 
 // Execute answers mq from the model m. Each group's count is its expected
-// count scaled to the total (ExecOptions.Total, or m.Total()) and rounded
-// half away from zero; groups whose count rounds to 0 are omitted, as an
-// empty GROUP BY group would be (a query without GROUP BY always returns its
-// one row). Then HAVING filters on the count, ORDER BY sorts (stably; without
-// ORDER BY the groups come in code order, the last group-by column varying
-// fastest) and LIMIT cuts. A ratio is k·count / total computed as
-// go-mysql-server divides integers: a decimal with 4 places, or NULL for an
-// empty table.
+// count scaled to the total (ExecOptions.Total, or m.Total()), clipped at 0
+// with NonNegative, and rounded half away from zero; groups whose count
+// rounds to 0 are omitted, as an empty GROUP BY group would be (a query
+// without GROUP BY always returns its one row). Then HAVING filters on the
+// count, ORDER BY sorts (stably; without ORDER BY the groups come in code
+// order, the last group-by column varying fastest) and LIMIT cuts. A ratio
+// is k·count / total computed as go-mysql-server divides integers: a
+// decimal with 4 places, or NULL for an empty table. An expression column
+// is ExecOptions.Eval of the count and the total.
 //
 // The returned columns are mq.Columns; each row has one value per column
 // (see ColumnKind for the Go types).
@@ -67,6 +80,9 @@ func (mq *ModelQuery) Execute(m ModelSource, opts *ExecOptions) ([]ResultColumn,
 	keep := make([]groupCount, 0, min(len(counts), 1024))
 	for g, x := range counts {
 		c := x * scale
+		if o.NonNegative && c < 0 {
+			c = 0
+		}
 		r := math.Round(c)
 		if grouped && r == 0 {
 			continue
@@ -80,6 +96,13 @@ func (mq *ModelQuery) Execute(m ModelSource, opts *ExecOptions) ([]ResultColumn,
 		keep = append(keep, groupCount{g: g, c: c})
 	}
 
+	eval := o.Eval
+	if eval == nil {
+		eval = func(col int, count, total float64) (any, error) {
+			return evalCount(mq.items[col].expr, count, total), nil
+		}
+	}
+
 	k := len(q.GroupBy)
 	var codes []int // codes[i*k+j]: code of group-by column j in keep[i]
 	if k > 0 {
@@ -87,6 +110,23 @@ func (mq *ModelQuery) Execute(m ModelSource, opts *ExecOptions) ([]ResultColumn,
 		for i, gc := range keep {
 			q.GroupCodes(gc.g, codes[i*k:(i+1)*k])
 		}
+	}
+	// Values of the ExprColumns that ORDER BY sorts on, per kept group.
+	var sortVals map[int][]any
+	for _, key := range mq.order {
+		if key.col == countKey || mq.items[key.col].kind != ExprColumn || sortVals[key.col] != nil {
+			continue
+		}
+		if sortVals == nil {
+			sortVals = map[int][]any{}
+		}
+		vals := make([]any, len(keep))
+		for i, gc := range keep {
+			if vals[i], err = eval(key.col, gc.c, total); err != nil {
+				return nil, nil, err
+			}
+		}
+		sortVals[key.col] = vals
 	}
 	if len(mq.order) > 0 {
 		idx := make([]int, len(keep))
@@ -96,10 +136,16 @@ func (mq *ModelQuery) Execute(m ModelSource, opts *ExecOptions) ([]ResultColumn,
 		slices.SortStableFunc(idx, func(x, y int) int {
 			for _, key := range mq.order {
 				c := 0
-				if it := mq.items[key.col]; it.kind == GroupColumn {
+				switch {
+				case key.col == countKey:
+					c = cmpFloat(keep[x].c, keep[y].c)
+				case mq.items[key.col].kind == GroupColumn:
+					it := mq.items[key.col]
 					rk := mq.ranks[it.group]
 					c = rk[codes[x*k+it.group]] - rk[codes[y*k+it.group]]
-				} else {
+				case mq.items[key.col].kind == ExprColumn:
+					c = cmpValues(sortVals[key.col][x], sortVals[key.col][y])
+				default:
 					// Counts and ratios (k > 0, one total) order alike.
 					c = cmpFloat(keep[x].c, keep[y].c)
 				}
@@ -156,6 +202,10 @@ func (mq *ModelQuery) Execute(m ModelSource, opts *ExecOptions) ([]ResultColumn,
 				default:
 					row[j] = divInts(decimal.NewFromInt(it.mult*int64(gc.c)), dtotal)
 				}
+			case ExprColumn:
+				if row[j], err = eval(j, gc.c, total); err != nil {
+					return nil, nil, err
+				}
 			}
 		}
 		rows = append(rows, row)
@@ -169,6 +219,127 @@ func (mq *ModelQuery) Execute(m ModelSource, opts *ExecOptions) ([]ResultColumn,
 // div_precision_increment (4) places.
 func divInts(l, r decimal.Decimal) decimal.Decimal {
 	return l.DivRound(r, 9+2).Truncate(9).Round(divPrecInc)
+}
+
+// cmpValues orders values of one result column as SQL does: NULL first,
+// then numbers (int64, float64 or decimal.Decimal) by value.
+func cmpValues(x, y any) int {
+	switch {
+	case x == nil && y == nil:
+		return 0
+	case x == nil:
+		return -1
+	case y == nil:
+		return 1
+	}
+	dx, okx := x.(decimal.Decimal)
+	dy, oky := y.(decimal.Decimal)
+	if okx && oky {
+		return dx.Cmp(dy)
+	}
+	return cmpFloat(toFloat(x), toFloat(y))
+}
+
+func toFloat(v any) float64 {
+	switch v := v.(type) {
+	case int64:
+		return float64(v)
+	case float64:
+		return v
+	case decimal.Decimal:
+		return v.InexactFloat64()
+	}
+	return math.NaN()
+}
+
+// evalCount evaluates a count expression (see router.countExpr) in
+// float64 for a group's count and the total; nil stands for NULL
+// (a division by zero).
+func evalCount(e sqlparser.Expr, count, total float64) any {
+	var ev func(e sqlparser.Expr) (float64, bool)
+	ev = func(e sqlparser.Expr) (float64, bool) {
+		switch e := unparen(e).(type) {
+		case *sqlparser.SQLVal:
+			x, err := strconv.ParseFloat(string(e.Val), 64)
+			return x, err == nil
+		case *sqlparser.UnaryExpr:
+			x, ok := ev(e.Expr)
+			if e.Operator == sqlparser.UMinusStr {
+				x = -x
+			}
+			return x, ok
+		case *sqlparser.Subquery:
+			return total, true
+		case *sqlparser.BinaryExpr:
+			x, okx := ev(e.Left)
+			y, oky := ev(e.Right)
+			if !okx || !oky {
+				return 0, false
+			}
+			return arith(e.Operator, x, y)
+		case *sqlparser.FuncExpr:
+			name := strings.ToLower(e.Name.String())
+			if name == "count" {
+				return count, true
+			}
+			args := make([]float64, len(e.Exprs))
+			for i, a := range e.Exprs {
+				x, ok := ev(a.(*sqlparser.AliasedExpr).Expr)
+				if !ok {
+					return 0, false
+				}
+				args[i] = x
+			}
+			p := 1.0
+			if len(args) == 2 {
+				p = math.Pow(10, math.Trunc(args[1]))
+			}
+			switch name {
+			case "abs":
+				return math.Abs(args[0]), true
+			case "ceil", "ceiling":
+				return math.Ceil(args[0]), true
+			case "floor":
+				return math.Floor(args[0]), true
+			case "round":
+				return math.Round(args[0]*p) / p, true
+			case "truncate":
+				return math.Trunc(args[0]*p) / p, true
+			case "mod":
+				return arith(sqlparser.ModStr, args[0], args[1])
+			}
+		}
+		return 0, false
+	}
+	x, ok := ev(e)
+	if !ok || math.IsNaN(x) || math.IsInf(x, 0) {
+		return nil
+	}
+	return x
+}
+
+// arith applies a binary arithmetic operator; false for a division by 0.
+func arith(op string, x, y float64) (float64, bool) {
+	switch op {
+	case sqlparser.PlusStr:
+		return x + y, true
+	case sqlparser.MinusStr:
+		return x - y, true
+	case sqlparser.MultStr:
+		return x * y, true
+	}
+	if y == 0 {
+		return 0, false
+	}
+	switch op {
+	case sqlparser.DivStr:
+		return x / y, true
+	case sqlparser.IntDivStr:
+		return math.Trunc(x / y), true
+	case sqlparser.ModStr:
+		return math.Mod(x, y), true
+	}
+	return 0, false
 }
 
 func cmpFloat(x, y float64) int {

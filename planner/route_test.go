@@ -7,6 +7,7 @@ import (
 	"math"
 	"math/big"
 	"math/rand/v2"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -195,13 +196,16 @@ func TestRouteBruteForce(t *testing.T) {
 		items := []countItem{{kind: CountColumn}}
 		countExpr := []string{"COUNT(*)", "count(*) AS n", "COUNT(*) AS `cnt`"}[rng.IntN(3)]
 		exprs := append(slices.Clone(sel), countExpr)
-		switch rng.IntN(4) {
+		switch rng.IntN(5) {
 		case 0:
 			exprs = append(exprs, "COUNT(*) / (SELECT COUNT(*) FROM t) AS share")
 			items = append(items, countItem{RatioColumn, 1})
 		case 1:
 			exprs = append(exprs, "100 * COUNT(*) / (SELECT COUNT(*) FROM db.t) AS pct")
 			items = append(items, countItem{RatioColumn, 100})
+		case 2:
+			exprs = append(exprs, "COUNT(*) * 100.0 / (SELECT COUNT(1) FROM t) AS pf")
+			items = append(items, countItem{ExprColumn, 100})
 		}
 		// Put the counts at a random position of the select list.
 		pos := rng.IntN(len(sel) + 1)
@@ -390,6 +394,14 @@ func TestRouteBruteForce(t *testing.T) {
 							} else if s, want := got.(decimal.Decimal).StringFixed(4), ratioString(k, int64(w.c), int64(tot)); s != want {
 								t.Fatalf("%s row %d: ratio %v, want %v", text, r, s, want)
 							}
+						case ExprColumn:
+							T := tot
+							if !unrounded {
+								T = math.Round(tot)
+							}
+							if want := 100 * w.c / T; math.Abs(got.(float64)-want) > 1e-9*(1+want) {
+								t.Fatalf("%s row %d: expression %v, want %v", text, r, got, want)
+							}
 						}
 					}
 				}
@@ -455,7 +467,8 @@ func TestRouteReject(t *testing.T) {
 		{"SELECT age FROM t GROUP BY age", "select COUNT(*)"},
 		{"SELECT sex FROM t", "select COUNT(*)"},
 		{"SELECT SUM(age) FROM t", "select columns, COUNT(*)"},
-		{"SELECT COUNT(age) FROM t", "select columns, COUNT(*)"},
+		{"SELECT COUNT(race) FROM t", "select columns, COUNT(*)"},
+		{"SELECT COUNT(nope) FROM t", "select columns, COUNT(*)"},
 		{"SELECT COUNT(DISTINCT age) FROM t", "select columns, COUNT(*)"},
 		{"SELECT * FROM t", "select columns, COUNT(*)"},
 		{"SELECT inc, COUNT(*) FROM t GROUP BY inc", "binned column inc"},
@@ -468,12 +481,16 @@ func TestRouteReject(t *testing.T) {
 		{"SELECT COUNT(*) FROM t WHERE sex LIKE 'a%'", "LIKE is not supported"},
 		{"SELECT one, COUNT(*) FROM t GROUP BY one", "binned column one"},
 		{"SELECT COUNT(*) FROM t WHERE age + 1 = 3", "column on one side"},
-		{"SELECT DISTINCT sex, COUNT(*) FROM t GROUP BY sex", "DISTINCT"},
-		{"SELECT COUNT(*) / (SELECT COUNT(*) FROM u) FROM t", "must divide by (SELECT COUNT(*) FROM t)"},
-		{"SELECT COUNT(*) / (SELECT COUNT(*) FROM t WHERE age > 3) FROM t", "must divide by"},
-		{"SELECT COUNT(*) / 2 FROM t", "must divide by"},
-		{"SELECT 2.5 * COUNT(*) / (SELECT COUNT(*) FROM t) FROM t", "positive integer literal"},
-		{"SELECT COUNT(*) + 1 FROM t", "select columns, COUNT(*)"},
+		{"SELECT COUNT(*) / (SELECT COUNT(*) FROM u) FROM t", "(SELECT COUNT(*) FROM t) and numeric literals"},
+		{"SELECT COUNT(*) / (SELECT COUNT(*) FROM t WHERE age > 3) FROM t", "(SELECT COUNT(*) FROM t) and numeric literals"},
+		{"SELECT COUNT(*) + age FROM t", "arithmetic on COUNT(*)"},
+		{"SELECT COUNT(*) + '1' FROM t", "arithmetic on COUNT(*)"},
+		{"SELECT SQRT(COUNT(*)) FROM t", "arithmetic on COUNT(*)"},
+		{"SELECT 1 + 2 FROM t", "select COUNT(*)"},
+		{"SELECT sex, COUNT(*) FROM t GROUP BY 2", "must name a selected column"},
+		{"SELECT sex, COUNT(*) FROM t GROUP BY 3", "position 3"},
+		{"SELECT sex AS s, COUNT(*) AS n FROM t GROUP BY n", "unknown column"},
+		{"SELECT sex, 100 * COUNT(*) AS x FROM t GROUP BY sex ORDER BY 100 * COUNT(*)", "ORDER BY must name"},
 		{"SELECT sex, COUNT(*) FROM t GROUP BY sex HAVING sex = 'F'", "HAVING must compare COUNT(*)"},
 		{"SELECT sex, COUNT(*) FROM t GROUP BY sex HAVING COUNT(*) > 'x'", "HAVING must compare COUNT(*)"},
 		{"SELECT sex, COUNT(*) FROM t GROUP BY sex HAVING SUM(age) > 1", "HAVING must compare COUNT(*)"},
@@ -501,6 +518,182 @@ func TestRouteReject(t *testing.T) {
 		}
 		if !strings.Contains(reason, c.reason) {
 			t.Errorf("%s: reason %q does not mention %q", c.sql, reason, c.reason)
+		}
+	}
+}
+
+// TestRouteEquivalentForms: every phrasing of one count query is routed,
+// and answers alike: GROUP BY positions and aliases, DISTINCT, COUNT of a
+// literal or of a column without NULLs; arithmetic on COUNT(*) with any
+// numeric literal is routed as an expression column, evaluated by
+// ExecOptions.Eval when given and sorted by its values.
+func TestRouteEquivalentForms(t *testing.T) {
+	model := randomModel(t, synRef.Domain, [][]int{{0, 1}, {1, 2}, {2, 3, 7}, {4, 5}, {5, 6}, {0, 6}}, 5)
+	run := func(q string, opts *ExecOptions) (*ModelQuery, [][]any) {
+		t.Helper()
+		mq, reason, ok := RouteSQL(q, synRef)
+		if !ok {
+			t.Fatalf("%s: not routed: %s", q, reason)
+		}
+		_, rows, err := mq.Execute(model, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return mq, rows
+	}
+	for _, forms := range [][]string{
+		{"SELECT sex, COUNT(*) FROM t GROUP BY sex",
+			"SELECT sex, COUNT(*) FROM t GROUP BY 1",
+			"SELECT sex AS s, COUNT(*) FROM t GROUP BY s",
+			"SELECT t.sex AS s, COUNT(*) FROM t GROUP BY (s)",
+			"SELECT DISTINCT sex, COUNT(*) FROM t GROUP BY sex",
+			"SELECT sex, COUNT(1) FROM t GROUP BY sex",
+			"SELECT sex, count('x') FROM t GROUP BY sex",
+			"SELECT sex, COUNT(age) FROM t GROUP BY sex",
+			"SELECT sex, COUNT(t.sex) FROM t GROUP BY sex"},
+		{"SELECT race, age, COUNT(*) FROM t WHERE sex = 'F' GROUP BY race, age ORDER BY 3 DESC, 1, 2 LIMIT 5",
+			"SELECT race AS r, age AS a, COUNT(*) AS n FROM t WHERE sex = 'F' GROUP BY a, r ORDER BY n DESC, r, a LIMIT 5",
+			"SELECT race, age, COUNT(*) FROM t WHERE sex = 'F' GROUP BY 2, 1 ORDER BY COUNT(1) DESC, race, age LIMIT 5"},
+	} {
+		_, want := run(forms[0], nil)
+		for _, q := range forms[1:] {
+			if _, got := run(q, nil); fmt.Sprint(got) != fmt.Sprint(want) {
+				t.Errorf("%s = %v\n%s = %v", q, got, forms[0], want)
+			}
+		}
+	}
+
+	// Arithmetic on counts, with any numeric literal.
+	_, counts := run("SELECT race, COUNT(*) FROM t GROUP BY race", nil)
+	_, total := run("SELECT COUNT(*) FROM t", nil)
+	T := float64(total[0][0].(int64))
+	for _, c := range []struct {
+		q string
+		f func(n float64) float64
+	}{
+		{"SELECT race, 100.0 * COUNT(*) / (SELECT COUNT(*) FROM t) FROM t GROUP BY race", func(n float64) float64 { return 100 * n / T }},
+		{"SELECT race, COUNT(*) / (SELECT COUNT(*) FROM t) * 100 FROM t GROUP BY race", func(n float64) float64 { return n / T * 100 }},
+		{"SELECT race, 2.5 * COUNT(*) FROM t GROUP BY race", func(n float64) float64 { return 2.5 * n }},
+		{"SELECT race, COUNT(*) + 1 FROM t GROUP BY race", func(n float64) float64 { return n + 1 }},
+		{"SELECT race, -COUNT(*) DIV 7 FROM t GROUP BY race", func(n float64) float64 { return math.Trunc(-n / 7) }},
+		{"SELECT race, MOD(COUNT(1), 7) FROM t GROUP BY race", func(n float64) float64 { return math.Mod(n, 7) }},
+		{"SELECT race, ROUND(100 * COUNT(*) / (SELECT COUNT(*) FROM db.t), 1) FROM t GROUP BY race", func(n float64) float64 { return math.Round(1000*n/T) / 10 }},
+		{"SELECT race, (SELECT COUNT(*) FROM t) - COUNT(*) FROM t GROUP BY race", func(n float64) float64 { return T - n }},
+	} {
+		mq, rows := run(c.q, nil)
+		if mq.Columns[1].Kind != ExprColumn {
+			t.Errorf("%s: column kind %v", c.q, mq.Columns[1].Kind)
+		}
+		if len(rows) != len(counts) {
+			t.Fatalf("%s: %d rows, want %d", c.q, len(rows), len(counts))
+		}
+		for i, r := range rows {
+			if want := c.f(float64(counts[i][1].(int64))); math.Abs(r[1].(float64)-want) > 1e-9 || r[0] != counts[i][0] {
+				t.Errorf("%s row %d: %v, want %v %v", c.q, i, r, counts[i][0], want)
+			}
+		}
+	}
+	// Division by zero is NULL.
+	if _, rows := run("SELECT COUNT(*) / 0 FROM t", nil); rows[0][0] != nil {
+		t.Errorf("COUNT(*) / 0 = %v", rows[0][0])
+	}
+
+	// Eval computes expression columns, and ORDER BY sorts by its values.
+	q := "SELECT race, 1000 - COUNT(*) AS x, 2 * COUNT(*) FROM t GROUP BY race ORDER BY x, COUNT(*) DESC"
+	var calls []int
+	opts := &ExecOptions{Eval: func(col int, count, total float64) (any, error) {
+		calls = append(calls, col)
+		if col == 1 {
+			return decimal.NewFromFloat(1000 - count), nil
+		}
+		return int64(2 * count), nil
+	}}
+	_, rows := run(q, opts)
+	for i := 1; i < len(rows); i++ {
+		if rows[i-1][1].(decimal.Decimal).GreaterThan(rows[i][1].(decimal.Decimal)) {
+			t.Errorf("%s: rows %v not sorted by x", q, rows)
+		}
+	}
+	if !slices.Contains(calls, 1) || !slices.Contains(calls, 2) {
+		t.Errorf("Eval called for columns %v", calls)
+	}
+	byCount := slices.Clone(counts)
+	slices.SortStableFunc(byCount, func(a, b []any) int { return cmpFloat(float64(b[1].(int64)), float64(a[1].(int64))) })
+	for i, r := range rows {
+		if r[0] != byCount[i][0] || r[2] != 2*byCount[i][1].(int64) {
+			t.Errorf("%s row %d: %v, want group %v of count %v", q, i, r, byCount[i][0], byCount[i][1])
+		}
+	}
+}
+
+// TestRouteLike: LIKE on text columns is routed when the reference gives a
+// matcher, per code and with NULL UNKNOWN, and answers as the equivalent
+// IN list does.
+func TestRouteLike(t *testing.T) {
+	model := randomModel(t, synRef.Domain, [][]int{{0, 1}, {1, 2}, {2, 3, 7}, {4, 5}, {5, 6}, {0, 6}}, 5)
+	ref := synRef
+	var escapes []rune
+	ref.Like = func(attr int, pattern string, escape rune) (func(string) bool, error) {
+		if attr != 0 && attr != 1 {
+			t.Errorf("LIKE matcher asked for attribute %d", attr)
+		}
+		escapes = append(escapes, escape)
+		// A test matcher: ASCII case-insensitive, % and _ only.
+		var b strings.Builder
+		b.WriteString("(?is)^")
+		for _, r := range pattern {
+			switch r {
+			case '%':
+				b.WriteString(".*")
+			case '_':
+				b.WriteString(".")
+			default:
+				b.WriteString(regexp.QuoteMeta(string(r)))
+			}
+		}
+		re, err := regexp.Compile(b.String() + "$")
+		if err != nil {
+			return nil, err
+		}
+		return re.MatchString, nil
+	}
+	answer := func(q string, r SyntheticRef) string {
+		t.Helper()
+		mq, reason, ok := RouteSQL(q, r)
+		if !ok {
+			t.Fatalf("%s: not routed: %s", q, reason)
+		}
+		_, rows, err := mq.Execute(model, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return fmt.Sprint(rows)
+	}
+	for like, in := range map[string]string{
+		"sex LIKE 'f%'":                         "sex IN ('F')",
+		"sex NOT LIKE 'F'":                      "sex IN ('M')",
+		"race LIKE '_' AND sex LIKE '%'":        "race IS NOT NULL",
+		"race NOT LIKE 'b' OR sex LIKE 'x%'":    "race IN ('a', 'c')",
+		"race LIKE NULL OR race LIKE 'A' ":      "race = 'a'",
+		"race LIKE 'c|%' ESCAPE '|' OR age > 3": "age > 3",
+	} {
+		q := "SELECT age, COUNT(*) FROM t WHERE %s GROUP BY age"
+		if got, want := answer(fmt.Sprintf(q, like), ref), answer(fmt.Sprintf(q, in), synRef); got != want {
+			t.Errorf("WHERE %s: %s\nWHERE %s: %s", like, got, in, want)
+		}
+	}
+	if !slices.Contains(escapes, '|') || !slices.Contains(escapes, '\\') {
+		t.Errorf("escapes %q", escapes)
+	}
+	for q, reason := range map[string]string{
+		"SELECT COUNT(*) FROM t WHERE age LIKE '1%'":             "text columns only",
+		"SELECT COUNT(*) FROM t WHERE 'F' LIKE sex":              "LIKE is not supported",
+		"SELECT COUNT(*) FROM t WHERE sex LIKE race":             "quoted string pattern",
+		"SELECT COUNT(*) FROM t WHERE sex LIKE 'F' ESCAPE 'ab'":  "one-character",
+		"SELECT COUNT(*) FROM t WHERE sex LIKE CONCAT('F', '%')": "quoted string pattern",
+	} {
+		if _, got, ok := RouteSQL(q, ref); ok || !strings.Contains(got, reason) {
+			t.Errorf("%s: routed %v, reason %q, want %q", q, ok, got, reason)
 		}
 	}
 }
@@ -768,6 +961,8 @@ func FuzzRoute(f *testing.F) {
 		"SELECT race AS r, COUNT(*) n, 100 * COUNT(*) / (SELECT COUNT(*) FROM t) FROM t GROUP BY race HAVING n > 3 ORDER BY n DESC, 1 LIMIT 2, 3",
 		"SELECT COUNT(*) / (SELECT COUNT(*) FROM db.t) FROM t WHERE age > 3 OR sex = 'F'",
 		"SELECT sex, COUNT(*) FROM t GROUP BY sex HAVING NOT COUNT(*) BETWEEN NULL AND 4 LIMIT 1 OFFSET 1",
+		"SELECT sex AS s, ROUND(-COUNT(1) DIV 3 % 2.5 / (SELECT COUNT(*) FROM t), 2) x FROM t GROUP BY s ORDER BY x DESC",
+		"SELECT DISTINCT race, TRUNCATE(COUNT(age) * 1e2, -1) FROM t GROUP BY 1 ORDER BY COUNT(*)",
 	) {
 		f.Add(s)
 	}
