@@ -105,8 +105,13 @@ func TestProcessStateOneLine(t *testing.T) {
 	if got, want := processState(p), "adult (0/3 partitions), synthesizing db.t: round 2, rho used 0.1 of 0.2, model 0.50 MB"; got != want {
 		t.Errorf("processState = %q, want %q", got, want)
 	}
-	if got := processState(sql.Process{Command: sql.ProcessCommandQuery}); got != "running" {
-		t.Errorf("processState of a bare query = %q", got)
+	for _, p := range []sql.Process{
+		{Command: sql.ProcessCommandQuery},
+		{Command: sql.ProcessCommandQuery, Progress: map[string]sql.TableProgress{"": sql.NewTableProgress("", 1)}}, // SELECT SLEEP(3)
+	} {
+		if got := processState(p); got != "running" {
+			t.Errorf("processState of a query without tables = %q", got)
+		}
 	}
 }
 

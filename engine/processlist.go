@@ -26,7 +26,7 @@ import (
 // a stray "(0/? partitions)". Here an entry whose name starts with
 // synthStatePrefix is shown as its name alone, GMS's own table-scan entries
 // as "name (done/total partitions)", joined by ", "; a thread running a
-// statement without progress entries is "running", as in GMS.
+// statement without (named) progress entries is "running", as in GMS.
 
 // visibleProcesses returns the threads the session's user may see.
 //
@@ -76,9 +76,10 @@ func processState(p sql.Process) string {
 	sort.Strings(names)
 	parts := make([]string, 0, len(names))
 	for _, name := range names {
-		if strings.HasPrefix(name, synthStatePrefix) {
+		switch {
+		case strings.HasPrefix(name, synthStatePrefix):
 			parts = append(parts, name)
-		} else {
+		case name != "": // GMS's entry for a query without tables has no name
 			parts = append(parts, p.Progress[name].String())
 		}
 	}
