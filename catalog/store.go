@@ -415,6 +415,16 @@ func (s *Store) StoreGrants(ctx context.Context, data []byte) error {
 	return nil
 }
 
+// DatabaseName returns the name of database db as created (names compare
+// case-insensitively), or false if there is none.
+func (s *Store) DatabaseName(db string) (name string, ok bool, err error) {
+	err = s.db.View(func(tx *bbolt.Tx) error {
+		name, ok, err = databaseName(tx, db)
+		return err
+	})
+	return name, ok, err
+}
+
 // TableID returns the stable ID of table in database db (names are matched
 // case-insensitively). ok is false if there is no such table.
 func (s *Store) TableID(db, table string) (id uint64, ok bool, err error) {

@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/dolthub/go-mysql-server/sql"
 	"github.com/dolthub/go-mysql-server/sql/expression"
@@ -251,6 +252,25 @@ func (t *Table) RowCount(ctx *sql.Context) (uint64, bool, error) {
 		return err
 	})
 	return n, true, err
+}
+
+// CreateTime returns when the table was created (to the second, in UTC),
+// or false for a table created before dpsql recorded it.
+func (t *Table) CreateTime() (time.Time, bool, error) {
+	var sec uint64
+	err := t.s.db.View(func(tx *bbolt.Tx) error {
+		tb := tableBucket(tx, t.meta.id)
+		if tb == nil {
+			return ErrSchemaChanged
+		}
+		v, err := getV(tb, keyCreated, tableRecordWhat(t.meta.id, "creation time"))
+		sec = getU64(v)
+		return err
+	})
+	if err != nil || sec == 0 {
+		return time.Time{}, false, err
+	}
+	return time.Unix(int64(sec), 0).UTC(), true, nil
 }
 
 // DataLength implements sql.StatisticsTable. It is an estimate.

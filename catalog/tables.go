@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"sort"
+	"time"
 
 	"github.com/dolthub/go-mysql-server/sql"
 	"go.etcd.io/bbolt"
@@ -21,6 +22,8 @@ import (
 //	    db      = database name
 //	    count   = row count (8)
 //	    autoinc = next AUTO_INCREMENT value (8)
+//	    created = creation time, Unix seconds (8); absent for tables
+//	              created before dpsql recorded it
 //	    rows<layout(8)>/<key> = encoded row
 //
 // The rows bucket is named after the layout, so a schema change writes a new
@@ -31,6 +34,7 @@ var (
 	keyDB       = []byte("db")
 	keyCount    = []byte("count")
 	keyAutoInc  = []byte("autoinc")
+	keyCreated  = []byte("created")
 	bucketTbls  = []byte("tables")
 	bucketViews = []byte("views")
 )
@@ -191,6 +195,7 @@ func (s *Store) createTableTx(tx *bbolt.Tx, db, name string, sch sql.PrimaryKeyS
 	}
 	for _, kv := range [][2][]byte{
 		{keyMeta, enc}, {keyDB, []byte(db)}, {keyCount, u64(0)}, {keyAutoInc, u64(1)},
+		{keyCreated, u64(uint64(time.Now().Unix()))},
 	} {
 		if err := putV(tb, kv[0], kv[1]); err != nil {
 			return 0, fmt.Errorf("catalog: create table %s: %w", name, err)

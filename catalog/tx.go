@@ -187,6 +187,24 @@ func (tx *Tx) TableID(db, table string) (uint64, bool) {
 	return id, ok
 }
 
+// TableByID returns the database and name of the table with stable ID id,
+// or false if there is none (it was dropped).
+func (tx *Tx) TableByID(id uint64) (db, name string, ok bool, err error) {
+	tb := tableBucket(tx.tx, id)
+	if tb == nil {
+		return "", "", false, nil
+	}
+	d, err := getV(tb, keyDB, tableRecordWhat(id, "database name"))
+	if err != nil {
+		return "", "", false, err
+	}
+	m, err := tx.s.meta(tx.tx, id)
+	if err != nil {
+		return "", "", false, err
+	}
+	return string(d), m.name, true, nil
+}
+
 // CreateDatabase creates database name.
 func (tx *Tx) CreateDatabase(name string) error { return createDatabaseTx(tx.tx, name) }
 
@@ -257,10 +275,16 @@ func asUint64OrInt(v any) (uint64, bool) {
 // its rows and any metadata extra writes become visible together or not at
 // all. It returns the new table's stable ID.
 func (s *Store) CreateTableWithRows(ctx context.Context, db, name string, schema sql.PrimaryKeySchema, rows []sql.Row, extra func(*Tx) error) (uint64, error) {
+	return s.CreateCommentedTableWithRows(ctx, db, name, schema, "", rows, extra)
+}
+
+// CreateCommentedTableWithRows is CreateTableWithRows for a table with a
+// comment (its TABLE_COMMENT, shown by SHOW CREATE TABLE).
+func (s *Store) CreateCommentedTableWithRows(ctx context.Context, db, name string, schema sql.PrimaryKeySchema, comment string, rows []sql.Row, extra func(*Tx) error) (uint64, error) {
 	var id uint64
 	err := s.Update(ctx, func(tx *Tx) error {
 		var err error
-		if id, err = tx.CreateTable(db, name, schema, sql.Collation_Default, ""); err != nil {
+		if id, err = tx.CreateTable(db, name, schema, sql.Collation_Default, comment); err != nil {
 			return err
 		}
 		if err := tx.InsertRows(db, name, rows); err != nil {

@@ -113,9 +113,16 @@ type dpAuthHandler struct {
 	cat sql.Catalog
 }
 
-// HandleAuth implements sql.AuthorizationHandler.
+// HandleAuth implements sql.AuthorizationHandler. Besides the dpsql
+// procedures, it admits SHOW PROCESSLIST (the only statement whose
+// AuthType is PROCESS) for every user: as in MySQL, a user without the
+// PROCESS privilege sees their own threads only, which dpsql's node for the
+// statement enforces (processlist.go).
 func (h dpAuthHandler) HandleAuth(ctx *sql.Context, state sql.AuthorizationQueryState, auth ast.AuthInformation) error {
 	if auth.AuthType == ast.AuthType_CALL && len(auth.TargetNames) == 3 && h.isDPProcedure(ctx, auth.TargetNames[1], auth.TargetNames[2]) {
+		return nil
+	}
+	if auth.AuthType == ast.AuthType_PROCESS {
 		return nil
 	}
 	return h.AuthorizationHandler.HandleAuth(ctx, state, auth)

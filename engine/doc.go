@@ -79,7 +79,17 @@
 // views its user holds no privilege on do not exist in any enumeration
 // (isolation.go), serves information_schema with one table value per
 // lookup (isolation_infoschema.go), and guards LOAD_FILE; an analyzer rule
-// adds MySQL's FILE, SUPER and PROCESS checks that GMS lacks.
+// adds MySQL's FILE and SUPER checks that GMS lacks. SHOW PROCESSLIST and
+// information_schema.processlist show a user their own threads only, all
+// of them to PROCESS holders (processlist.go).
+//
+// # Client compatibility
+//
+// compat.go makes the server look like one MySQL 8.0 server to client
+// tools: one version string, real uptime and table creation times, SHOW
+// ERRORS, (no) events, SHOW GRANTS for every user with their SYNTHESIZE
+// grants, and a SHOW DATABASES that mysqldump --all-databases can dump and
+// reload (diagnostics.go records the errors SHOW ERRORS shows).
 //
 // # Authentication
 //

@@ -95,12 +95,13 @@ func build(ctx context.Context, cfg Config, dataDir string, st Storage) (*Engine
 	e.internalID.Store(1 << 31)
 
 	pro := newProvider(st.Provider(), e.procedures())
+	pro.dropped = func(ctx *sql.Context, name string) error { return e.dropDatabaseGrants(ctx, name) }
 	e.sqle = sqle.New(newAnalyzer(pro), &sqle.Config{})
 	e.sqle.Parser = newParser(e)
 	e.initAnswers(pro)
 	e.isolate(pro)
 
-	if err := setSystemVariables(dataDir); err != nil {
+	if err := setSystemVariables(dataDir, cfg.Version); err != nil {
 		return nil, err
 	}
 	if err := e.loadUsers(ctx); err != nil {
@@ -148,11 +149,14 @@ const secureFilesDir = "secure-files"
 // on: secure_file_priv confines server-side file access (and silences GMS's
 // startup warning about it being empty); local_infile allows LOAD DATA
 // LOCAL INFILE, which reads a file the client sends (the client must opt
-// in, and the user needs INSERT on the table).
-func setSystemVariables(dataDir string) error {
+// in, and the user needs INSERT on the table); version (VERSION(),
+// @@version) and version_comment identify dpsql (compat.go).
+func setSystemVariables(dataDir, release string) error {
 	err := sql.SystemVariables.AssignValues(map[string]any{
 		"secure_file_priv": filepath.Join(dataDir, secureFilesDir),
 		"local_infile":     int8(1),
+		"version":          ServerVersion,
+		"version_comment":  versionComment(release),
 	})
 	if err != nil {
 		return ErrInternal.Wrap(err, "setting system variables")
@@ -183,10 +187,11 @@ func (e *Engine) newServer(ln net.Listener) error {
 	srv, err := server.NewServerWithHandler(server.Config{
 		Protocol:               "tcp",
 		Address:                ln.Addr().String(),
+		Version:                ServerVersion,
 		Listener:               ln,
 		TLSConfig:              tlsCfg,
 		RequireSecureTransport: e.cfg.RequireTLS,
-	}, e.sqle, sql.NewContext, e.newConnSession, nil, watchDisconnects(e.log, e.routePrepared))
+	}, e.sqle, sql.NewContext, e.newConnSession, nil, e.recordErrors(watchDisconnects(e.log, e.routePrepared)))
 	if err != nil {
 		return ErrListen.Wrap(err, "cannot start server on %s", ln.Addr())
 	}

@@ -127,6 +127,16 @@ var (
 	// ErrNoSuchGrant: REVOKE SYNTHESIZE names a grant that does not exist
 	// (MySQL ER_NONEXISTING_GRANT).
 	ErrNoSuchGrant = &Kind{"no such grant", mysql.ERNonExistingGrant, mysql.SSClientError}
+	// ErrNoSuchDatabase: a statement names a database that does not exist
+	// (MySQL ER_BAD_DB_ERROR).
+	ErrNoSuchDatabase = &Kind{"no such database", mysql.ERBadDb, mysql.SSClientError}
+	// ErrDBAccessDenied: the user may not do this on the database (MySQL
+	// ER_DBACCESS_DENIED_ERROR); also given for a missing database, so
+	// that probing reveals nothing.
+	ErrDBAccessDenied = &Kind{"database access denied", mysql.ERDBAccessDenied, mysql.SSClientError}
+	// ErrNoDatabase: the statement needs a current database and there is
+	// none (MySQL ER_NO_DB_ERROR).
+	ErrNoDatabase = &Kind{"no database selected", mysql.ERNoDb, mysql.SSNoDB}
 	// ErrNoSuchColumn: a statement names a column the table does not have
 	// (MySQL ER_BAD_FIELD_ERROR).
 	ErrNoSuchColumn = &Kind{"no such column", mysql.ERBadFieldError, mysql.SSBadFieldError}

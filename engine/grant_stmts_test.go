@@ -171,3 +171,55 @@ func TestCallNeedsNoExecute(t *testing.T) {
 		t.Error("CALL of an unknown procedure succeeded")
 	}
 }
+
+// TestDatabaseGrantLifecycle: a SYNTHESIZE grant on db.* is an owner's of
+// the database to give, persists, follows its account and its database,
+// and a mixed GRANT that is refused in part grants nothing.
+func TestDatabaseGrantLifecycle(t *testing.T) {
+	f := newDPFixture(t)
+	// The table's owner does not own the database.
+	f.wantCode("owner", "GRANT SYNTHESIZE ON raw.* TO analyst", mysql.ERDBAccessDenied)
+	f.wantCode("stranger", "GRANT SYNTHESIZE ON nosuch.* TO analyst", mysql.ERDBAccessDenied)
+	f.wantCode("root", "GRANT SYNTHESIZE ON nosuch.* TO analyst", mysql.ERBadDb)
+	f.mustExec("root", "GRANT SYNTHESIZE ON raw.* TO analyst")
+	f.mustExec("root", "GRANT SYNTHESIZE ON raw.* TO stranger")
+	f.reopen()
+	f.wantCode("analyst", "SHOW DOMAIN FOR raw.t", 0)
+	f.mustExec("root", "CREATE TABLE raw.u (id INT PRIMARY KEY)")
+	f.wantCode("analyst", "SHOW DOMAIN FOR raw.u", 0)
+
+	// Dropped accounts lose it.
+	f.mustExec("root", "DROP USER stranger")
+	f.mustExec("root", "CREATE USER stranger IDENTIFIED BY 'new'")
+	f.wantCode("stranger", "SHOW DOMAIN FOR raw.t", mysql.ERNoSuchTable)
+
+	// The table's owner may not grant INSERT: nothing is granted.
+	f.wantCode("owner", "GRANT INSERT, SYNTHESIZE ON raw.t TO stranger", 1105)
+	f.wantCode("stranger", "SHOW DOMAIN FOR raw.t", mysql.ERNoSuchTable)
+	f.mustExec("owner", "GRANT SELECT, SYNTHESIZE ON raw.t TO stranger")
+	f.wantCode("stranger", "SELECT COUNT(*) FROM raw.t", 0)
+	f.mustExec("owner", "REVOKE SELECT, SYNTHESIZE ON raw.t FROM stranger")
+	f.wantCode("stranger", "SHOW DOMAIN FOR raw.t", mysql.ERNoSuchTable)
+
+	// A dropped database takes its grants along, also when the server
+	// stopped before deleting them.
+	f.mustExec("root", "DROP DATABASE raw")
+	f.mustExec("root", "CREATE DATABASE raw")
+	f.mustExec("root", "CREATE TABLE raw.t (id INT PRIMARY KEY)")
+	f.wantCode("analyst", "SHOW DOMAIN FOR raw.t", mysql.ERNoSuchTable)
+	rec, _ := json.Marshal(grantRecord{DB: "gone", User: "analyst", Host: "%"})
+	err := f.e.dp.cat.Update(context.Background(), func(tx *catalog.Tx) error {
+		return tx.Put(dbGrantsBucket, dbGrantKey("gone", "analyst", "%"), rec)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.reopen()
+	n := 0
+	f.e.dp.cat.View(context.Background(), func(tx *catalog.Tx) error {
+		return tx.ForEach(dbGrantsBucket, func(k, v []byte) error { n++; return nil })
+	})
+	if n != 0 {
+		t.Errorf("%d database grants left after their databases were dropped", n)
+	}
+}

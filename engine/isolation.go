@@ -2,7 +2,6 @@ package engine
 
 import (
 	"fmt"
-	"strings"
 
 	"github.com/dolthub/go-mysql-server/sql"
 	"github.com/dolthub/go-mysql-server/sql/analyzer"
@@ -31,8 +30,9 @@ import (
 // check, needs the FILE privilege, as in MySQL: otherwise any user could
 // read files an owner exported with SELECT ... INTO OUTFILE. An analyzer
 // rule (checkPrivilegedNodes) adds the other checks GMS lacks: FILE for
-// INTO OUTFILE, SUPER for SET GLOBAL, PROCESS for
-// information_schema.processlist.
+// INTO OUTFILE, SUPER for SET GLOBAL. SHOW PROCESSLIST and
+// information_schema.processlist show a user without PROCESS their own
+// threads only (processlist.go).
 
 // tableFilter returns, for the session of ctx and database db, a function
 // reporting whether a table or view of db is visible to the session.
@@ -135,11 +135,14 @@ func (d isolatedDB) AllViews(ctx *sql.Context) ([]sql.ViewDefinition, error) {
 func (e *Engine) isolate(pro *provider) {
 	cat := e.sqle.Analyzer.Catalog
 	if _, done := cat.InfoSchema.(infoSchemaDB); !done {
-		cat.InfoSchema = infoSchemaDB{cat.InfoSchema}
+		cat.InfoSchema = infoSchemaDB{Database: cat.InfoSchema, e: e}
 	}
 	for _, b := range e.sqle.Analyzer.Batches {
 		if b.Desc == "once-before" {
-			b.Rules = append([]analyzer.Rule{{Id: ruleIsolationPrivileges, Apply: e.checkPrivilegedNodes}}, b.Rules...)
+			b.Rules = append([]analyzer.Rule{
+				{Id: ruleIsolationPrivileges, Apply: e.checkPrivilegedNodes},
+				{Id: ruleClientCompat, Apply: e.compatNodes},
+			}, b.Rules...)
 		}
 	}
 	pro.visible = e.visibleTables
@@ -155,10 +158,8 @@ const ruleIsolationPrivileges analyzer.RuleId = 10100
 
 // checkPrivilegedNodes refuses what GMS v0.20.0 runs without the privilege
 // MySQL requires: writing a server file (SELECT ... INTO OUTFILE or
-// DUMPFILE) without FILE, setting a global or persisted system variable
-// without SUPER, and reading information_schema.processlist, which shows
-// the text of every connection's statement (an owner's INSERT of raw
-// values, say), without PROCESS.
+// DUMPFILE) without FILE, and setting a global or persisted system
+// variable without SUPER.
 func (e *Engine) checkPrivilegedNodes(ctx *sql.Context, _ *analyzer.Analyzer, n sql.Node, _ *plan.Scope, _ analyzer.RuleSelector, _ *sql.QueryFlags) (sql.Node, transform.TreeIdentity, error) {
 	return n, transform.SameTree, e.checkNode(ctx, n)
 }
@@ -191,11 +192,6 @@ func (e *Engine) checkOne(ctx *sql.Context, n sql.Node) error {
 	case *plan.Into:
 		if (n.Outfile != "" || n.Dumpfile != "") && !e.hasFilePrivilege(ctx) {
 			return denied(ctx, "FILE", "SELECT ... INTO OUTFILE")
-		}
-	case *plan.ResolvedTable:
-		if db := n.Database(); db != nil && strings.EqualFold(db.Name(), "information_schema") &&
-			strings.EqualFold(n.Name(), "processlist") && !e.hasGlobalPrivilege(ctx, sql.PrivilegeType_Process) {
-			return denied(ctx, "PROCESS", "information_schema.processlist")
 		}
 	case *plan.Set:
 		for _, x := range n.Exprs {

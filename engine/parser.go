@@ -17,7 +17,8 @@ var _ sql.Parser = (*parser)(nil)
 // dpparse, after leading comments) become injected plan nodes, everything
 // else goes to the MySQL parser. Multi-statement scripts may mix both.
 // COUNT queries on synthetic tables that their models answer become
-// injected nodes too (route, answer_route.go).
+// injected nodes too (route, answer_route.go), and so do the MySQL
+// statements dpsql serves itself for clients (clientStatement, compat.go).
 type parser struct {
 	e     *Engine
 	mysql *sql.MysqlParser
@@ -49,7 +50,7 @@ func (p *parser) ParseWithOptions(ctx context.Context, query string, delimiter r
 		if err != nil {
 			return mstmt, parsed, rest, err
 		}
-		return p.route(ctx, mstmt, parsed), parsed, rest, nil
+		return p.route(ctx, p.e.clientStatement(ctx, mstmt), parsed), parsed, rest, nil
 	}
 	if err != nil {
 		return failed(ErrSyntax.Wrap(err, "")), query, "", nil
@@ -70,7 +71,11 @@ func (p *parser) ParseWithOptions(ctx context.Context, query string, delimiter r
 func (p *parser) ParseOneWithOptions(ctx context.Context, query string, options ast.ParserOptions) (ast.Statement, int, error) {
 	stmt, n, ok, err := dpparse.Parse(query)
 	if !ok {
-		return p.mysql.ParseOneWithOptions(ctx, query, options)
+		mstmt, n, err := p.mysql.ParseOneWithOptions(ctx, query, options)
+		if err != nil {
+			return mstmt, n, err
+		}
+		return p.e.clientStatement(ctx, mstmt), n, nil
 	}
 	if err != nil {
 		return failed(ErrSyntax.Wrap(err, "")), len(query), nil

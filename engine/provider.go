@@ -27,6 +27,9 @@ type provider struct {
 	// tableFunctions are dpsql's table functions (dp_marginal), by
 	// lower-case name.
 	tableFunctions map[string]sql.TableFunction
+	// dropped, if set, runs after a database is dropped: the engine deletes
+	// what it keeps about it elsewhere (SYNTHESIZE grants on db.*).
+	dropped func(ctx *sql.Context, name string) error
 }
 
 // newProvider wraps inner and registers procs.
@@ -54,6 +57,17 @@ func (p *provider) AllDatabases(ctx *sql.Context) []sql.Database {
 		dbs[i] = isolate(db, p.visible)
 	}
 	return dbs
+}
+
+// DropDatabase implements sql.MutableDatabaseProvider.
+func (p *provider) DropDatabase(ctx *sql.Context, name string) error {
+	if err := p.MutableDatabaseProvider.DropDatabase(ctx, name); err != nil {
+		return err
+	}
+	if p.dropped != nil {
+		return p.dropped(ctx, name)
+	}
+	return nil
 }
 
 // Function implements sql.FunctionProvider; it takes precedence over GMS's

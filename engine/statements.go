@@ -50,6 +50,8 @@ func (e *Engine) plan(stmt dpparse.Statement) (statementNode, ast.AuthInformatio
 		return e.grantSynthesizeNode(s), authAnyone, nil
 	case *dpparse.RevokeSynthesize:
 		return e.revokeSynthesizeNode(s), authAnyone, nil
+	case *dpparse.ShowSynthesizeGrants:
+		return e.showSynthesizeGrantsNode(s), authAnyone, nil
 	case *dpparse.CreateSynthetic:
 		return newCreateSynthetic(e, s), authAnyone, nil
 	case *dpparse.ShowSyntheticTables:

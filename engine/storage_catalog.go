@@ -2,6 +2,7 @@ package engine
 
 import (
 	"errors"
+	"time"
 
 	"github.com/dolthub/go-mysql-server/sql"
 
@@ -94,10 +95,13 @@ func wrapCatalogDB(db sql.Database) sql.Database {
 var (
 	_ sql.TriggerDatabase         = catalogDB{}
 	_ sql.StoredProcedureDatabase = catalogDB{}
+	_ sql.EventDatabase           = catalogDB{}
 )
 
-// catalogDB is a catalog database with no triggers and no stored
-// procedures. Embedding the concrete type keeps every other capability.
+// catalogDB is a catalog database with no triggers, no stored procedures
+// and no events. Embedding the concrete type keeps every other capability.
+// Without the event methods, PrivilegedDatabase fails SHOW EVENTS (and so
+// mysqldump --events) and information_schema.EVENTS.
 type catalogDB struct {
 	*catalog.Database
 }
@@ -134,3 +138,34 @@ func (d catalogDB) SaveStoredProcedure(*sql.Context, sql.StoredProcedureDetails)
 func (d catalogDB) DropStoredProcedure(*sql.Context, string) error {
 	return sql.ErrStoredProceduresNotSupported.New(d.Name())
 }
+
+// GetEvent implements sql.EventDatabase: there are none.
+func (catalogDB) GetEvent(*sql.Context, string) (sql.EventDefinition, bool, error) {
+	return sql.EventDefinition{}, false, nil
+}
+
+// GetEvents implements sql.EventDatabase.
+func (catalogDB) GetEvents(*sql.Context) ([]sql.EventDefinition, any, error) { return nil, nil, nil }
+
+// SaveEvent implements sql.EventDatabase.
+func (d catalogDB) SaveEvent(*sql.Context, sql.EventDefinition) (bool, error) {
+	return false, sql.ErrEventsNotSupported.New(d.Name())
+}
+
+// DropEvent implements sql.EventDatabase.
+func (d catalogDB) DropEvent(*sql.Context, string) error {
+	return sql.ErrEventsNotSupported.New(d.Name())
+}
+
+// UpdateEvent implements sql.EventDatabase.
+func (d catalogDB) UpdateEvent(*sql.Context, string, sql.EventDefinition) (bool, error) {
+	return false, sql.ErrEventsNotSupported.New(d.Name())
+}
+
+// UpdateLastExecuted implements sql.EventDatabase.
+func (d catalogDB) UpdateLastExecuted(*sql.Context, string, time.Time) error {
+	return sql.ErrEventsNotSupported.New(d.Name())
+}
+
+// NeedsToReloadEvents implements sql.EventDatabase.
+func (catalogDB) NeedsToReloadEvents(*sql.Context, any) (bool, error) { return false, nil }

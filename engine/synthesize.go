@@ -541,7 +541,7 @@ func (e *Engine) runSynthetic(ctx *sql.Context, r *synthRequest) (_ *catalog.Syn
 	failpoint(failpointAfterReserve)
 	log.Info("synthesis started", "rho", res.Rho(), "ledger_entry", res.ID())
 	start := time.Now()
-	prog := newSynthProgress(ctx, log, target, res.Rho())
+	prog := newSynthProgress(ctx, log, r.target.DB+"."+r.target.Name, res.Rho(), r.mech.Output() != synth.AnswersOnly)
 	defer prog.done()
 
 	// Before the scan: a cancelled statement is refunded.
@@ -558,6 +558,7 @@ func (e *Engine) runSynthetic(ctx *sql.Context, r *synthRequest) (_ *catalog.Syn
 	if err != nil {
 		return nil, e.failReservation(res, true, "reading the source failed", classify(ctx, err, ErrInternal))
 	}
+	prog.set(synthState(prog.target, synth.Status{Phase: "init"}, prog.rho, prog.rows))
 
 	// The charge is ρ rounded up to the ledger's unit, or exactly what
 	// remained when that was asked for; the mechanism runs at the requested
@@ -570,6 +571,7 @@ func (e *Engine) runSynthetic(ctx *sql.Context, r *synthRequest) (_ *catalog.Syn
 	if err != nil {
 		return nil, e.failReservation(res, true, "mechanism failed", classify(ctx, err, ErrMechanism))
 	}
+	prog.writing()
 	rec, rows, sch, model, release, err := e.prepareRelease(ctx, r, out, decodeNoise)
 	if err != nil {
 		return nil, e.failReservation(res, true, "preparing the release failed", classify(ctx, err, ErrInternal))
@@ -589,7 +591,7 @@ func (e *Engine) runSynthetic(ctx *sql.Context, r *synthRequest) (_ *catalog.Syn
 	if err := res.Commit(note); err != nil {
 		return nil, e.ledgerError(err)
 	}
-	id, err := e.dp.cat.CreateTableWithRows(wctx, r.target.DB, r.target.Name, sql.NewPrimaryKeySchema(sch), rows, func(tx *catalog.Tx) error {
+	id, err := e.dp.cat.CreateCommentedTableWithRows(wctx, r.target.DB, r.target.Name, sql.NewPrimaryKeySchema(sch), syntheticComment(r), rows, func(tx *catalog.Tx) error {
 		id, ok := tx.TableID(r.target.DB, r.target.Name)
 		if !ok {
 			return fmt.Errorf("new table %s not found in its own transaction", target)
@@ -615,6 +617,19 @@ func (e *Engine) runSynthetic(ctx *sql.Context, r *synthRequest) (_ *catalog.Syn
 	log.Info("synthetic table created", "rows", rec.Rows, "rounds", rec.Rounds, "rho_used", out.RhoUsed,
 		"model_mb", rec.ModelSize, "took", time.Since(start).Round(time.Millisecond))
 	return rec, nil
+}
+
+// syntheticComment is the TABLE_COMMENT of the table r creates: what it
+// is, e.g. "dpsql synthetic copy of demo.census (aim, epsilon=1,
+// delta=1e-09)". Whoever may see the table may also learn its source and
+// parameters from SHOW SYNTHETIC TABLES.
+func syntheticComment(r *synthRequest) string {
+	what := "synthetic copy"
+	if r.mech.Output() == synth.AnswersOnly {
+		what = "noisy answers"
+	}
+	return fmt.Sprintf("dpsql %s of %s.%s (%s, epsilon=%s, delta=%s)", what, r.src.DB, r.src.Name, r.mech.Name(),
+		strconv.FormatFloat(r.epsilon, 'g', -1, 64), strconv.FormatFloat(r.delta, 'g', -1, 64))
 }
 
 // recoverCharged turns a panic during a charged synthesis into a failed
@@ -726,28 +741,30 @@ func (e *Engine) grantCreatorRead(wctx context.Context, ctx *sql.Context, r *syn
 	return err
 }
 
-// synthProgress shows a running synthesis in SHOW PROCESSLIST (the State
-// column of the statement's connection) and in the server log, one line
-// per round.
+// synthProgress shows a running synthesis in SHOW PROCESSLIST and
+// information_schema.processlist (the State of the statement's thread, one
+// line, see synthState) and in the server log, one line per round.
 type synthProgress struct {
 	ctx    *sql.Context
 	log    interface{ Info(string, ...any) }
-	target string
+	target string // db.t
 	rho    float64
+	rows   bool   // the mechanism releases rows: sampling follows its final estimation
 	name   string // the current progress entry
 }
 
-func newSynthProgress(ctx *sql.Context, log interface{ Info(string, ...any) }, target string, rho float64) *synthProgress {
-	p := &synthProgress{ctx: ctx, log: log, target: target, rho: rho}
-	p.set("synthesizing " + target + ": reading the source")
+func newSynthProgress(ctx *sql.Context, log interface{ Info(string, ...any) }, target string, rho float64, rows bool) *synthProgress {
+	p := &synthProgress{ctx: ctx, log: log, target: target, rho: rho, rows: rows}
+	p.set(synthStatePrefix + target + ": reading the source")
 	return p
 }
 
-// set replaces the statement's progress entry. GMS shows an entry's name
-// followed by its count, so the name carries the status.
+// set replaces the statement's progress entry. The process list shows a
+// progress entry whose name starts with synthStatePrefix as its name
+// alone (processlist.go), so the name is the State.
 func (p *synthProgress) set(name string) {
 	pl := p.ctx.ProcessList
-	if pl == nil {
+	if pl == nil || name == p.name {
 		return
 	}
 	pid := p.ctx.Pid()
@@ -760,14 +777,49 @@ func (p *synthProgress) set(name string) {
 
 // report is the mechanism's progress callback.
 func (p *synthProgress) report(s synth.Status) {
-	p.set(fmt.Sprintf("synthesizing %s: %s, round %d, rho used %s of %s, model %.2f MB",
-		p.target, s.Phase, s.Round, strconv.FormatFloat(s.RhoUsed, 'g', 4, 64), strconv.FormatFloat(p.rho, 'g', 4, 64), s.ModelSize))
-	p.log.Info("synthesis progress", "phase", s.Phase, "round", s.Round, "rho_used", s.RhoUsed, "rho", p.rho, "model_mb", s.ModelSize)
+	p.set(synthState(p.target, s, p.rho, p.rows))
+	if s.Iters == 0 {
+		p.log.Info("synthesis progress", "phase", s.Phase, "round", s.Round, "rho_used", s.RhoUsed, "rho", p.rho, "model_mb", s.ModelSize)
+	}
 }
+
+// writing shows that the mechanism is done and the release is being
+// written.
+func (p *synthProgress) writing() { p.set(synthStatePrefix + p.target + ": writing the table") }
 
 // done removes the progress entry.
 func (p *synthProgress) done() {
 	if p.ctx.ProcessList != nil && p.name != "" {
 		p.ctx.ProcessList.RemoveTableProgress(p.ctx.Pid(), p.name)
 	}
+}
+
+// synthStatePrefix starts the State of a thread running CREATE SYNTHETIC
+// TABLE.
+const synthStatePrefix = "synthesizing "
+
+// synthState is the State of a synthesis into target (db.t) that reported
+// s, with rho charged. One line, documented in README.md:
+//
+//	synthesizing db.t: round N, rho used x of y, model z MB
+//	synthesizing db.t: final estimation, iteration i of n, rho used x of y, model z MB
+//	synthesizing db.t: sampling rows, rho used x of y, model z MB
+//
+// Round 0 is the initial measurement, from the end of the scan to the first
+// round. Before, the State says "reading the source", after the mechanism
+// "writing the table".
+func synthState(target string, s synth.Status, rho float64, rows bool) string {
+	var what string
+	switch {
+	case s.Iters > 0:
+		what = fmt.Sprintf("final estimation, iteration %d of %d", s.Iter, s.Iters)
+	case s.Phase == "init" || s.Phase == "round":
+		what = fmt.Sprintf("round %d", s.Round)
+	case s.Phase == "final" && rows:
+		what = "sampling rows"
+	default:
+		return synthStatePrefix + target + ": writing the table"
+	}
+	return fmt.Sprintf("%s%s: %s, rho used %s of %s, model %.2f MB", synthStatePrefix, target, what,
+		strconv.FormatFloat(s.RhoUsed, 'g', 4, 64), strconv.FormatFloat(rho, 'g', 4, 64), s.ModelSize)
 }

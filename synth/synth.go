@@ -94,6 +94,24 @@ type Status struct {
 	Round     int     // current round (0 during init)
 	RhoUsed   float64 // ρ consumed so far
 	ModelSize float64 // current model size in MB (0 if no model yet)
+	// Iter and Iters report the final estimation while it runs: Phase
+	// "final", Iter of Iters iterations done. Iters is 0 in every other
+	// report, including the "final" one made when the estimation is over.
+	Iter, Iters int
+}
+
+// FinalProgress returns the progress callback (pgm.EstimateOptions) of a
+// mechanism's final estimation, which reports it as Phase "final"
+// statuses with its iterations; nil if in.Progress is nil. round and
+// rhoUsed are the values of the report that follows the estimation.
+func (in *Input) FinalProgress(round int, rhoUsed float64) func(pgm.EstimateProgress) {
+	if in.Progress == nil {
+		return nil
+	}
+	return func(p pgm.EstimateProgress) {
+		in.Progress(Status{Phase: "final", Round: round, RhoUsed: rhoUsed, ModelSize: p.ModelSize,
+			Iter: p.Iter, Iters: max(p.Iters, 1)})
+	}
 }
 
 // Measurement is one released noisy measurement: Y = Q·M_Attrs(D) + noise

@@ -186,7 +186,7 @@ func TestSynthesizeKillQuery(t *testing.T) {
 			}
 		}
 	}
-	if !strings.Contains(state, "synthesizing `synthetic`.`k`") || !strings.Contains(state, "rho used") || !strings.Contains(state, "model") {
+	if !strings.Contains(state, "synthesizing synthetic.k: ") || !strings.Contains(state, "rho used") || !strings.Contains(state, "model") {
 		t.Errorf("process state %q lacks the round, ρ used or model size", state)
 	}
 	mustExec(t, root, fmt.Sprintf("KILL QUERY %d", id))

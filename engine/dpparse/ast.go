@@ -3,6 +3,7 @@ package dpparse
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -27,6 +28,7 @@ var (
 	_ Statement = (*ShowDomain)(nil)
 	_ Statement = (*GrantSynthesize)(nil)
 	_ Statement = (*RevokeSynthesize)(nil)
+	_ Statement = (*ShowSynthesizeGrants)(nil)
 	_ Statement = (*ShowSyntheticTables)(nil)
 	_ Statement = (*ShowMechanisms)(nil)
 	_ Statement = (*ShowErrorBounds)(nil)
@@ -347,24 +349,62 @@ type ShowDomain struct {
 
 func (s *ShowDomain) String() string { return "SHOW DOMAIN FOR " + s.Table.String() }
 
-// GrantSynthesize is GRANT SYNTHESIZE ON t TO user[@host].
+// GrantSynthesize is GRANT [privileges, ]SYNTHESIZE ON target TO
+// user[@host], where target is a table or db.* (AllTables: every table of
+// the database, current and future; Table.DB is "" for the current
+// database and Table.Name is empty).
 type GrantSynthesize struct {
-	Table   TableName
-	Account Account
+	Table     TableName
+	AllTables bool
+	Account   Account
+	// Others are the MySQL privileges granted with SYNTHESIZE, as written
+	// ("SELECT", "INSERT (a, b)").
+	Others []string
 }
 
 func (s *GrantSynthesize) String() string {
-	return fmt.Sprintf("GRANT SYNTHESIZE ON %s TO %s", s.Table, s.Account)
+	return fmt.Sprintf("GRANT %s ON %s TO %s", privilegeList(s.Others), GrantTarget(s.Table, s.AllTables), s.Account)
 }
 
-// RevokeSynthesize is REVOKE SYNTHESIZE ON t FROM user[@host].
+// RevokeSynthesize is REVOKE [privileges, ]SYNTHESIZE ON target FROM
+// user[@host]; its fields are GrantSynthesize's.
 type RevokeSynthesize struct {
-	Table   TableName
-	Account Account
+	Table     TableName
+	AllTables bool
+	Account   Account
+	Others    []string
 }
 
 func (s *RevokeSynthesize) String() string {
-	return fmt.Sprintf("REVOKE SYNTHESIZE ON %s FROM %s", s.Table, s.Account)
+	return fmt.Sprintf("REVOKE %s ON %s FROM %s", privilegeList(s.Others), GrantTarget(s.Table, s.AllTables), s.Account)
+}
+
+// ShowSynthesizeGrants is SHOW SYNTHESIZE GRANTS FOR target: who holds
+// SYNTHESIZE on a table (or on every table of a database).
+type ShowSynthesizeGrants struct {
+	Table     TableName
+	AllTables bool
+}
+
+func (s *ShowSynthesizeGrants) String() string {
+	return "SHOW SYNTHESIZE GRANTS FOR " + GrantTarget(s.Table, s.AllTables)
+}
+
+// GrantTarget renders the object of a grant: the table, or db.* (* for the
+// current database) when all is set.
+func GrantTarget(t TableName, all bool) string {
+	switch {
+	case !all:
+		return t.String()
+	case t.DB == "":
+		return "*"
+	}
+	return QuoteIdent(t.DB) + ".*"
+}
+
+// privilegeList is the privilege list of a SYNTHESIZE grant.
+func privilegeList(others []string) string {
+	return strings.Join(append(slices.Clone(others), "SYNTHESIZE"), ", ")
 }
 
 // ShowSyntheticTables is SHOW SYNTHETIC TABLES [FROM db].
@@ -397,17 +437,18 @@ func (s *ShowErrorBounds) String() string {
 	return fmt.Sprintf("SHOW ERROR BOUNDS FOR %s CONFIDENCE %s", s.Table, s.Confidence)
 }
 
-func (*ShowStatus) dpsqlStatement()          {}
-func (*CreateSynthetic) dpsqlStatement()     {}
-func (*SetBudget) dpsqlStatement()           {}
-func (*ShowBudget) dpsqlStatement()          {}
-func (*ShowLedger) dpsqlStatement()          {}
-func (*SetDomainBetween) dpsqlStatement()    {}
-func (*SetDomainIn) dpsqlStatement()         {}
-func (*ShowDomain) dpsqlStatement()          {}
-func (*GrantSynthesize) dpsqlStatement()     {}
-func (*RevokeSynthesize) dpsqlStatement()    {}
-func (*ShowSyntheticTables) dpsqlStatement() {}
-func (*ShowMechanisms) dpsqlStatement()      {}
-func (*ShowErrorBounds) dpsqlStatement()     {}
-func (*Backup) dpsqlStatement()              {}
+func (*ShowStatus) dpsqlStatement()           {}
+func (*CreateSynthetic) dpsqlStatement()      {}
+func (*SetBudget) dpsqlStatement()            {}
+func (*ShowBudget) dpsqlStatement()           {}
+func (*ShowLedger) dpsqlStatement()           {}
+func (*SetDomainBetween) dpsqlStatement()     {}
+func (*SetDomainIn) dpsqlStatement()          {}
+func (*ShowDomain) dpsqlStatement()           {}
+func (*GrantSynthesize) dpsqlStatement()      {}
+func (*RevokeSynthesize) dpsqlStatement()     {}
+func (*ShowSynthesizeGrants) dpsqlStatement() {}
+func (*ShowSyntheticTables) dpsqlStatement()  {}
+func (*ShowMechanisms) dpsqlStatement()       {}
+func (*ShowErrorBounds) dpsqlStatement()      {}
+func (*Backup) dpsqlStatement()               {}

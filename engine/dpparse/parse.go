@@ -86,7 +86,7 @@ func (p *parser) ours() bool {
 	}
 	switch strings.ToUpper(t0.val) {
 	case "SHOW":
-		for _, kw := range []string{"DPSQL", "PRIVACY", "DOMAIN", "SYNTHETIC", "MECHANISMS", "ERROR"} {
+		for _, kw := range []string{"DPSQL", "PRIVACY", "DOMAIN", "SYNTHETIC", "MECHANISMS", "ERROR", "SYNTHESIZE"} {
 			if p.peekIs(1, kw) {
 				return true
 			}
@@ -96,7 +96,7 @@ func (p *parser) ours() bool {
 	case "SET":
 		return p.peekIs(1, "PRIVACY") && p.peekIs(2, "BUDGET")
 	case "GRANT", "REVOKE":
-		return p.peekIs(1, "SYNTHESIZE")
+		return p.peekIs(1, "SYNTHESIZE") || p.synthesizeInList()
 	case "BACKUP":
 		return p.peekIs(1, "DPSQL")
 	case "ALTER":
@@ -109,6 +109,33 @@ func (p *parser) ours() bool {
 			i = 5
 		}
 		return p.peekIs(i, "SET") && p.peekIs(i+1, "DOMAIN")
+	}
+	return false
+}
+
+// maxPrivilegeTokens bounds how far synthesizeInList looks.
+const maxPrivilegeTokens = 256
+
+// synthesizeInList reports whether the privilege list of a GRANT or REVOKE
+// (the tokens before its top-level ON) names SYNTHESIZE among other
+// privileges, as in GRANT SELECT, SYNTHESIZE ON db.t TO u.
+func (p *parser) synthesizeInList() bool {
+	depth, found := 0, false
+	for i := 1; i < maxPrivilegeTokens; i++ {
+		t, err := p.peek(i)
+		if err != nil || t.kind == tokEOF || (depth == 0 && t.isPunct(';')) {
+			return false
+		}
+		switch {
+		case t.isPunct('('):
+			depth++
+		case t.isPunct(')'):
+			depth--
+		case depth == 0 && t.is("ON"):
+			return found
+		case depth == 0 && t.is("SYNTHESIZE"):
+			found = true
+		}
 	}
 	return false
 }
@@ -357,6 +384,12 @@ func (p *parser) show() (Statement, *Error) {
 			}
 		}
 		return s, nil
+	case "SYNTHESIZE":
+		if err := p.expect("GRANTS", "FOR"); err != nil {
+			return nil, err
+		}
+		tbl, all, err := p.grantTarget()
+		return &ShowSynthesizeGrants{Table: tbl, AllTables: all}, err
 	case "ERROR":
 		if err := p.expect("BOUNDS", "FOR"); err != nil {
 			return nil, err
@@ -528,10 +561,14 @@ func (p *parser) setDomain() (Statement, *Error) {
 }
 
 func (p *parser) grant(revoke bool) (Statement, *Error) {
-	if err := p.expect("SYNTHESIZE", "ON"); err != nil {
+	others, err := p.privileges()
+	if err != nil {
 		return nil, err
 	}
-	tbl, err := p.tableName()
+	if err := p.expect("ON"); err != nil {
+		return nil, err
+	}
+	tbl, all, err := p.grantTarget()
 	if err != nil {
 		return nil, err
 	}
@@ -547,9 +584,106 @@ func (p *parser) grant(revoke bool) (Statement, *Error) {
 		return nil, err
 	}
 	if revoke {
-		return &RevokeSynthesize{Table: tbl, Account: acct}, nil
+		return &RevokeSynthesize{Table: tbl, AllTables: all, Account: acct, Others: others}, nil
 	}
-	return &GrantSynthesize{Table: tbl, Account: acct}, nil
+	return &GrantSynthesize{Table: tbl, AllTables: all, Account: acct, Others: others}, nil
+}
+
+// privileges parses the privilege list of a GRANT or REVOKE that names
+// SYNTHESIZE (ours checked it does) and returns the other privileges as
+// written, column lists included ("SELECT", "INSERT (a, b)"), for the
+// MySQL statement that grants or revokes them.
+func (p *parser) privileges() ([]string, *Error) {
+	var others []string
+	synthesize := false
+	for {
+		t, err := p.peek(0)
+		if err != nil {
+			return nil, err
+		}
+		if t.is("SYNTHESIZE") {
+			p.advance()
+			if synthesize {
+				return nil, p.errAt(t, KindDuplicate, "SYNTHESIZE named twice")
+			}
+			synthesize = true
+		} else {
+			text, err := p.privilege()
+			if err != nil {
+				return nil, err
+			}
+			others = append(others, text)
+		}
+		if comma, err := p.acceptPunct(','); err != nil || !comma {
+			return others, err
+		}
+	}
+}
+
+// privilege consumes one privilege other than SYNTHESIZE (words, and a
+// parenthesised column list) and returns its text.
+func (p *parser) privilege() (string, *Error) {
+	first, err := p.peek(0)
+	if err != nil {
+		return "", err
+	}
+	depth, end := 0, first.pos
+	for {
+		t, err := p.peek(0)
+		if err != nil {
+			return "", err
+		}
+		stop := t.kind == tokEOF || t.isPunct(';') || (depth == 0 && (t.isPunct(',') || t.is("ON")))
+		if stop || (depth == 0 && t.kind != tokIdent && !t.isPunct('(')) {
+			if end == first.pos {
+				return "", p.errAt(t, KindUnexpected, "expected a privilege, found %s", describe(t))
+			}
+			if !stop {
+				return "", p.errAt(t, KindUnexpected, "expected ',' or ON after a privilege, found %s", describe(t))
+			}
+			return p.lx.src[first.pos:end], nil
+		}
+		switch {
+		case t.isPunct('('):
+			depth++
+		case t.isPunct(')'):
+			depth--
+		}
+		p.advance()
+		end = t.end
+	}
+}
+
+// grantTarget parses the object of a SYNTHESIZE grant: [TABLE] [db.]t, or
+// [db.]* for every table of a database (all).
+func (p *parser) grantTarget() (tbl TableName, all bool, err *Error) {
+	if _, err := p.accept("TABLE"); err != nil {
+		return TableName{}, false, err
+	}
+	star := func() (bool, *Error) { return p.acceptPunct('*') }
+	if ok, err := star(); err != nil || ok {
+		if ok {
+			if t, _ := p.peek(0); t.isPunct('.') {
+				return TableName{}, false, p.errAt(t, KindBadValue, "SYNTHESIZE is granted on a table (db.t) or on the tables of a database (db.*), not on *.*")
+			}
+		}
+		return TableName{}, ok, err
+	}
+	name, err := p.ident("table or database name")
+	if err != nil {
+		return TableName{}, false, err
+	}
+	if dot, err := p.acceptPunct('.'); err != nil || !dot {
+		return TableName{Name: name}, false, err
+	}
+	if ok, err := star(); err != nil || ok {
+		return TableName{DB: name}, ok, err
+	}
+	tn, err := p.ident("table name")
+	if err != nil {
+		return TableName{}, false, err
+	}
+	return TableName{DB: name, Name: tn}, false, nil
 }
 
 // account parses user[@host]; each part is a word, a backquoted identifier

@@ -107,8 +107,8 @@ func (r *run) measure(attrs []int, x []float64, sigma, eps float64, round int) {
 // search starts from 4× the previous step (pgm.GrowStep): on adult (ε = 1,
 // all 3-way, seeds 0–5) that cut AIM's CPU by a fifth with mean error
 // 0.1837 against 0.1855 for restarting every search at the full step.
-func (r *run) estimate(ctx context.Context, iters int) error {
-	m, err := pgm.Estimate(ctx, r.dom, r.meas, &pgm.EstimateOptions{Iters: iters, WarmStart: r.model, Step: pgm.GrowStep})
+func (r *run) estimate(ctx context.Context, iters int, progress func(pgm.EstimateProgress)) error {
+	m, err := pgm.Estimate(ctx, r.dom, r.meas, &pgm.EstimateOptions{Iters: iters, WarmStart: r.model, Step: pgm.GrowStep, Progress: progress})
 	if err != nil {
 		return err
 	}
@@ -137,7 +137,7 @@ func (r *run) loop(ctx context.Context, sigma0 float64) (*synth.Result, error) {
 			r.measure(c.attrs, r.answers[i], sigma0, 0, 0)
 		}
 	}
-	if err := r.estimate(ctx, r.opt.PGMIters); err != nil {
+	if err := r.estimate(ctx, r.opt.PGMIters, nil); err != nil {
 		return fail(fmt.Errorf("initial estimation: %w", err))
 	}
 	r.in.Report(synth.Status{Phase: "init", RhoUsed: r.sched.used, ModelSize: r.model.Size()})
@@ -177,7 +177,7 @@ func (r *run) loop(ctx context.Context, sigma0 float64) (*synth.Result, error) {
 
 		before := r.model.Marginal(sel.attrs)
 		r.measure(sel.attrs, r.answers[pick], sigma, eps, t)
-		if err := r.estimate(ctx, r.opt.PGMIters); err != nil {
+		if err := r.estimate(ctx, r.opt.PGMIters, nil); err != nil {
 			return fail(fmt.Errorf("round %d estimation: %w", t, err))
 		}
 		res.Rounds = append(res.Rounds, synth.Round{
@@ -196,7 +196,7 @@ func (r *run) loop(ctx context.Context, sigma0 float64) (*synth.Result, error) {
 	}
 
 	// Final estimation and sampling: post-processing only.
-	if err := r.estimate(ctx, r.opt.FinalIters); err != nil {
+	if err := r.estimate(ctx, r.opt.FinalIters, r.in.FinalProgress(len(res.Rounds), r.sched.used)); err != nil {
 		return fail(fmt.Errorf("final estimation: %w", err))
 	}
 	r.in.Report(synth.Status{Phase: "final", Round: len(res.Rounds), RhoUsed: r.sched.used, ModelSize: r.model.Size()})

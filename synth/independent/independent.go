@@ -93,7 +93,7 @@ func (o *Options) Run(ctx context.Context, in *synth.Input) (*synth.Result, erro
 	res.RhoUsed = float64(d) / (2 * sigma * sigma)
 	in.Report(synth.Status{Phase: "init", RhoUsed: res.RhoUsed})
 
-	model, err := pgm.Estimate(ctx, dom, meas, &pgm.EstimateOptions{Iters: iters})
+	model, err := pgm.Estimate(ctx, dom, meas, &pgm.EstimateOptions{Iters: iters, Progress: in.FinalProgress(0, res.RhoUsed)})
 	if err != nil {
 		return res, fmt.Errorf("independent: estimate: %w", err)
 	}

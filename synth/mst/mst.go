@@ -178,7 +178,7 @@ func (o *Options) Run(ctx context.Context, in *synth.Input) (*synth.Result, erro
 	}
 
 	// 5. Estimate, sample, undo the compression.
-	model, err := pgm.Estimate(ctx, comp.dom, meas, &pgm.EstimateOptions{Iters: iters})
+	model, err := pgm.Estimate(ctx, comp.dom, meas, &pgm.EstimateOptions{Iters: iters, Progress: in.FinalProgress(1, res.RhoUsed)})
 	if err != nil {
 		return fail(fmt.Errorf("estimate: %w", err))
 	}

@@ -214,7 +214,8 @@ func (o *Options) Run(ctx context.Context, in *synth.Input) (*synth.Result, erro
 	if model == nil {
 		return fail(fmt.Errorf("no workload marginal fits MAX_MODEL_SIZE = %v MB", opt.MaxModelSize))
 	}
-	model, err = pgm.Estimate(ctx, dom, meas, &pgm.EstimateOptions{Iters: opt.FinalIters, WarmStart: model})
+	model, err = pgm.Estimate(ctx, dom, meas, &pgm.EstimateOptions{Iters: opt.FinalIters, WarmStart: model,
+		Progress: in.FinalProgress(len(res.Rounds), res.RhoUsed)})
 	if err != nil {
 		return fail(fmt.Errorf("final estimation: %w", err))
 	}

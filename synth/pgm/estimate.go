@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"time"
 
 	"github.com/dpsql/dpsql/synth/pgm/internal/kernel"
 	"gonum.org/v1/gonum/mat"
@@ -64,6 +65,52 @@ type EstimateOptions struct {
 	Stats *EstimateStats
 	// Step selects where each MirrorDescent line search starts.
 	Step StepRule
+	// Progress, if non-nil, is called as the estimation goes: before the
+	// first iteration, then after every ProgressEvery-th iteration or
+	// ProgressInterval after the previous call, whichever comes first. It
+	// runs on the estimating goroutine, so it must be cheap and must not
+	// block.
+	Progress func(EstimateProgress)
+}
+
+// EstimateProgress is a progress report of Estimate.
+type EstimateProgress struct {
+	Iter      int     // iterations done
+	Iters     int     // iterations asked for (the estimation may stop earlier)
+	ModelSize float64 // size in MB of the model being fitted
+}
+
+// Throttling of EstimateOptions.Progress.
+const (
+	ProgressEvery    = 50
+	ProgressInterval = 500 * time.Millisecond
+)
+
+// progressTicker calls an EstimateOptions.Progress callback, throttled.
+type progressTicker struct {
+	fn    func(EstimateProgress)
+	iters int
+	size  float64
+	last  time.Time
+}
+
+// newProgressTicker returns the ticker of o for a model over jt; its
+// methods do nothing when o has no callback.
+func newProgressTicker(o *EstimateOptions, jt *junctionTree) *progressTicker {
+	return &progressTicker{fn: o.Progress, iters: o.Iters, size: float64(jt.total) * 8 / (1 << 20)}
+}
+
+// tick reports done iterations if the throttle allows it (always for 0).
+func (p *progressTicker) tick(done int) {
+	if p.fn == nil {
+		return
+	}
+	now := time.Now()
+	if done != 0 && done%ProgressEvery != 0 && now.Sub(p.last) < ProgressInterval {
+		return
+	}
+	p.last = now
+	p.fn(EstimateProgress{Iter: done, Iters: p.iters, ModelSize: p.size})
 }
 
 // StepRule selects the first step tried by each Armijo line search of
@@ -243,7 +290,12 @@ func mirrorDescent(ctx context.Context, jt *junctionTree, obj *objective, theta 
 		step = DefaultStepSize
 	}
 	alpha := step
-	for range o.Iters {
+	prog := newProgressTicker(o, jt)
+	prog.tick(0)
+	for i := range o.Iters {
+		if i > 0 {
+			prog.tick(i)
+		}
 		if err := ctx.Err(); err != nil {
 			return fmt.Errorf("pgm: estimation cancelled: %w", err)
 		}
@@ -307,7 +359,9 @@ func accelerated(ctx context.Context, jt *junctionTree, obj *objective, theta []
 	gbar := make([]float64, n)
 	bp.run(v, theta)
 	copy(w, v)
+	prog := newProgressTicker(o, jt)
 	for t := 1; t <= o.Iters; t++ {
+		prog.tick(t - 1)
 		if err := ctx.Err(); err != nil {
 			return fmt.Errorf("pgm: estimation cancelled: %w", err)
 		}

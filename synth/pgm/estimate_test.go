@@ -424,3 +424,39 @@ func mustJT(t *testing.T, dom *Domain) *junctionTree {
 	}
 	return jt
 }
+
+// TestEstimateProgress: the progress callback sees the start, then
+// increasing iteration counts at least every ProgressEvery iterations, the
+// asked-for total and the model's size.
+func TestEstimateProgress(t *testing.T) {
+	rng := rand.New(rand.NewPCG(21, 22))
+	dom := randomDomain(t, rng, 3, 4)
+	sizes := []int{dom.Size(0), dom.Size(1), dom.Size(2)}
+	ds := randomDataset(t, 5, sizes, 300)
+	meas := measure(ds, [][]int{{0, 1}, {1, 2}}, 10, rng)
+	for _, method := range []Method{MirrorDescent, Accelerated} {
+		var got []EstimateProgress
+		var stats EstimateStats
+		m, err := Estimate(context.Background(), ds.Domain(), meas, &EstimateOptions{
+			Iters: 400, Method: method, Stats: &stats,
+			Progress: func(p EstimateProgress) { got = append(got, p) },
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) == 0 || got[0].Iter != 0 {
+			t.Fatalf("method %d: progress %v does not start at iteration 0", method, got)
+		}
+		for i, p := range got {
+			if p.Iters != 400 || p.ModelSize != m.Size() {
+				t.Errorf("method %d: report %+v, want Iters 400 and model size %v", method, p, m.Size())
+			}
+			if i > 0 && (p.Iter <= got[i-1].Iter || p.Iter-got[i-1].Iter > ProgressEvery) {
+				t.Errorf("method %d: iteration %d reported after %d", method, p.Iter, got[i-1].Iter)
+			}
+		}
+		if last := got[len(got)-1].Iter; stats.Iters-last > ProgressEvery {
+			t.Errorf("method %d: last report at iteration %d of %d run", method, last, stats.Iters)
+		}
+	}
+}
