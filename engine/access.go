@@ -75,7 +75,12 @@ func (e *Engine) canSynthesize(ctx *sql.Context, t tableRef) (bool, error) {
 // entry matches (the user was dropped while connected), it returns the
 // client's user and address.
 func (e *Engine) sessionAccount(ctx *sql.Context) (user, host string) {
-	user, host = sessionUser(ctx)
+	return e.accountOf(sessionUser(ctx))
+}
+
+// accountOf returns the account (user, host pattern) that a client user
+// connected from address authenticates as, or the pair itself if none.
+func (e *Engine) accountOf(user, host string) (string, string) {
 	mdb := e.sqle.Analyzer.Catalog.MySQLDb
 	rd := mdb.Reader()
 	defer rd.Close()

@@ -76,6 +76,12 @@ func (p *parser) route(ctx context.Context, stmt ast.Statement, text string) ast
 		}
 	case *ast.Rollback:
 		return ast.InjectedStatement{Statement: rollbackNotice{}, Auth: authAnyone}
+	case *ast.Kill:
+		// As in MySQL, anyone may kill their own threads (an analyst
+		// stopping a long synthesis); other threads need SUPER.
+		if id, ok := s.ConnID.(*ast.SQLVal); ok && e.ownsThread(sctx, id) {
+			s.Auth.AuthType = ast.AuthType_IGNORE
+		}
 	case *ast.DDL:
 		if a := strings.ToLower(s.Action); a == ast.DropStr || a == ast.RenameStr {
 			e.answers.invalidate()

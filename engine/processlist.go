@@ -2,10 +2,12 @@ package engine
 
 import (
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/dolthub/go-mysql-server/sql"
 	"github.com/dolthub/go-mysql-server/sql/types"
+	ast "github.com/dolthub/vitess/go/vt/sqlparser"
 )
 
 // Who sees which threads in SHOW PROCESSLIST and
@@ -157,4 +159,28 @@ func (n *showProcessList) RowIter(ctx *sql.Context, _ sql.Row) (sql.RowIter, err
 		rows[i] = sql.Row{int64(p.Connection), p.User, p.Host, db, string(p.Command), int64(p.Seconds()), processState(p), p.Query}
 	}
 	return sql.RowsToRowIter(rows...), nil
+}
+
+// ownsThread reports whether connection id (a KILL's literal) runs under
+// the session's own account.
+func (e *Engine) ownsThread(ctx *sql.Context, id *ast.SQLVal) bool {
+	if e.srv == nil || id == nil || id.Type != ast.IntVal {
+		return false
+	}
+	target, err := strconv.ParseUint(string(id.Val), 10, 32)
+	if err != nil {
+		return false
+	}
+	user, host := e.sessionAccount(ctx)
+	owns := false
+	_ = e.srv.SessionManager().Iter(func(s sql.Session) (bool, error) {
+		if uint64(s.ID()) != target {
+			return false, nil
+		}
+		c := s.Client()
+		tu, th := e.accountOf(c.User, c.Address)
+		owns = tu == user && th == host
+		return true, nil
+	})
+	return owns
 }
