@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -47,6 +48,9 @@ type Engine struct {
 	// answers caches the synthetic tables answered from their models
 	// (answer.go).
 	answers *answerState
+	// warnNoFilter logs once that prepared dpsql statements cannot be
+	// intercepted (prepare_wire.go).
+	warnNoFilter sync.Once
 }
 
 // New opens the data directory (creating it on first start), binds the
@@ -173,7 +177,8 @@ func listen(addr string) (net.Listener, error) {
 }
 
 // newServer creates the MySQL server on ln. A client that disconnects
-// cancels its running statement (disconnect.go).
+// cancels its running statement (disconnect.go); dpsql statements can be
+// prepared (prepare_wire.go).
 func (e *Engine) newServer(ln net.Listener) error {
 	installLogBridge(e.log)
 	tlsCfg, err := e.cfg.tlsConfig()
@@ -181,12 +186,13 @@ func (e *Engine) newServer(ln net.Listener) error {
 		return err
 	}
 	srv, err := server.NewServerWithHandler(server.Config{
-		Protocol:               "tcp",
-		Address:                ln.Addr().String(),
-		Listener:               ln,
-		TLSConfig:              tlsCfg,
-		RequireSecureTransport: e.cfg.RequireTLS,
-	}, e.sqle, sql.NewContext, e.newConnSession, nil, watchDisconnects(e.log, e.routePrepared))
+		Protocol:                "tcp",
+		Address:                 ln.Addr().String(),
+		Listener:                ln,
+		TLSConfig:               tlsCfg,
+		RequireSecureTransport:  e.cfg.RequireTLS,
+		ProtocolListenerFactory: e.protocolListener,
+	}, e.sqle, sql.NewContext, e.newConnSession, nil, e.handlerWrapper)
 	if err != nil {
 		return ErrListen.Wrap(err, "cannot start server on %s", ln.Addr())
 	}

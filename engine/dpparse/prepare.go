@@ -104,3 +104,19 @@ func isNumberText(s string) bool {
 	t, err := lx.number()
 	return err == nil && t.kind == tokNumber && t.end == len(s) && strings.ContainsAny(s, "0123456789") && !strings.HasPrefix(s, "0x") && !strings.HasPrefix(s, "0X")
 }
+
+// StartsWith reports whether text, after leading whitespace and comments,
+// starts with one of the words (case-insensitive).
+func StartsWith(text string, words ...string) bool {
+	lx := lexer{src: text}
+	t, err := lx.next()
+	if err != nil || t.kind != tokIdent {
+		return false
+	}
+	for _, w := range words {
+		if t.is(w) {
+			return true
+		}
+	}
+	return false
+}
