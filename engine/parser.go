@@ -18,7 +18,9 @@ var _ sql.Parser = (*parser)(nil)
 // prepare.go) become injected plan nodes, everything
 // else goes to the MySQL parser. Multi-statement scripts may mix both.
 // COUNT queries on synthetic tables that their models answer become
-// injected nodes too (route, answer_route.go).
+// injected nodes too (route, answer_route.go). MySQL's non-reserved
+// keywords that vitess does not take as identifiers are backquoted when
+// the MySQL parser fails on them (keywords.go).
 type parser struct {
 	e     *Engine
 	mysql *sql.MysqlParser
@@ -48,7 +50,16 @@ func (p *parser) ParseWithOptions(ctx context.Context, query string, delimiter r
 	if !ok {
 		mstmt, parsed, rest, err := p.mysql.ParseWithOptions(ctx, query, delimiter, multi, options)
 		if err != nil {
-			return mstmt, parsed, rest, err
+			fixed, _, ok := quoteKeywords(query, err, func(q string) error {
+				_, _, _, err := p.mysql.ParseWithOptions(ctx, q, delimiter, multi, options)
+				return err
+			})
+			if !ok {
+				return mstmt, parsed, rest, err
+			}
+			if mstmt, parsed, rest, err = p.mysql.ParseWithOptions(ctx, fixed, delimiter, multi, options); err != nil {
+				return mstmt, parsed, rest, err
+			}
 		}
 		return p.route(ctx, mstmt, parsed), parsed, rest, nil
 	}
@@ -71,7 +82,19 @@ func (p *parser) ParseWithOptions(ctx context.Context, query string, delimiter r
 func (p *parser) ParseOneWithOptions(ctx context.Context, query string, options ast.ParserOptions) (ast.Statement, int, error) {
 	prep, n, ok, err := dpparse.Prepare(query)
 	if !ok {
-		return p.mysql.ParseOneWithOptions(ctx, query, options)
+		stmt, next, err := p.mysql.ParseOneWithOptions(ctx, query, options)
+		if err == nil {
+			return stmt, next, nil
+		}
+		fixed, inserted, ok := quoteKeywords(query, err, func(q string) error {
+			_, _, err := p.mysql.ParseOneWithOptions(ctx, q, options)
+			return err
+		})
+		if !ok {
+			return stmt, next, err
+		}
+		stmt, next, err = p.mysql.ParseOneWithOptions(ctx, fixed, options)
+		return stmt, originalOffset(next, inserted), err
 	}
 	if err != nil {
 		return failed(ErrSyntax.Wrap(err, "")), len(query), nil
