@@ -16,7 +16,9 @@ package engine
 //	SELECT /*dpsql prepare*/ X'<the statement's text in hex>', ?, ?
 //
 // EXPLAIN of a statement with placeholders gets a stand-in too: vitess
-// parses it but counts none of its parameters (standInParams).
+// parses it but counts none of its parameters (standInParams). A text
+// that vitess fails on because of MySQL's non-reserved keywords used as
+// identifiers is passed on with them backquoted (keywords.go).
 //
 // The handler (prepareHandler) turns the stand-in back into the statement
 // before go-mysql-server prepares it, and records the statement's text as
@@ -194,13 +196,25 @@ func (f *packetFilter) next() error {
 }
 
 // rewritePrepare returns the stand-in of a COM_STMT_PREPARE text that
-// needs one (standInParams).
+// needs one (standInParams), or the text with MySQL's non-reserved
+// keywords backquoted where vitess fails on them (keywords.go).
 func (e *Engine) rewritePrepare(query string) (string, bool) {
-	params, ok := standInParams(query)
-	if !ok {
+	if params, ok := standInParams(query); ok {
+		return standIn(query, params), true
+	}
+	if len(keywordCandidates(query)) == 0 {
 		return "", false
 	}
-	return standIn(query, params), true
+	parse := func(q string) error {
+		_, err := vtparse.Parse(q)
+		return err
+	}
+	err := parse(query)
+	if err == nil {
+		return "", false
+	}
+	fixed, _, ok := quoteKeywords(query, err, parse)
+	return fixed, ok
 }
 
 // standInParams reports whether the COM_STMT_PREPARE text query needs a
