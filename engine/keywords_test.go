@@ -51,10 +51,10 @@ func TestQuoteKeywords(t *testing.T) {
 		}
 	}
 	for _, q := range []string{
-		"CREATE DATABSE work",           // a typo
-		"SELECT * FORM status.t",        // another
-		"SELECT status FROM t WHERE",    // incomplete
-		"CREATE DATABASE select",        // a reserved word
+		"CREATE DATABSE work",            // a typo
+		"SELECT * FORM status.t",         // another
+		"SELECT status FROM t WHERE",     // incomplete
+		"CREATE DATABASE select",         // a reserved word
 		"CREATE TABLE work.t (a INTEGR)", // a bad type after a keyword
 	} {
 		err := parse(q)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"strings"
 	"testing"
@@ -109,25 +110,23 @@ func TestQualifiedNamesWithoutDatabase(t *testing.T) {
 	if len(want) != 2 {
 		t.Fatalf("dp_marginal with a current database: %v", want)
 	}
-	for _, db := range []*struct {
+	analyst := s.open("analyst", "apw")
+	for _, u := range []struct {
 		name string
-		q    func(string, ...any) ([][]string, error)
-	}{
-		{"root", func(q string, args ...any) ([][]string, error) { return tryQueryStrings(root, q, args...) }},
-		{"analyst", func(q string, args ...any) ([][]string, error) { return tryQueryStrings(s.open("analyst", "apw"), q, args...) }},
-	} {
-		got, err := db.q("SELECT * FROM dp_marginal('lab.a', 'sex')")
+		db   *sql.DB
+	}{{"root", root}, {"analyst", analyst}} {
+		got, err := tryQueryStrings(u.db, "SELECT * FROM dp_marginal('lab.a', 'sex')")
 		if err != nil || fmt.Sprint(got) != fmt.Sprint(want) {
-			t.Errorf("%s: dp_marginal without a database = %v, %v; want %v", db.name, got, err, want)
+			t.Errorf("%s: dp_marginal without a database = %v, %v; want %v", u.name, got, err, want)
 		}
 		// The statement leaves no database selected, and unqualified
-		// names still need one.
-		if got, err := db.q("SELECT DATABASE()"); err != nil || got[0][0] != "NULL" {
-			t.Errorf("%s: DATABASE() after dp_marginal = %v, %v", db.name, got, err)
+		// names fail as without dp_marginal.
+		if got, err := tryQueryStrings(u.db, "SELECT DATABASE()"); err != nil || got[0][0] != "NULL" {
+			t.Errorf("%s: DATABASE() after dp_marginal = %v, %v", u.name, got, err)
 		}
-		_, plain := db.q("SELECT * FROM a")
-		if _, err := db.q("SELECT * FROM dp_marginal('lab.a', 'sex') JOIN a"); err == nil || plain == nil || err.Error() != plain.Error() {
-			t.Errorf("%s: an unqualified table beside dp_marginal: %v, want %v", db.name, err, plain)
+		_, plain := tryQueryStrings(u.db, "SELECT * FROM a")
+		if _, err := tryQueryStrings(u.db, "SELECT * FROM dp_marginal('lab.a', 'sex') JOIN a"); err == nil || plain == nil || err.Error() != plain.Error() {
+			t.Errorf("%s: an unqualified table beside dp_marginal: %v, want %v", u.name, err, plain)
 		}
 	}
 
