@@ -23,7 +23,7 @@ func TestPrepare(t *testing.T) {
 			[]Param{{What: "EPSILON", Number: true}, {What: "SEED", Number: true}}},
 		{"create synthetic table s from t using aim with epsilon = ?, delta = ?, rows = ?, rounds = ?, mode = ? workload all 2-way",
 			&CreateSynthetic{Table: tn("s"), Source: tn("t"), Mechanism: "aim",
-				Options: []Option{{"epsilon", param}, {"delta", param}, {"rows", param}, {"rounds", param}, {"mode", param}},
+				Options:  []Option{{"epsilon", param}, {"delta", param}, {"rows", param}, {"rounds", param}, {"mode", param}},
 				Workload: Workload{AllKWay: 2}},
 			[]Param{{What: "EPSILON", Number: true}, {What: "DELTA", Number: true}, {What: "ROWS", Number: true},
 				{What: "value of option rounds"}, {What: "value of option mode"}}},
