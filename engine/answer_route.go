@@ -97,8 +97,11 @@ func (p *parser) route(ctx context.Context, stmt ast.Statement, text string) ast
 // would send it) when the model answers that text, so that it is parsed
 // and routed like a text query. Otherwise it returns prepare itself, and
 // go-mysql-server binds the values to the prepared statement as usual.
+// EXPLAIN of a SELECT on a synthetic table always runs as text, explained
+// as route explains it.
 func (e *Engine) routePrepared(ctx context.Context, c *mysql.Conn, prepare *mysql.PrepareData) *mysql.PrepareData {
-	if len(prepare.BindVars) == 0 || e.dp.cat == nil || e.answers == nil || e.srv == nil {
+	if len(prepare.BindVars) == 0 && !dpparse.StartsWith(prepare.PrepareStmt, explainWords...) ||
+		e.dp.cat == nil || e.answers == nil || e.srv == nil {
 		return prepare
 	}
 	sctx, err := e.srv.SessionManager().NewContextWithQuery(ctx, c, prepare.PrepareStmt)
@@ -113,21 +116,33 @@ func (e *Engine) routePrepared(ctx context.Context, c *mysql.Conn, prepare *mysq
 	if err != nil {
 		return prepare
 	}
-	// Only a SELECT on a synthetic table is worth inlining its values.
-	if sel, ok := stmt.(*ast.Select); !ok {
+	// Only a SELECT on a synthetic table, or EXPLAIN of one, is worth
+	// inlining its values.
+	sel, ok := stmt.(*ast.Select)
+	explain := syntheticExplain(stmt)
+	if explain != nil {
+		sel = explain
+	} else if !ok {
 		return prepare
-	} else if _, _, syn := e.syntheticFrom(sctx, sel); syn == nil {
+	}
+	if _, _, syn := e.syntheticFrom(sctx, sel); syn == nil {
 		return prepare
 	}
 	text, err := ast.NewParsedQuery(stmt).GenerateQuery(prepare.BindVars, nil)
 	if err != nil {
 		return prepare
 	}
+	if explain != nil {
+		// The text is explained as route explains it.
+		p := *prepare
+		p.PrepareStmt, p.BindVars = text, nil
+		return &p
+	}
 	inlined, err := ast.ParseWithOptions(sctx, text, opts)
 	if err != nil {
 		return prepare
 	}
-	sel, ok := inlined.(*ast.Select)
+	sel, ok = inlined.(*ast.Select)
 	if !ok {
 		return prepare
 	}
@@ -138,6 +153,18 @@ func (e *Engine) routePrepared(ctx context.Context, c *mysql.Conn, prepare *mysq
 	p := *prepare
 	p.PrepareStmt, p.BindVars = text, nil
 	return &p
+}
+
+// syntheticExplain returns the SELECT that stmt explains, if stmt is an
+// EXPLAIN (not EXPLAIN ANALYZE) of a SELECT, which route answers when the
+// SELECT reads a synthetic table.
+func syntheticExplain(stmt ast.Statement) *ast.Select {
+	ex, ok := stmt.(*ast.Explain)
+	if !ok || ex.Analyze {
+		return nil
+	}
+	sel, _ := ex.Statement.(*ast.Select)
+	return sel
 }
 
 // routed is a SELECT on a synthetic table with a model, bound for the

@@ -17,8 +17,20 @@
 // hands GMS an ast.InjectedStatement carrying the statement's plan node and
 // the privilege the planbuilder must check; otherwise the text goes to the
 // MySQL parser. Multi-statement scripts may mix both. statements.go is the
-// registry: one plan node and one CALL procedure (the twin that server-side
-// prepared statements can use) per statement.
+// registry: one plan node and one CALL procedure (the statement's twin) per
+// statement.
+//
+// dpsql statements may hold ? placeholders in value positions; the injected
+// statement's children are then bind variables that GMS binds as for any
+// prepared statement (prepare.go). vitess parses the text of a
+// COM_STMT_PREPARE itself before any handler, so a packet filter installed
+// on each authenticated connection hands it a stand-in instead
+// (prepare_wire.go). When the MySQL parser fails on one of MySQL's
+// non-reserved keywords used as a name, the parser backquotes it and
+// parses again (keywords.go). qualified.go and provider.TableFunction let
+// statements whose tables are all qualified run without a current
+// database, which GMS requires for DELETE's TRUNCATE conversion, ANALYZE
+// TABLE and table functions.
 //
 // # DP statements
 //

@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -47,6 +48,9 @@ type Engine struct {
 	// answers caches the synthetic tables answered from their models
 	// (answer.go).
 	answers *answerState
+	// warnNoFilter logs once that prepared dpsql statements cannot be
+	// intercepted (prepare_wire.go).
+	warnNoFilter sync.Once
 }
 
 // New opens the data directory (creating it on first start), binds the
@@ -177,7 +181,8 @@ func listen(addr string) (net.Listener, error) {
 }
 
 // newServer creates the MySQL server on ln. A client that disconnects
-// cancels its running statement (disconnect.go).
+// cancels its running statement (disconnect.go); dpsql statements can be
+// prepared (prepare_wire.go).
 func (e *Engine) newServer(ln net.Listener) error {
 	installLogBridge(e.log)
 	tlsCfg, err := e.cfg.tlsConfig()
@@ -185,13 +190,14 @@ func (e *Engine) newServer(ln net.Listener) error {
 		return err
 	}
 	srv, err := server.NewServerWithHandler(server.Config{
-		Protocol:               "tcp",
-		Address:                ln.Addr().String(),
-		Version:                ServerVersion,
-		Listener:               ln,
-		TLSConfig:              tlsCfg,
-		RequireSecureTransport: e.cfg.RequireTLS,
-	}, e.sqle, sql.NewContext, e.newConnSession, nil, e.recordErrors(watchDisconnects(e.log, e.routePrepared)))
+		Protocol:                "tcp",
+		Address:                 ln.Addr().String(),
+		Version:                 ServerVersion,
+		Listener:                ln,
+		TLSConfig:               tlsCfg,
+		RequireSecureTransport:  e.cfg.RequireTLS,
+		ProtocolListenerFactory: e.protocolListener,
+	}, e.sqle, sql.NewContext, e.newConnSession, nil, e.recordErrors(e.handlerWrapper))
 	if err != nil {
 		return ErrListen.Wrap(err, "cannot start server on %s", ln.Addr())
 	}

@@ -14,11 +14,14 @@ import (
 var _ sql.Parser = (*parser)(nil)
 
 // parser routes each statement of a query: dpsql statements (recognised by
-// dpparse, after leading comments) become injected plan nodes, everything
+// dpparse, after leading comments, with ? placeholders in value positions:
+// prepare.go) become injected plan nodes, everything
 // else goes to the MySQL parser. Multi-statement scripts may mix both.
 // COUNT queries on synthetic tables that their models answer become
 // injected nodes too (route, answer_route.go), and so do the MySQL
 // statements dpsql serves itself for clients (clientStatement, compat.go).
+// MySQL's non-reserved keywords that vitess does not take as identifiers
+// are backquoted when the MySQL parser fails on them (keywords.go).
 type parser struct {
 	e     *Engine
 	mysql *sql.MysqlParser
@@ -44,11 +47,20 @@ func (p *parser) Parse(ctx *sql.Context, query string, multi bool) (ast.Statemen
 // its text and remainder the rest of a multi-statement query ("" if only
 // whitespace and semicolons remain).
 func (p *parser) ParseWithOptions(ctx context.Context, query string, delimiter rune, multi bool, options ast.ParserOptions) (ast.Statement, string, string, error) {
-	stmt, n, ok, err := dpparse.Parse(query)
+	prep, n, ok, err := dpparse.Prepare(query)
 	if !ok {
 		mstmt, parsed, rest, err := p.mysql.ParseWithOptions(ctx, query, delimiter, multi, options)
 		if err != nil {
-			return mstmt, parsed, rest, err
+			fixed, _, ok := quoteKeywords(query, err, func(q string) error {
+				_, _, _, err := p.mysql.ParseWithOptions(ctx, q, delimiter, multi, options)
+				return err
+			})
+			if !ok {
+				return mstmt, parsed, rest, err
+			}
+			if mstmt, parsed, rest, err = p.mysql.ParseWithOptions(ctx, fixed, delimiter, multi, options); err != nil {
+				return mstmt, parsed, rest, err
+			}
 		}
 		return p.route(ctx, p.e.clientStatement(ctx, mstmt), parsed), parsed, rest, nil
 	}
@@ -61,35 +73,36 @@ func (p *parser) ParseWithOptions(ctx context.Context, query string, delimiter r
 		rest = ""
 	}
 	if rest != "" && !multi {
-		return failed(ErrSyntax.New("unexpected text after %s: %s", stmt, abbrev(rest))), query, "", nil
+		return failed(ErrSyntax.New("unexpected text after %s: %s", prep.Stmt, abbrev(rest))), query, "", nil
 	}
-	return p.inject(stmt), parsed, rest, nil
+	return p.inject(prep), parsed, rest, nil
 }
 
 // ParseOneWithOptions implements sql.Parser: it parses the first statement
 // and returns the index where the next one starts.
 func (p *parser) ParseOneWithOptions(ctx context.Context, query string, options ast.ParserOptions) (ast.Statement, int, error) {
-	stmt, n, ok, err := dpparse.Parse(query)
+	prep, n, ok, err := dpparse.Prepare(query)
 	if !ok {
-		mstmt, n, err := p.mysql.ParseOneWithOptions(ctx, query, options)
+		stmt, next, err := p.mysql.ParseOneWithOptions(ctx, query, options)
 		if err != nil {
-			return mstmt, n, err
+			fixed, inserted, ok := quoteKeywords(query, err, func(q string) error {
+				_, _, err := p.mysql.ParseOneWithOptions(ctx, q, options)
+				return err
+			})
+			if !ok {
+				return stmt, next, err
+			}
+			if stmt, next, err = p.mysql.ParseOneWithOptions(ctx, fixed, options); err != nil {
+				return stmt, next, err
+			}
+			next = originalOffset(next, inserted)
 		}
-		return p.e.clientStatement(ctx, mstmt), n, nil
+		return p.e.clientStatement(ctx, stmt), next, nil
 	}
 	if err != nil {
 		return failed(ErrSyntax.Wrap(err, "")), len(query), nil
 	}
-	return p.inject(stmt), n, nil
-}
-
-// inject wraps a parsed dpsql statement for the planbuilder.
-func (p *parser) inject(stmt dpparse.Statement) ast.InjectedStatement {
-	node, auth, err := p.e.plan(stmt)
-	if err != nil {
-		return failed(err)
-	}
-	return ast.InjectedStatement{Statement: node, Auth: auth}
+	return p.inject(prep), n, nil
 }
 
 // failed returns a statement whose building fails with err. Malformed and

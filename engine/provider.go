@@ -111,9 +111,33 @@ func (p *provider) ExternalStoredProcedures(ctx *sql.Context, name string) ([]sq
 }
 
 // TableFunction implements sql.TableFunctionProvider.
-func (p *provider) TableFunction(_ *sql.Context, name string) (sql.TableFunction, bool) {
+//
+// go-mysql-server requires a current database to build a table function
+// call (planbuilder buildTableFunc: TableFunction, then currentDb, which
+// fails with "no database selected", then NewInstance), although
+// dp_marginal names its table itself. Without one, the session's current
+// database is information_schema (which exists for every user) from here
+// until the call's NewInstance, which restores it (noDatabaseCall); the
+// rest of the statement is built without a current database.
+func (p *provider) TableFunction(ctx *sql.Context, name string) (sql.TableFunction, bool) {
 	f, ok := p.tableFunctions[strings.ToLower(name)]
+	if ok && ctx != nil && ctx.Session != nil && ctx.GetCurrentDatabase() == "" {
+		ctx.SetCurrentDatabase(sql.InformationSchemaDatabaseName)
+		return noDatabaseCall{f}, true
+	}
 	return f, ok
+}
+
+// noDatabaseCall is a table function called in a session without a
+// current database: see provider.TableFunction.
+type noDatabaseCall struct{ sql.TableFunction }
+
+// NewInstance implements sql.TableFunction.
+func (f noDatabaseCall) NewInstance(ctx *sql.Context, db sql.Database, args []sql.Expression) (sql.Node, error) {
+	if ctx.GetCurrentDatabase() == sql.InformationSchemaDatabaseName {
+		ctx.SetCurrentDatabase("")
+	}
+	return f.TableFunction.NewInstance(ctx, db, args)
 }
 
 // WithTableFunctions implements sql.TableFunctionProvider: a provider

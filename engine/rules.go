@@ -14,15 +14,22 @@ import (
 const (
 	ruleQuoteCheckColumns analyzer.RuleId = 10000 + iota
 	ruleEnumStrings
+	ruleAnalyzeQualified
+	ruleQualifiedDelete
 )
 
 // newAnalyzer returns GMS's default analyzer over pro plus dpsql's rules:
-// enumStrings runs first, quoteCheckColumns after GMS's rules.
+// enumStrings runs first, quoteCheckColumns and analyzeQualified after
+// GMS's rules, and processTruncate keeps to the current database
+// (qualified.go).
 func newAnalyzer(pro sql.DatabaseProvider) *analyzer.Analyzer {
-	return analyzer.NewBuilder(pro).
+	a := analyzer.NewBuilder(pro).
 		AddPostAnalyzeRule(ruleQuoteCheckColumns, quoteCheckColumns).
+		AddPostAnalyzeRule(ruleAnalyzeQualified, analyzeQualified).
 		AddPreAnalyzeRule(ruleEnumStrings, enumStrings).
 		Build()
+	qualifiedTruncate(a)
+	return a
 }
 
 // quoteCheckColumns makes column names in new CHECK constraints quoted.

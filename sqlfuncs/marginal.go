@@ -72,6 +72,9 @@ type Marginal struct {
 	columns    []string
 	confidence float64
 	schema     sql.Schema
+	// unbound is set for a call whose arguments are placeholders not bound
+	// yet (a prepared statement's): it has a schema but cannot run.
+	unbound bool
 }
 
 // NewMarginal returns the dp_marginal table function over src.
@@ -84,6 +87,11 @@ func (m *Marginal) Name() string { return MarginalName }
 // the table and column names as strings, then optionally the confidence as
 // a number.
 func (m *Marginal) NewInstance(ctx *sql.Context, db sql.Database, args []sql.Expression) (sql.Node, error) {
+	for _, a := range args {
+		if _, ok := a.(*expression.BindVar); ok {
+			return m.unboundInstance(ctx, db, args)
+		}
+	}
 	call := &Marginal{src: m.src, db: db, args: args, confidence: DefaultConfidence}
 	var strs []string
 	for i, a := range args {
@@ -120,13 +128,73 @@ func (m *Marginal) NewInstance(ctx *sql.Context, db sql.Database, args []sql.Exp
 	for _, c := range cols {
 		call.schema = append(call.schema, &sql.Column{Name: c.Name, Type: c.Type, Nullable: true, Source: MarginalName})
 	}
-	call.schema = append(call.schema,
+	call.schema = append(call.schema, trailingColumns()...)
+	return call, nil
+}
+
+// unboundInstance is a call some of whose arguments are placeholders of a
+// prepared statement, which go-mysql-server binds by building the call
+// again with the values (NewInstance) at each execution. Its schema is the
+// one the call returns if a placeholder in the last position, from the
+// third on, is the confidence and every other is a column: the columns'
+// own types when the table and columns are literals, LONGTEXT otherwise.
+func (m *Marginal) unboundInstance(ctx *sql.Context, db sql.Database, args []sql.Expression) (sql.Node, error) {
+	call := &Marginal{src: m.src, db: db, args: args, confidence: DefaultConfidence, unbound: true}
+	if len(args) < 2 {
+		return nil, argError("give the synthetic table and at least one column: %s('db.syn', 'col1', ...[, confidence])", MarginalName)
+	}
+	cols := args[1:]
+	if n := len(args); n >= 3 {
+		if _, isText := literalString(args[n-1]); !isText {
+			cols = args[1 : n-1] // the confidence
+		}
+	}
+	names := make([]string, len(cols))
+	table, known := literalString(args[0])
+	for i, c := range cols {
+		name, ok := literalString(c)
+		names[i], known = name, known && ok
+		if !ok {
+			names[i] = "?"
+		}
+	}
+	var colTypes sql.Schema
+	if known {
+		sch, err := m.src.MarginalColumns(ctx, table, names)
+		if err != nil {
+			return nil, err
+		}
+		colTypes = sch
+	}
+	for i, name := range names {
+		col := &sql.Column{Name: name, Type: types.LongText, Nullable: true, Source: MarginalName}
+		if colTypes != nil {
+			col.Name, col.Type = colTypes[i].Name, colTypes[i].Type
+		}
+		call.schema = append(call.schema, col)
+	}
+	call.schema = append(call.schema, trailingColumns()...)
+	return call, nil
+}
+
+// literalString returns the value of a text literal.
+func literalString(e sql.Expression) (string, bool) {
+	lit, ok := e.(*expression.Literal)
+	if !ok || !types.IsText(lit.Type()) {
+		return "", false
+	}
+	s, ok := lit.Value().(string)
+	return s, ok
+}
+
+// trailingColumns are the columns after the cell values.
+func trailingColumns() sql.Schema {
+	return sql.Schema{
 		&sql.Column{Name: ColEstimate, Type: types.Float64, Source: MarginalName},
 		&sql.Column{Name: ColLower, Type: types.Float64, Source: MarginalName},
 		&sql.Column{Name: ColUpper, Type: types.Float64, Source: MarginalName},
 		&sql.Column{Name: ColSupport, Type: types.LongText, Source: MarginalName},
-	)
-	return call, nil
+	}
 }
 
 // confidence reads the confidence argument; its range is checked by
@@ -213,6 +281,9 @@ func (m *Marginal) WithDatabase(db sql.Database) (sql.Node, error) {
 
 // RowIter implements sql.ExecSourceRel.
 func (m *Marginal) RowIter(ctx *sql.Context, _ sql.Row) (sql.RowIter, error) {
+	if m.unbound {
+		return nil, argError("its arguments are placeholders without values")
+	}
 	cells, supported, err := m.src.MarginalCells(ctx, m.table, m.columns, m.confidence)
 	if err != nil {
 		return nil, err

@@ -114,6 +114,7 @@ const (
 	ValueString                      // quoted string
 	ValueIdent                       // bare or backquoted word (e.g. an option value like auto)
 	ValueNull                        // NULL
+	ValueParam                       // a ? placeholder of a prepared statement (Prepare)
 )
 
 // Value is a literal as written. Numbers keep their text so that exact
@@ -166,6 +167,8 @@ func (v Value) String() string {
 		return QuoteIdent(v.Text)
 	case ValueNull:
 		return "NULL"
+	case ValueParam:
+		return "?"
 	}
 	return "<invalid>"
 }
@@ -312,13 +315,17 @@ func (s *ShowLedger) String() string { return "SHOW PRIVACY LEDGER FOR " + s.Tab
 type SetDomainBetween struct {
 	Table  TableName
 	Column string
-	Lo, Hi Value // numbers
-	Bins   int   // >= 1
+	Lo, Hi Value // numbers (or placeholders, from Prepare)
+	Bins   int   // >= 1; 0 for a placeholder (from Prepare)
 }
 
 func (s *SetDomainBetween) String() string {
-	return fmt.Sprintf("ALTER TABLE %s SET DOMAIN %s BETWEEN %s AND %s BINS %d",
-		s.Table, QuoteIdent(s.Column), s.Lo, s.Hi, s.Bins)
+	bins := "?"
+	if s.Bins != 0 {
+		bins = strconv.Itoa(s.Bins)
+	}
+	return fmt.Sprintf("ALTER TABLE %s SET DOMAIN %s BETWEEN %s AND %s BINS %s",
+		s.Table, QuoteIdent(s.Column), s.Lo, s.Hi, bins)
 }
 
 // SetDomainIn is ALTER TABLE t SET DOMAIN c IN (v1, v2, …); values are

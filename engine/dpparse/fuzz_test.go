@@ -73,3 +73,35 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+// FuzzPrepare checks that Prepare never panics, agrees with Parse on
+// texts without placeholders, and that binding numbers to a prepared
+// statement's placeholders gives text that Parse handles without panic.
+func FuzzPrepare(f *testing.F) {
+	for _, s := range fuzzSeeds {
+		f.Add(s)
+	}
+	f.Add("SET PRIVACY BUDGET FOR t WITH EPSILON = ?, DELTA = ?")
+	f.Add("ALTER TABLE t SET DOMAIN c BETWEEN ? AND ? BINS ?")
+	f.Fuzz(func(t *testing.T, text string) {
+		p, n, ok, err := Prepare(text)
+		if !ok || err != nil {
+			return
+		}
+		if len(p.Params) == 0 {
+			stmt, m, _, perr := Parse(text)
+			if perr != nil || m != n || !reflect.DeepEqual(stmt, p.Stmt) {
+				t.Fatalf("no placeholders but Parse gives %v, %d, %v", stmt, m, perr)
+			}
+		}
+		vals := make([]Value, len(p.Params))
+		for i := range vals {
+			vals[i] = Number(1)
+		}
+		bound, err := p.Bind(vals)
+		if err != nil {
+			t.Fatalf("Bind: %v", err)
+		}
+		_, _, _, _ = Parse(bound)
+	})
+}

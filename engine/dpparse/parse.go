@@ -38,6 +38,10 @@ type parser struct {
 	lx   lexer
 	toks []token // lexed, not yet consumed tokens
 	last token   // last consumed token
+	// prepared allows ? placeholders in value positions (Prepare); params
+	// collects them in order.
+	prepared bool
+	params   []Param
 }
 
 // peek returns the i-th unconsumed token.
@@ -248,6 +252,9 @@ func (p *parser) number(what string) (Value, *Error) {
 	if err != nil {
 		return Value{}, err
 	}
+	if t.isPunct('?') {
+		return p.param(t, what, true)
+	}
 	start, sign := t, ""
 	if t.isPunct('-') || t.isPunct('+') {
 		if t.val == "-" {
@@ -280,11 +287,37 @@ func (p *parser) positiveInt(what string) (int, *Error) {
 	if err != nil {
 		return 0, err
 	}
+	if v.Kind == ValueParam {
+		return 0, nil // checked when the value is bound
+	}
 	k, ierr := v.Int64()
 	if ierr != nil || k < 1 || k > math.MaxInt32 {
 		return 0, p.errAt(t, KindBadValue, "%s must be a positive integer, not %s", what, v.Text)
 	}
 	return int(k), nil
+}
+
+// param records the ? placeholder t of a prepared statement (the value of
+// what; only a number may be bound when number is set). Outside Prepare a
+// placeholder is a syntax error.
+func (p *parser) param(t token, what string, number bool) (Value, *Error) {
+	if !p.prepared {
+		return Value{}, p.errAt(t, KindUnexpected, "expected %s, found '?': placeholders are for prepared statements "+
+			"(COM_STMT_PREPARE, or PREPARE … FROM and EXECUTE … USING)", what)
+	}
+	p.params = append(p.params, Param{Pos: t.pos, End: t.end, What: what, Number: number})
+	return Value{Kind: ValueParam, Text: "?"}, nil
+}
+
+// numericOption reports whether the CREATE SYNTHETIC TABLE option name is
+// one of the generic options, whose values are numbers.
+func numericOption(name string) bool {
+	for _, o := range []string{"EPSILON", "DELTA", "ROWS", "SEED"} {
+		if strings.EqualFold(name, o) {
+			return true
+		}
+	}
+	return false
 }
 
 // literal parses a number, string, NULL or (when idents is set) an identifier.
@@ -294,6 +327,9 @@ func (p *parser) literal(what string, idents bool) (Value, *Error) {
 		return Value{}, err
 	}
 	switch {
+	case t.isPunct('?'):
+		p.advance()
+		return p.param(t, what, false)
 	case t.kind == tokNumber || t.isPunct('-') || t.isPunct('+'):
 		return p.number(what)
 	case t.kind == tokString:
@@ -408,7 +444,7 @@ func (p *parser) show() (Statement, *Error) {
 		if s.Confidence, err = p.number("confidence"); err != nil {
 			return nil, err
 		}
-		if c, _ := s.Confidence.Float64(); !(c > 0 && c < 1) {
+		if c, _ := s.Confidence.Float64(); s.Confidence.Kind != ValueParam && !(c > 0 && c < 1) {
 			return nil, p.errAt(t, KindBadValue, "confidence must be strictly between 0 and 1, not %s", s.Confidence.Text)
 		}
 		return s, nil
@@ -524,7 +560,7 @@ func (p *parser) setDomain() (Statement, *Error) {
 			return nil, err
 		}
 		lo, _ := s.Lo.Float64()
-		if h, _ := s.Hi.Float64(); !(lo < h) {
+		if h, _ := s.Hi.Float64(); s.Lo.Kind != ValueParam && s.Hi.Kind != ValueParam && !(lo < h) {
 			return nil, p.errAt(hi, KindBadValue, "upper bound %s must be greater than lower bound %s", s.Hi.Text, s.Lo.Text)
 		}
 		if err := p.expect("BINS"); err != nil {
@@ -762,7 +798,12 @@ func (p *parser) createSynthetic() (Statement, *Error) {
 		if err := p.expectPunct('='); err != nil {
 			return nil, err
 		}
-		v, err := p.literal("option value", true)
+		var v Value
+		if t, _ := p.peek(0); t.isPunct('?') && numericOption(name) {
+			v, err = p.number(strings.ToUpper(name))
+		} else {
+			v, err = p.literal("value of option "+name, true)
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -788,6 +829,9 @@ func (p *parser) workload() (Workload, *Error) {
 		return Workload{}, err
 	}
 	if t.is("ALL") {
+		if q, _ := p.peek(0); q.isPunct('?') {
+			return Workload{}, p.errAt(q, KindUnexpected, "expected k of ALL k-WAY (a number), found '?': the workload cannot be a parameter")
+		}
 		k, err := p.positiveInt("k of ALL k-WAY")
 		if err != nil {
 			return Workload{}, err
