@@ -28,14 +28,14 @@ import (
 // around the handler, then applies next.
 func (e *Engine) recordErrors(next server.HandlerWrapper) server.HandlerWrapper {
 	return func(h mysql.Handler) (mysql.Handler, error) {
-		return next(&errorRecorder{Handler: h, e: e})
+		return next(&errorRecorder{passOn: passOn{h}, e: e})
 	}
 }
 
 // errorRecorder records the error of every failed command in its
 // connection's session.
 type errorRecorder struct {
-	mysql.Handler
+	passOn
 	e *Engine
 }
 
@@ -67,26 +67,6 @@ func (h *errorRecorder) ComStmtExecute(ctx context.Context, c *mysql.Conn, prepa
 	err := h.Handler.ComStmtExecute(ctx, c, prepare, callback)
 	h.record(c, err)
 	return err
-}
-
-// ComRegisterReplica implements mysql.BinlogReplicaHandler by passing the
-// call on.
-func (h *errorRecorder) ComRegisterReplica(c *mysql.Conn, replicaHost string, replicaPort uint16, replicaUser string, replicaPassword string) error {
-	r, ok := h.Handler.(mysql.BinlogReplicaHandler)
-	if !ok {
-		return SQLError(ErrUnsupported.New("binlog replication is not supported"))
-	}
-	return r.ComRegisterReplica(c, replicaHost, replicaPort, replicaUser, replicaPassword)
-}
-
-// ComBinlogDumpGTID implements mysql.BinlogReplicaHandler by passing the
-// call on.
-func (h *errorRecorder) ComBinlogDumpGTID(c *mysql.Conn, logFile string, logPos uint64, gtidSet mysql.GTIDSet) error {
-	r, ok := h.Handler.(mysql.BinlogReplicaHandler)
-	if !ok {
-		return SQLError(ErrUnsupported.New("binlog replication is not supported"))
-	}
-	return r.ComBinlogDumpGTID(c, logFile, logPos, gtidSet)
 }
 
 // record makes err the diagnostics of c's session. It runs on c's

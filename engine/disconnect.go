@@ -48,7 +48,7 @@ var errClientGone = fmt.Errorf("client closed the connection: %w", context.Cance
 // prepared decide how each prepared statement execution runs.
 func watchDisconnects(log *slog.Logger, prepared preparedRouter) server.HandlerWrapper {
 	return func(h mysql.Handler) (mysql.Handler, error) {
-		return &disconnectHandler{Handler: h, log: log, every: watchInterval, prepared: prepared}, nil
+		return &disconnectHandler{passOn: passOn{h}, log: log, every: watchInterval, prepared: prepared}, nil
 	}
 }
 
@@ -59,7 +59,7 @@ type preparedRouter func(ctx context.Context, c *mysql.Conn, prepare *mysql.Prep
 // disconnectHandler is a mysql.Handler whose statement-running commands
 // are cancelled when the client's socket closes.
 type disconnectHandler struct {
-	mysql.Handler
+	passOn
 	log      *slog.Logger
 	every    time.Duration
 	prepared preparedRouter // nil: executions run as prepared
@@ -92,26 +92,6 @@ func (h *disconnectHandler) ComStmtExecute(ctx context.Context, c *mysql.Conn, p
 		prepare = h.prepared(ctx, c, prepare)
 	}
 	return h.Handler.ComStmtExecute(ctx, c, prepare, callback)
-}
-
-// ComRegisterReplica implements mysql.BinlogReplicaHandler by passing the
-// call on.
-func (h *disconnectHandler) ComRegisterReplica(c *mysql.Conn, replicaHost string, replicaPort uint16, replicaUser string, replicaPassword string) error {
-	r, ok := h.Handler.(mysql.BinlogReplicaHandler)
-	if !ok {
-		return SQLError(ErrUnsupported.New("binlog replication is not supported"))
-	}
-	return r.ComRegisterReplica(c, replicaHost, replicaPort, replicaUser, replicaPassword)
-}
-
-// ComBinlogDumpGTID implements mysql.BinlogReplicaHandler by passing the
-// call on.
-func (h *disconnectHandler) ComBinlogDumpGTID(c *mysql.Conn, logFile string, logPos uint64, gtidSet mysql.GTIDSet) error {
-	r, ok := h.Handler.(mysql.BinlogReplicaHandler)
-	if !ok {
-		return SQLError(ErrUnsupported.New("binlog replication is not supported"))
-	}
-	return r.ComBinlogDumpGTID(c, logFile, logPos, gtidSet)
 }
 
 // watch starts watching c's socket for the command about to run; the

@@ -292,7 +292,7 @@ func TestDisconnectHandler(t *testing.T) {
 		t.Run(cmd.name+"/client leaves", func(t *testing.T) {
 			client, srv := tcpPair(t)
 			inner := &blockingHandler{ran: make(chan context.Context, 1)}
-			h := &disconnectHandler{Handler: inner, log: slog.New(slog.DiscardHandler), every: time.Millisecond}
+			h := &disconnectHandler{passOn: passOn{inner}, log: slog.New(slog.DiscardHandler), every: time.Millisecond}
 			done := make(chan error, 1)
 			go func() { done <- cmd.run(h, &mysql.Conn{Conn: srv, ConnectionID: 7}) }()
 			<-inner.ran
@@ -309,7 +309,7 @@ func TestDisconnectHandler(t *testing.T) {
 		t.Run(cmd.name+"/command returns", func(t *testing.T) {
 			_, srv := tcpPair(t)
 			inner := &blockingHandler{quick: true, ran: make(chan context.Context, 1)}
-			h := &disconnectHandler{Handler: inner, log: slog.New(slog.DiscardHandler), every: time.Millisecond}
+			h := &disconnectHandler{passOn: passOn{inner}, log: slog.New(slog.DiscardHandler), every: time.Millisecond}
 			if err := cmd.run(h, &mysql.Conn{Conn: srv, ConnectionID: 7}); err != nil {
 				t.Fatal(err)
 			}
@@ -325,7 +325,7 @@ func TestDisconnectHandler(t *testing.T) {
 		defer a.Close()
 		defer b.Close()
 		inner := &blockingHandler{quick: true, ran: make(chan context.Context, 1)}
-		h := &disconnectHandler{Handler: inner, log: slog.New(slog.DiscardHandler), every: time.Millisecond}
+		h := &disconnectHandler{passOn: passOn{inner}, log: slog.New(slog.DiscardHandler), every: time.Millisecond}
 		if err := h.ComQuery(context.Background(), &mysql.Conn{Conn: a}, "q", nil); err != nil {
 			t.Fatal(err)
 		}

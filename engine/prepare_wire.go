@@ -298,7 +298,7 @@ var explainWords = []string{"EXPLAIN", "DESCRIBE", "DESC"}
 // prepareHandler is the server's outermost mysql.Handler: it turns the
 // stand-ins of prepared dpsql statements back into the statements.
 type prepareHandler struct {
-	mysql.Handler
+	passOn
 	e *Engine
 }
 
@@ -408,26 +408,6 @@ func wellFormedInfo(callback mysql.ResultSpoolFn) mysql.ResultSpoolFn {
 	}
 }
 
-// ComRegisterReplica implements mysql.BinlogReplicaHandler by passing the
-// call on.
-func (h *prepareHandler) ComRegisterReplica(c *mysql.Conn, replicaHost string, replicaPort uint16, replicaUser string, replicaPassword string) error {
-	r, ok := h.Handler.(mysql.BinlogReplicaHandler)
-	if !ok {
-		return SQLError(ErrUnsupported.New("binlog replication is not supported"))
-	}
-	return r.ComRegisterReplica(c, replicaHost, replicaPort, replicaUser, replicaPassword)
-}
-
-// ComBinlogDumpGTID implements mysql.BinlogReplicaHandler by passing the
-// call on.
-func (h *prepareHandler) ComBinlogDumpGTID(c *mysql.Conn, logFile string, logPos uint64, gtidSet mysql.GTIDSet) error {
-	r, ok := h.Handler.(mysql.BinlogReplicaHandler)
-	if !ok {
-		return SQLError(ErrUnsupported.New("binlog replication is not supported"))
-	}
-	return r.ComBinlogDumpGTID(c, logFile, logPos, gtidSet)
-}
-
 // handlerWrapper wraps go-mysql-server's handler: disconnects cancel
 // commands (disconnect.go), prepared executions may be routed to models
 // (answer_route.go), and prepared dpsql statements get their text back.
@@ -436,5 +416,5 @@ func (e *Engine) handlerWrapper(h mysql.Handler) (mysql.Handler, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &prepareHandler{Handler: h, e: e}, nil
+	return &prepareHandler{passOn: passOn{h}, e: e}, nil
 }
