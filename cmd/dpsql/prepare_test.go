@@ -107,6 +107,7 @@ func TestPreparedDpsqlStatements(t *testing.T) {
 		{"SELECT * FROM dp_marginal('lab.a', ?, ?, ?)", "SELECT * FROM dp_marginal('lab.a', 'sex', 'age', 0.9)", []any{"sex", "age", 0.9}},
 		{"EXPLAIN SELECT sex, COUNT(*) FROM lab.a WHERE age < ? GROUP BY sex", "EXPLAIN SELECT sex, COUNT(*) FROM lab.a WHERE age < 5 GROUP BY sex", []any{5}},
 		{"EXPLAIN SELECT city, MAX(age) FROM lab.a WHERE age < ? GROUP BY city", "EXPLAIN SELECT city, MAX(age) FROM lab.a WHERE age < 5 GROUP BY city", []any{5}},
+		{"EXPLAIN SELECT sex, COUNT(*) FROM lab.a GROUP BY sex", "EXPLAIN SELECT sex, COUNT(*) FROM lab.a GROUP BY sex", nil},
 		{"SELECT sex, COUNT(*) FROM lab.a WHERE age < ? GROUP BY sex ORDER BY sex", "SELECT sex, COUNT(*) FROM lab.a WHERE age < 5 GROUP BY sex ORDER BY sex", []any{5}},
 	} {
 		want := queryStrings(t, root, tc.text)
