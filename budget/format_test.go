@@ -2,16 +2,14 @@ package budget
 
 import (
 	"bytes"
-	"compress/gzip"
 	"errors"
-	"io"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"go.etcd.io/bbolt"
 
+	"github.com/dpsql/dpsql/internal/format1"
 	"github.com/dpsql/dpsql/internal/seal"
 )
 
@@ -20,16 +18,7 @@ import (
 // three entries.
 func format1File(t *testing.T) string {
 	t.Helper()
-	f, err := os.Open(filepath.Join("..", "cmd", "dpsql", "testdata", "format1", "dpsql.db.gz"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	zr, err := gzip.NewReader(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := io.ReadAll(zr)
+	b, err := format1.File()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,11 +2,9 @@ package catalog
 
 import (
 	"bytes"
-	"compress/gzip"
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -18,6 +16,7 @@ import (
 	"github.com/dolthub/go-mysql-server/sql"
 	"go.etcd.io/bbolt"
 
+	"github.com/dpsql/dpsql/internal/format1"
 	"github.com/dpsql/dpsql/internal/seal"
 )
 
@@ -395,19 +394,10 @@ func getMeta(s *Store, key string) (string, error) {
 }
 
 // format1File is a data file written by the last dpsql of catalog format 1
-// (and ledger format "1"), kept by the cmd/dpsql tests.
+// (and ledger format "1"), from internal/format1.
 func format1File(t *testing.T) []byte {
 	t.Helper()
-	f, err := os.Open(filepath.Join("..", "cmd", "dpsql", "testdata", "format1", "dpsql.db.gz"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	zr, err := gzip.NewReader(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := io.ReadAll(zr)
+	b, err := format1.File()
 	if err != nil {
 		t.Fatal(err)
 	}

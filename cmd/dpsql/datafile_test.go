@@ -2,12 +2,10 @@ package main
 
 import (
 	"bytes"
-	"compress/gzip"
 	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -21,6 +19,7 @@ import (
 	"go.etcd.io/bbolt"
 
 	"github.com/dpsql/dpsql/catalog"
+	"github.com/dpsql/dpsql/internal/format1"
 )
 
 // Integration tests of the data file's protections through the real
@@ -284,29 +283,16 @@ func TestServeRefusesDamagedDataFile(t *testing.T) {
 	})
 }
 
-// format1 returns the data file written by the last format-1 dpsql and
-// what its queries returned then (testdata/format1).
-func format1(t *testing.T) ([]byte, map[string][][]string) {
+// format1Fixture returns the data file written by the last format-1 dpsql and
+// what its queries returned then (internal/format1).
+func format1Fixture(t *testing.T) ([]byte, map[string][][]string) {
 	t.Helper()
-	f, err := os.Open(filepath.Join("testdata", "format1", "dpsql.db.gz"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	zr, err := gzip.NewReader(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := io.ReadAll(zr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	g, err := os.ReadFile(filepath.Join("testdata", "format1", "golden.json"))
+	b, err := format1.File()
 	if err != nil {
 		t.Fatal(err)
 	}
 	var golden map[string][][]string
-	if err := json.Unmarshal(g, &golden); err != nil {
+	if err := json.Unmarshal(format1.Golden, &golden); err != nil {
 		t.Fatal(err)
 	}
 	return b, golden
@@ -316,7 +302,7 @@ func format1(t *testing.T) ([]byte, map[string][][]string) {
 // users, grants, budgets, the ledger and the synthetic tables are all
 // there, and the file then checks clean with checksums.
 func TestServeMigratesFormat1(t *testing.T) {
-	old, golden := format1(t)
+	old, golden := format1Fixture(t)
 	dir := dirWith(t, old)
 	s := startServer(t, dir)
 	root, bob := s.root(), s.open("bob", "bpw")
