@@ -530,6 +530,7 @@ func TestBackupWhileWriting(t *testing.T) {
 	h := newHarness(t, s)
 	stop := make(chan struct{})
 	done := make(chan error)
+	writing := make(chan struct{}) // closed after the first insert
 	go func() {
 		for i := 1000; ; i++ {
 			select {
@@ -542,8 +543,18 @@ func TestBackupWhileWriting(t *testing.T) {
 				done <- err
 				return
 			}
+			if i == 1000 {
+				close(writing)
+			}
 		}
 	}()
+	// Back up only once the writer is running, however the scheduler
+	// orders the goroutines on a busy machine.
+	select {
+	case <-writing:
+	case err := <-done:
+		t.Fatal(err)
+	}
 	var copies [][]byte
 	for range 3 {
 		var buf bytes.Buffer
