@@ -93,16 +93,7 @@ func processState(p sql.Process) string {
 
 // processListReader is the reader of information_schema.processlist.
 func (e *Engine) processListReader(ctx *sql.Context, _ sql.Catalog) (sql.RowIter, error) {
-	procs := e.visibleProcesses(ctx)
-	rows := make([]sql.Row, len(procs))
-	for i, p := range procs {
-		var db any
-		if p.Database != "" {
-			db = p.Database
-		}
-		rows[i] = sql.Row{uint64(p.Connection), p.User, p.Host, db, string(p.Command), int32(p.Seconds()), processState(p), p.Query}
-	}
-	return sql.RowsToRowIter(rows...), nil
+	return e.processRows(ctx, func(id uint32, secs uint64) (any, any) { return uint64(id), int32(secs) }), nil
 }
 
 var _ sql.ExecSourceRel = (*showProcessList)(nil)
@@ -149,16 +140,7 @@ func (n *showProcessList) IsReadOnly() bool { return true }
 
 // RowIter implements sql.ExecSourceRel.
 func (n *showProcessList) RowIter(ctx *sql.Context, _ sql.Row) (sql.RowIter, error) {
-	procs := n.e.visibleProcesses(ctx)
-	rows := make([]sql.Row, len(procs))
-	for i, p := range procs {
-		var db any
-		if p.Database != "" {
-			db = p.Database
-		}
-		rows[i] = sql.Row{int64(p.Connection), p.User, p.Host, db, string(p.Command), int64(p.Seconds()), processState(p), p.Query}
-	}
-	return sql.RowsToRowIter(rows...), nil
+	return n.e.processRows(ctx, func(id uint32, secs uint64) (any, any) { return int64(id), int64(secs) }), nil
 }
 
 // ownsThread reports whether connection id (a KILL's literal) runs under
@@ -183,4 +165,21 @@ func (e *Engine) ownsThread(ctx *sql.Context, id *ast.SQLVal) bool {
 		return true, nil
 	})
 	return owns
+}
+
+// processRows returns the visible threads as rows of SHOW PROCESSLIST and
+// information_schema.processlist, which type the id and time columns
+// differently (typed gives them).
+func (e *Engine) processRows(ctx *sql.Context, typed func(id uint32, secs uint64) (any, any)) sql.RowIter {
+	procs := e.visibleProcesses(ctx)
+	rows := make([]sql.Row, len(procs))
+	for i, p := range procs {
+		var db any
+		if p.Database != "" {
+			db = p.Database
+		}
+		id, secs := typed(p.Connection, p.Seconds())
+		rows[i] = sql.Row{id, p.User, p.Host, db, string(p.Command), secs, processState(p), p.Query}
+	}
+	return sql.RowsToRowIter(rows...)
 }
