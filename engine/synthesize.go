@@ -565,7 +565,7 @@ func (e *Engine) runSynthetic(ctx *sql.Context, r *synthRequest) (_ *catalog.Syn
 	// ρ, never above the charge.
 	mechNoise, postNoise, decodeNoise := e.releaseRandomness(r)
 	in := &synth.Input{
-		Data: data, Workload: r.margs, Rho: min(r.rho, res.Rho()), Noise: mechNoise, PostNoise: postNoise, Rows: r.rows, Progress: prog.report,
+		Data: synth.NewCache(data), Workload: r.margs, Rho: min(r.rho, res.Rho()), Noise: mechNoise, PostNoise: postNoise, Rows: r.rows, Progress: prog.report,
 	}
 	out, err := r.runner.Run(ctx, in)
 	if err != nil {

@@ -65,8 +65,10 @@ type Marginal struct {
 // Input is everything a Runner needs. The caller owns it; runners do not
 // modify it.
 type Input struct {
-	// Data is the encoded sensitive table.
-	Data *pgm.Dataset
+	// Data is the sensitive table, read through its marginals only (see
+	// Data). The engine passes a *Cache, so that each marginal is read
+	// from the source once per synthesis.
+	Data Data
 	// Workload is the analyst's marginal workload. Mechanisms that are
 	// workload-agnostic (MST, Independent) ignore it.
 	Workload []Marginal

@@ -81,9 +81,17 @@ func (o *Options) Run(ctx context.Context, in *synth.Input) (*synth.Result, erro
 	}
 	res := &synth.Result{}
 	meas := make([]pgm.Measurement, d)
+	sets := make([][]int, d)
+	for a := range sets {
+		sets[a] = []int{a}
+	}
+	ys, err := in.Data.Marginals(ctx, sets)
+	if err != nil {
+		return &synth.Result{}, fmt.Errorf("independent: true marginals: %w", err)
+	}
 	for a := 0; a < d; a++ {
-		attrs := []int{a}
-		y := in.Data.MarginalTo(nil, attrs)
+		attrs := sets[a]
+		y := ys[a]
 		in.Noise.AddDiscreteGaussian(y, sigma)
 		meas[a] = pgm.Measurement{Attrs: attrs, Y: y, Sigma: sigma}
 		res.Measurements = append(res.Measurements, synth.Measurement{Measurement: meas[a]})

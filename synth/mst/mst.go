@@ -123,11 +123,16 @@ func (o *Options) Run(ctx context.Context, in *synth.Input) (*synth.Result, erro
 	}
 
 	// 1. 1-way measurements.
-	oneWay := make([][]float64, d)
-	for a := range d {
-		y := in.Data.MarginalTo(nil, []int{a})
+	sets := make([][]int, d)
+	for a := range sets {
+		sets[a] = []int{a}
+	}
+	oneWay, err := in.Data.Marginals(ctx, sets)
+	if err != nil {
+		return &synth.Result{}, fmt.Errorf("mst: true marginals: %w", err)
+	}
+	for _, y := range oneWay {
 		in.Noise.AddDiscreteGaussian(y, sigma1)
-		oneWay[a] = y
 	}
 	res.RhoUsed = float64(d) / (2 * sigma1 * sigma1)
 	in.Report(synth.Status{Phase: "init", RhoUsed: res.RhoUsed})
@@ -137,10 +142,7 @@ func (o *Options) Run(ctx context.Context, in *synth.Input) (*synth.Result, erro
 	if err != nil {
 		return fail(err)
 	}
-	cdata, err := comp.data(in.Data)
-	if err != nil {
-		return fail(err)
-	}
+	cdata := comp.data(in.Data)
 	var meas []pgm.Measurement
 	for a := range d {
 		m := comp.oneWay(a, oneWay[a], sigma1)
@@ -201,7 +203,7 @@ func (o *Options) Run(ctx context.Context, in *synth.Input) (*synth.Result, erro
 // (ε = sqrt(8·rho/(d−1)), sensitivity 1) among the pairs that join two
 // components, scored by ‖M_ab(D) − M_ab(p̂)‖₁. It returns the edges and the
 // ρ spent.
-func selectTree(ctx context.Context, data *pgm.Dataset, model *pgm.Model, rho float64,
+func selectTree(ctx context.Context, data synth.Data, model *pgm.Model, rho float64,
 	exp func(scores []float64, eps, sens float64) int) ([][]int, float64, error) {
 	d := data.Domain().Len()
 	var pairs [][]int
@@ -306,19 +308,53 @@ func compress(dom *pgm.Domain, noisy [][]float64, threshold float64) (*compressi
 	return c, nil
 }
 
-// data maps the sensitive data onto the compressed domain.
-func (c *compression) data(ds *pgm.Dataset) (*pgm.Dataset, error) {
-	cols := make([][]uint16, c.dom.Len())
-	for a := range cols {
-		src := ds.Column(a)
-		col := make([]uint16, len(src))
-		code := c.code[a]
-		for i, v := range src {
-			col[i] = uint16(code[v])
-		}
-		cols[a] = col
+// data is the sensitive data seen on the compressed domain: a marginal
+// over compressed codes is the full-domain marginal with merged cells
+// summed, so it is computed from the source's own marginals.
+func (c *compression) data(src synth.Data) synth.Data {
+	return &compressed{c: c, src: src}
+}
+
+// compressed is a synth.Data over a compression's coarse domain.
+type compressed struct {
+	c   *compression
+	src synth.Data
+}
+
+func (d *compressed) Domain() *pgm.Domain { return d.c.dom }
+
+func (d *compressed) Marginals(ctx context.Context, sets [][]int) ([][]float64, error) {
+	full, err := d.src.Marginals(ctx, sets)
+	if err != nil {
+		return nil, err
 	}
-	return pgm.NewDataset(c.dom, cols)
+	out := make([][]float64, len(sets))
+	for i, s := range sets {
+		out[i] = d.c.coarsen(s, full[i])
+	}
+	return out, nil
+}
+
+// coarsen maps marginal x over attrs on the full domain to the compressed
+// domain, summing merged cells.
+func (c *compression) coarsen(attrs []int, x []float64) []float64 {
+	out := make([]float64, c.dom.Cells(attrs))
+	idx := make([]int, len(attrs))
+	for _, v := range x {
+		dst := 0
+		for j, a := range attrs {
+			dst = dst*c.dom.Size(a) + c.code[a][idx[j]]
+		}
+		out[dst] += v
+		for j := len(attrs) - 1; j >= 0; j-- {
+			idx[j]++
+			if idx[j] < c.full.Size(attrs[j]) {
+				break
+			}
+			idx[j] = 0
+		}
+	}
+	return out
 }
 
 // oneWay re-expresses attribute a's noisy 1-way marginal y (noise sigma)

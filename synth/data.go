@@ -1,0 +1,238 @@
+package synth
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+
+	"github.com/dpsql/dpsql/synth/internal/marginal"
+	"github.com/dpsql/dpsql/synth/pgm"
+)
+
+// Data is the one seam through which a mechanism reads the sensitive table:
+// a marginal oracle. It answers count marginals over the public domain and
+// nothing else, so that a table held in memory (*pgm.Dataset) and a table
+// that stays in a remote database (the federated package, which pushes
+// every marginal down as a GROUP BY) are interchangeable.
+//
+// Marginals answers every set of sets: each is a list of distinct attribute
+// indexes, in any order, and its marginal is laid out in that order with
+// the last attribute varying fastest. The caller owns the returned slices.
+// A mechanism should ask for all the marginals it knows it will need in
+// one call: a remote source answers one call with as few scans as it can.
+type Data interface {
+	Domain() *pgm.Domain
+	Marginals(ctx context.Context, sets [][]int) ([][]float64, error)
+}
+
+// RecordMechanism is implemented by a Mechanism whose algorithm needs the
+// records themselves, not only their marginals (it returns why). The engine
+// refuses to run such a mechanism on a source that only answers marginals
+// (a federated table), with that reason.
+type RecordMechanism interface {
+	NeedsRecords() string
+}
+
+// Records is the data of a mechanism that needs the records: the rows
+// themselves, column-major codes over the domain. *pgm.Dataset implements
+// it; remote sources do not.
+type Records interface {
+	Data
+	Rows() int
+	Column(i int) []uint16
+}
+
+var _ Records = (*pgm.Dataset)(nil)
+
+// Cache is a Data that asks its source for every marginal once: it keeps
+// what it was given, answers a set whose superset it holds by summing that
+// superset (counts project exactly), and asks its source for the rest in
+// one call. It is safe for concurrent use. Answers are copies, so callers
+// may add noise to them in place.
+type Cache struct {
+	src Data
+	dom *pgm.Domain
+
+	mu   sync.Mutex
+	held map[string][]float64 // by sorted-attribute key, sorted layout
+	sets [][]int              // the sorted sets held, for superset lookups
+}
+
+// NewCache wraps src. A *Cache passed to NewCache is returned as it is.
+func NewCache(src Data) *Cache {
+	if c, ok := src.(*Cache); ok {
+		return c
+	}
+	return &Cache{src: src, dom: src.Domain(), held: map[string][]float64{}}
+}
+
+// Domain implements Data.
+func (c *Cache) Domain() *pgm.Domain { return c.dom }
+
+// Source is the wrapped data.
+func (c *Cache) Source() Data { return c.src }
+
+// Fetched is the number of distinct marginals the source was asked for.
+func (c *Cache) Fetched() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.held)
+}
+
+// Marginals implements Data.
+func (c *Cache) Marginals(ctx context.Context, sets [][]int) ([][]float64, error) {
+	sorted := make([][]int, len(sets))
+	for i, s := range sets {
+		if err := checkSet(c.dom, s); err != nil {
+			return nil, err
+		}
+		sorted[i] = slices.Sorted(slices.Values(s))
+	}
+	c.mu.Lock()
+	var missing [][]int
+	asked := map[string]bool{}
+	for _, s := range sorted {
+		k := Key(s)
+		if asked[k] || c.superset(s) != nil {
+			continue
+		}
+		asked[k] = true
+		missing = append(missing, s)
+	}
+	c.mu.Unlock()
+	// Ask for the maximal missing sets only: their subsets follow.
+	missing = maximal(missing)
+	if len(missing) > 0 {
+		got, err := c.src.Marginals(ctx, missing)
+		if err != nil {
+			return nil, err
+		}
+		if len(got) != len(missing) {
+			return nil, fmt.Errorf("synth: data answered %d marginals for %d sets", len(got), len(missing))
+		}
+		c.mu.Lock()
+		for i, s := range missing {
+			if len(got[i]) != c.dom.Cells(s) {
+				c.mu.Unlock()
+				return nil, fmt.Errorf("synth: data answered %d cells for the marginal over %v, want %d", len(got[i]), s, c.dom.Cells(s))
+			}
+			k := Key(s)
+			if _, ok := c.held[k]; !ok {
+				c.held[k] = got[i]
+				c.sets = append(c.sets, s)
+			}
+		}
+		c.mu.Unlock()
+	}
+	out := make([][]float64, len(sets))
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for i, s := range sets {
+		sup := c.superset(sorted[i])
+		if sup == nil {
+			return nil, fmt.Errorf("synth: marginal over %v missing after it was fetched", s)
+		}
+		x := marginal.ProjectTo(nil, c.dom, sup, c.held[Key(sup)], sorted[i])
+		out[i] = reorder(c.dom, sorted[i], x, s)
+	}
+	return out, nil
+}
+
+// reorder returns marginal x over the sorted set from laid out in the
+// order of to (the same attributes): x itself when the orders agree.
+func reorder(dom *pgm.Domain, from []int, x []float64, to []int) []float64 {
+	if slices.Equal(from, to) {
+		return x
+	}
+	// stride[j]: the stride in x of to[j].
+	stride := make([]int, len(to))
+	for j, a := range to {
+		st := 1
+		for k := len(from) - 1; from[k] != a; k-- {
+			st *= dom.Size(from[k])
+		}
+		stride[j] = st
+	}
+	out := make([]float64, len(x))
+	idx := make([]int, len(to))
+	src := 0
+	for i := range out {
+		out[i] = x[src]
+		for j := len(to) - 1; j >= 0; j-- {
+			idx[j]++
+			src += stride[j]
+			if idx[j] < dom.Size(to[j]) {
+				break
+			}
+			src -= idx[j] * stride[j]
+			idx[j] = 0
+		}
+	}
+	return out
+}
+
+// superset returns the smallest held set that contains the sorted set s, or
+// nil. The caller holds c.mu.
+func (c *Cache) superset(s []int) []int {
+	if _, ok := c.held[Key(s)]; ok {
+		return c.sets[slices.IndexFunc(c.sets, func(h []int) bool { return slices.Equal(h, s) })]
+	}
+	var best []int
+	for _, h := range c.sets {
+		if (best == nil || c.dom.Cells(h) < c.dom.Cells(best)) && containsSorted(h, s) {
+			best = h
+		}
+	}
+	return best
+}
+
+// maximal drops every set contained in another of sets (all sorted).
+func maximal(sets [][]int) [][]int {
+	var out [][]int
+	for i, s := range sets {
+		covered := false
+		for j, t := range sets {
+			if i != j && len(t) > len(s) && containsSorted(t, s) {
+				covered = true
+				break
+			}
+		}
+		if !covered {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// containsSorted reports whether sorted set sup contains sorted set sub.
+func containsSorted(sup, sub []int) bool {
+	i := 0
+	for _, a := range sub {
+		for i < len(sup) && sup[i] < a {
+			i++
+		}
+		if i == len(sup) || sup[i] != a {
+			return false
+		}
+		i++
+	}
+	return true
+}
+
+// checkSet reports whether s is a non-empty list of distinct attributes of
+// dom.
+func checkSet(dom *pgm.Domain, s []int) error {
+	if len(s) == 0 {
+		return fmt.Errorf("synth: marginal over no attributes")
+	}
+	for i, a := range s {
+		if a < 0 || a >= dom.Len() {
+			return fmt.Errorf("synth: attribute %d outside the domain of %d attributes", a, dom.Len())
+		}
+		if slices.Contains(s[:i], a) {
+			return fmt.Errorf("synth: attribute %d repeated in %v", a, s)
+		}
+	}
+	return nil
+}

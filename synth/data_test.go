@@ -1,0 +1,95 @@
+package synth_test
+
+import (
+	"context"
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	"github.com/dpsql/dpsql/synth"
+	"github.com/dpsql/dpsql/synth/pgm"
+)
+
+// countingData counts the marginals a Cache asks its source for.
+type countingData struct {
+	*pgm.Dataset
+	calls, sets int
+}
+
+func (c *countingData) Marginals(ctx context.Context, sets [][]int) ([][]float64, error) {
+	c.calls++
+	c.sets += len(sets)
+	return c.Dataset.Marginals(ctx, sets)
+}
+
+func randomDataset(t *testing.T, rng *rand.Rand, sizes []int, rows int) *pgm.Dataset {
+	t.Helper()
+	names := make([]string, len(sizes))
+	cols := make([][]uint16, len(sizes))
+	for a, n := range sizes {
+		names[a] = string(rune('a' + a))
+		cols[a] = make([]uint16, rows)
+		for r := range cols[a] {
+			cols[a][r] = uint16(rng.IntN(n))
+		}
+	}
+	dom, err := pgm.NewDomain(names, sizes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ds, err := pgm.NewDataset(dom, cols)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ds
+}
+
+func TestCacheAnswersLikeItsSource(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	ds := randomDataset(t, rng, []int{2, 3, 4, 5}, 500)
+	src := &countingData{Dataset: ds}
+	c := synth.NewCache(src)
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name      string
+		sets      [][]int
+		wantCalls int // source calls after this step
+		wantSets  int // sets asked of the source after this step
+	}{
+		{"supersets and their subsets in one call", [][]int{{0, 1, 2}, {2, 0}, {1}, {3, 1}}, 1, 2},
+		{"subsets of held sets cost nothing", [][]int{{1, 0}, {2}, {3}, {2, 1, 0}}, 1, 2},
+		{"a new set is fetched once", [][]int{{3, 2}, {2, 3}}, 2, 3},
+		{"unordered attributes", [][]int{{3, 0, 1}, {1, 3, 0}}, 3, 4},
+	} {
+		got, err := c.Marginals(ctx, tc.sets)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		for i, s := range tc.sets {
+			want := ds.MarginalTo(nil, s)
+			if !slices.Equal(got[i], want) {
+				t.Errorf("%s: marginal over %v = %v, want %v", tc.name, s, got[i], want)
+			}
+		}
+		if src.calls != tc.wantCalls || src.sets != tc.wantSets {
+			t.Errorf("%s: source asked %d times for %d sets, want %d times for %d", tc.name, src.calls, src.sets, tc.wantCalls, tc.wantSets)
+		}
+	}
+	// Answers are copies: writing to one does not change the next.
+	a, _ := c.Marginals(ctx, [][]int{{0, 1, 2}})
+	a[0][0] += 1000
+	b, _ := c.Marginals(ctx, [][]int{{0, 1, 2}})
+	if b[0][0] == a[0][0] {
+		t.Error("a caller's write to an answer changed the cache")
+	}
+}
+
+func TestCacheRejectsBadSets(t *testing.T) {
+	ds := randomDataset(t, rand.New(rand.NewPCG(3, 4)), []int{2, 2}, 10)
+	c := synth.NewCache(ds)
+	for _, s := range [][]int{{}, {2}, {-1}, {0, 0}} {
+		if _, err := c.Marginals(context.Background(), [][]int{s}); err == nil {
+			t.Errorf("set %v accepted", s)
+		}
+	}
+}
