@@ -118,11 +118,14 @@ func (t *Table) rewrite(ctx *sql.Context, cols sql.Schema, src []int, conv int, 
 		if err != nil {
 			return err
 		}
+		if err := refuseFederated(cur); err != nil {
+			return err
+		}
 		if cur.layout != t.meta.layout {
 			return ErrSchemaChanged
 		}
 		sch := copySchema(sql.PrimaryKeySchema{Schema: cols, PkOrdinals: ords}, cur.name)
-		nm = newTableMeta(cur.id, cur.name, sch, cur.collation, cur.comment, cur.checks, cur.layout+1)
+		nm = newTableMeta(cur.id, cur.name, sch, cur.collation, cur.comment, cur.checks, cur.layout+1, cur.connection)
 		nm.setIndexes(remapIndexes(cur.indexes, cols, oldCol, conv))
 		tb := tableBucket(tx, cur.id)
 		oldRows := tb.Bucket(rowsBucketName(cur.layout))

@@ -32,6 +32,9 @@ func (t *Table) Replacer(*sql.Context) sql.RowReplacer { return t.newEditor() }
 func (t *Table) Truncate(ctx *sql.Context) (int, error) {
 	var n uint64
 	m := t.meta
+	if err := refuseFederated(m); err != nil {
+		return 0, err
+	}
 	st, err := t.autoInc()
 	if err != nil {
 		return 0, err
@@ -364,6 +367,9 @@ func (e *editor) empty() bool {
 func (e *editor) flush(ctx *sql.Context) error {
 	if e.empty() {
 		return nil
+	}
+	if err := refuseFederated(e.m); err != nil {
+		return err
 	}
 	var st *autoIncState
 	if e.m.autoCol >= 0 {

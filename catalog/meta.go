@@ -23,16 +23,20 @@ type tableMeta struct {
 	indexes   []storedIndex // secondary indexes
 	uniq      []*uniqIndex  // the unique ones among indexes
 	layout    uint64        // bumped by every change of columns; stored in each row
+	// connection is the connection string of a FEDERATED table (its rows
+	// live in a remote database), with its credentials; "" for a local
+	// table. Never shown: see Table.Connection.
+	connection string
 
 	rows    *rowCodec
 	key     *keyCodec // nil for keyless tables
 	autoCol int       // ordinal of the AUTO_INCREMENT column, or -1
 }
 
-func newTableMeta(id uint64, name string, sch sql.PrimaryKeySchema, coll sql.CollationID, comment string, checks []sql.CheckDefinition, layout uint64) *tableMeta {
+func newTableMeta(id uint64, name string, sch sql.PrimaryKeySchema, coll sql.CollationID, comment string, checks []sql.CheckDefinition, layout uint64, connection string) *tableMeta {
 	m := &tableMeta{
 		id: id, name: name, schema: sch, collation: coll, comment: comment,
-		checks: checks, layout: layout, autoCol: -1,
+		checks: checks, layout: layout, autoCol: -1, connection: connection,
 	}
 	m.rows = newRowCodec(layout, sch.Schema)
 	if len(sch.PkOrdinals) > 0 {
@@ -57,6 +61,9 @@ type storedTable struct {
 	Checks     []sql.CheckDefinition `json:"checks,omitempty"`
 	Indexes    []storedIndex         `json:"indexes,omitempty"`
 	Layout     uint64                `json:"layout"`
+	// Connection is set for a FEDERATED table only (older files have
+	// none: every table of theirs is local).
+	Connection string `json:"connection,omitempty"`
 }
 
 // storedIndex is a secondary index definition. Secondary indexes are served
@@ -94,6 +101,7 @@ func (m *tableMeta) marshal() ([]byte, error) {
 		Checks:     m.checks,
 		Indexes:    m.indexes,
 		Layout:     m.layout,
+		Connection: m.connection,
 	}
 	if st.PkOrdinals == nil {
 		st.PkOrdinals = []int{}
@@ -166,7 +174,7 @@ func unmarshalMeta(id uint64, b []byte) (*tableMeta, error) {
 	if len(st.PkOrdinals) == 0 {
 		pk.PkOrdinals = []int{}
 	}
-	m := newTableMeta(id, st.Name, pk, coll, st.Comment, st.Checks, st.Layout)
+	m := newTableMeta(id, st.Name, pk, coll, st.Comment, st.Checks, st.Layout, st.Connection)
 	m.setIndexes(st.Indexes)
 	return m, nil
 }

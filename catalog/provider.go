@@ -127,7 +127,7 @@ func (d *Database) GetTableNames(ctx *sql.Context) ([]string, error) {
 // CreateTable implements sql.TableCreator.
 func (d *Database) CreateTable(ctx *sql.Context, name string, schema sql.PrimaryKeySchema, collation sql.CollationID, comment string) error {
 	return d.s.db.Update(func(tx *bbolt.Tx) error {
-		_, err := d.s.createTableTx(tx, d.name, name, schema, collation, comment)
+		_, err := d.s.createTableTx(tx, d.name, name, schema, collation, comment, "")
 		return err
 	})
 }

@@ -297,7 +297,7 @@ func (t *Table) CreateCheck(ctx *sql.Context, check *sql.CheckDefinition) error 
 			}
 		}
 		checks := append(append([]sql.CheckDefinition(nil), m.checks...), def)
-		nm := newTableMeta(m.id, m.name, m.schema, m.collation, m.comment, checks, m.layout)
+		nm := newTableMeta(m.id, m.name, m.schema, m.collation, m.comment, checks, m.layout, m.connection)
 		nm.setIndexes(m.indexes)
 		return nm, nil
 	})
@@ -315,7 +315,7 @@ func (t *Table) DropCheck(ctx *sql.Context, name string) error {
 		if len(checks) == len(m.checks) {
 			return nil, sql.ErrUnknownConstraint.New(name)
 		}
-		nm := newTableMeta(m.id, m.name, m.schema, m.collation, m.comment, checks, m.layout)
+		nm := newTableMeta(m.id, m.name, m.schema, m.collation, m.comment, checks, m.layout, m.connection)
 		nm.setIndexes(m.indexes)
 		return nm, nil
 	})
@@ -489,7 +489,7 @@ func (t *Table) CreateIndex(ctx *sql.Context, def sql.IndexDef) error {
 				return err
 			}
 		}
-		nm = newTableMeta(m.id, m.name, m.schema, m.collation, m.comment, m.checks, m.layout)
+		nm = newTableMeta(m.id, m.name, m.schema, m.collation, m.comment, m.checks, m.layout, m.connection)
 		nm.setIndexes(append(append([]storedIndex(nil), m.indexes...), si))
 		for _, u := range nm.uniq {
 			if u.def.ID == si.ID {
@@ -526,7 +526,7 @@ func (t *Table) DropIndex(ctx *sql.Context, name string) error {
 				}
 			}
 		}
-		nm := newTableMeta(m.id, m.name, m.schema, m.collation, m.comment, m.checks, m.layout)
+		nm := newTableMeta(m.id, m.name, m.schema, m.collation, m.comment, m.checks, m.layout, m.connection)
 		nm.setIndexes(keep)
 		return nm, nil
 	})
@@ -548,7 +548,7 @@ func (t *Table) RenameIndex(ctx *sql.Context, from, to string) error {
 		if !found {
 			return nil, sql.ErrIndexNotFound.New(from)
 		}
-		nm := newTableMeta(m.id, m.name, m.schema, m.collation, m.comment, m.checks, m.layout)
+		nm := newTableMeta(m.id, m.name, m.schema, m.collation, m.comment, m.checks, m.layout, m.connection)
 		nm.setIndexes(idxs)
 		return nm, nil
 	})

@@ -164,7 +164,8 @@ func (s *Store) dropDatabaseTx(tx *bbolt.Tx, name string) error {
 }
 
 // createTableTx creates table name in db and returns its new stable ID.
-func (s *Store) createTableTx(tx *bbolt.Tx, db, name string, sch sql.PrimaryKeySchema, coll sql.CollationID, comment string) (uint64, error) {
+// connection is "" for a local table, the source of a FEDERATED one.
+func (s *Store) createTableTx(tx *bbolt.Tx, db, name string, sch sql.PrimaryKeySchema, coll sql.CollationID, comment, connection string) (uint64, error) {
 	d := dbBucket(tx, db)
 	if d == nil {
 		return 0, sql.ErrDatabaseNotFound.New(db)
@@ -184,7 +185,7 @@ func (s *Store) createTableTx(tx *bbolt.Tx, db, name string, sch sql.PrimaryKeyS
 	if coll == sql.Collation_Unspecified {
 		coll = sql.Collation_Default
 	}
-	m := newTableMeta(id, name, copySchema(sch, name), coll, comment, nil, 1)
+	m := newTableMeta(id, name, copySchema(sch, name), coll, comment, nil, 1, connection)
 	enc, err := m.marshal()
 	if err != nil {
 		return 0, err
@@ -253,7 +254,7 @@ func (s *Store) renameTableTx(tx *bbolt.Tx, db, oldName, newName string) error {
 	if err != nil {
 		return err
 	}
-	nm := newTableMeta(id, newName, copySchema(m.schema, newName), m.collation, m.comment, m.checks, m.layout)
+	nm := newTableMeta(id, newName, copySchema(m.schema, newName), m.collation, m.comment, m.checks, m.layout, m.connection)
 	nm.setIndexes(m.indexes)
 	if err := s.putMetaTx(tx, nm); err != nil {
 		return err

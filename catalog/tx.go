@@ -210,7 +210,7 @@ func (tx *Tx) CreateDatabase(name string) error { return createDatabaseTx(tx.tx,
 
 // CreateTable creates table name in database db and returns its stable ID.
 func (tx *Tx) CreateTable(db, name string, schema sql.PrimaryKeySchema, collation sql.CollationID, comment string) (uint64, error) {
-	return tx.s.createTableTx(tx.tx, db, name, schema, collation, comment)
+	return tx.s.createTableTx(tx.tx, db, name, schema, collation, comment, "")
 }
 
 // DropTable drops table name from database db.
