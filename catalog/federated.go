@@ -78,3 +78,6 @@ func refuseFederated(m *tableMeta) error {
 	}
 	return nil
 }
+
+// Database is the name of the database that holds t.
+func (t *Table) Database() string { return t.db }

@@ -75,6 +75,10 @@ func (e *Engine) compatNodes(ctx *sql.Context, _ *analyzer.Analyzer, n sql.Node,
 			return &showProcessList{e: e}, transform.NewTree, nil
 		case *plan.ShowGrants:
 			return e.showGrants(ctx, n), transform.NewTree, nil
+		case *plan.ShowCreateTable:
+			if !n.IsView {
+				return &patchedShow{inner: n, patch: e.showCreateFederated(n)}, transform.NewTree, nil
+			}
 		}
 		return n, transform.SameTree, nil
 	})
@@ -151,12 +155,14 @@ func (p *patchedShow) RowIter(ctx *sql.Context, row sql.Row) (sql.RowIter, error
 // Columns of SHOW TABLE STATUS and of information_schema.TABLES.
 const (
 	statusColName       = 0
+	statusColEngine     = 1
 	statusColCreateTime = 11
 	statusColComment    = 17
 
 	tablesColSchema     = 1
 	tablesColName       = 2
 	tablesColType       = 3
+	tablesColEngine     = 4
 	tablesColCreateTime = 14
 	tablesColUpdateTime = 15
 )
@@ -173,6 +179,9 @@ func (e *Engine) tableStatusPatch(db string) func(*sql.Context, []sql.Row) ([]sq
 				return nil, err
 			}
 			r[statusColCreateTime], r[statusColComment] = created, comment
+			if e.isFederated(ctx, db, name) {
+				r[statusColEngine] = federatedEngine
+			}
 		}
 		return rows, nil
 	}
@@ -224,6 +233,9 @@ func (e *Engine) tablesReader(inner func(*sql.Context, sql.Catalog) (sql.RowIter
 				return nil, err
 			}
 			r[tablesColCreateTime] = created
+			if e.isFederated(ctx, db, name) {
+				r[tablesColEngine] = federatedEngine
+			}
 		}
 		return sql.RowsToRowIter(rows...), nil
 	}

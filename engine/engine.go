@@ -51,6 +51,10 @@ type Engine struct {
 	// warnNoFilter logs once that prepared dpsql statements cannot be
 	// intercepted (prepare_wire.go).
 	warnNoFilter sync.Once
+
+	// remote connects to the source of a FEDERATED table (federated.go);
+	// tests substitute a fake.
+	remote remoteOpener
 }
 
 // New opens the data directory (creating it on first start), binds the
@@ -95,7 +99,7 @@ func build(ctx context.Context, cfg Config, dataDir string, st Storage) (*Engine
 	if log == nil {
 		log = slog.New(slog.NewTextHandler(os.Stderr, nil))
 	}
-	e := &Engine{cfg: cfg, dataDir: dataDir, log: log, store: st, started: time.Now()}
+	e := &Engine{cfg: cfg, dataDir: dataDir, log: log, store: st, started: time.Now(), remote: openFederated}
 	e.internalID.Store(1 << 31)
 
 	pro := newProvider(st.Provider(), e.procedures())
@@ -104,6 +108,7 @@ func build(ctx context.Context, cfg Config, dataDir string, st Storage) (*Engine
 	e.sqle.Parser = newParser(e)
 	e.initAnswers(pro)
 	e.isolate(pro)
+	e.addFederatedRule()
 
 	if err := setSystemVariables(dataDir, cfg.Version); err != nil {
 		return nil, err

@@ -52,12 +52,12 @@ func (e *Engine) visibleTables(ctx *sql.Context, db string) func(table string) b
 // isolate wraps db so that it hides the tables the session may not see.
 // Only catalog databases are wrapped: they are the server's storage (GMS's
 // memory databases back unit tests that do not test isolation).
-func isolate(db sql.Database, visible tableFilter) sql.Database {
+func isolate(db sql.Database, visible tableFilter, wrap func(sql.Table) sql.Table) sql.Database {
 	if visible == nil {
 		return db
 	}
 	if cdb, ok := db.(catalogDB); ok {
-		return isolatedDB{catalogDB: cdb, visible: visible}
+		return isolatedDB{catalogDB: cdb, visible: visible, wrap: wrap}
 	}
 	return db
 }
@@ -78,6 +78,9 @@ var (
 type isolatedDB struct {
 	catalogDB
 	visible tableFilter
+	// wrap, if set, wraps the tables served (FEDERATED tables read
+	// through to their source, federated.go).
+	wrap func(sql.Table) sql.Table
 }
 
 // GetTableInsensitive implements sql.Database: a hidden table is missing.
@@ -85,7 +88,11 @@ func (d isolatedDB) GetTableInsensitive(ctx *sql.Context, name string) (sql.Tabl
 	if !d.visible(ctx, d.Name())(name) {
 		return nil, false, nil
 	}
-	return d.catalogDB.GetTableInsensitive(ctx, name)
+	t, ok, err := d.catalogDB.GetTableInsensitive(ctx, name)
+	if ok && err == nil && d.wrap != nil {
+		t = d.wrap(t)
+	}
+	return t, ok, err
 }
 
 // GetTableNames implements sql.Database: the visible tables.
@@ -146,6 +153,7 @@ func (e *Engine) isolate(pro *provider) {
 		}
 	}
 	pro.visible = e.visibleTables
+	pro.wrapTable = e.federatedTables
 	pro.functions = map[string]sql.Function{
 		"load_file": sql.Function1{Name: "load_file", Fn: func(arg sql.Expression) sql.Expression {
 			return newGuardedLoadFile(e, arg)

@@ -66,9 +66,11 @@ func (b *logrusBridge) Fire(e *logrus.Entry) error {
 		if err, ok := v.(error); ok {
 			v = err.Error()
 		}
-		args = append(args, k, fmt.Sprint(v))
+		// A statement's text may hold a FEDERATED table's connection.
+		args = append(args, k, maskConnections(fmt.Sprint(v)))
 	}
 	msg, extra := bridgeMessage(e)
+	msg = maskConnections(msg)
 	log.Log(ctx, level, msg, append(extra, args...)...)
 	return nil
 }

@@ -23,6 +23,7 @@ type provider struct {
 	procs sql.ExternalStoredProcedureRegistry
 
 	visible   tableFilter
+	wrapTable func(sql.Table) sql.Table
 	functions map[string]sql.Function
 	// tableFunctions are dpsql's table functions (dp_marginal), by
 	// lower-case name.
@@ -47,14 +48,14 @@ func (p *provider) Database(ctx *sql.Context, name string) (sql.Database, error)
 	if err != nil {
 		return nil, err
 	}
-	return isolate(db, p.visible), nil
+	return isolate(db, p.visible, p.wrapTable), nil
 }
 
 // AllDatabases implements sql.DatabaseProvider.
 func (p *provider) AllDatabases(ctx *sql.Context) []sql.Database {
 	dbs := p.MutableDatabaseProvider.AllDatabases(ctx)
 	for i, db := range dbs {
-		dbs[i] = isolate(db, p.visible)
+		dbs[i] = isolate(db, p.visible, p.wrapTable)
 	}
 	return dbs
 }

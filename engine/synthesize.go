@@ -8,6 +8,7 @@ import (
 	"runtime/debug"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/dolthub/go-mysql-server/sql"
@@ -136,6 +137,10 @@ type synthRequest struct {
 	workload *planner.Workload
 	margs    []synth.Marginal
 	user     string
+
+	// remote is the snapshot of a FEDERATED source, opened in phase 1
+	// (openRemoteData); nil for a local table.
+	remote *remoteData
 }
 
 // createSynthetic runs CREATE SYNTHETIC TABLE and returns the record of the
@@ -152,6 +157,14 @@ func (e *Engine) createSynthetic(ctx *sql.Context, stmt *dpparse.CreateSynthetic
 	if exists {
 		ctx.Warn(1050, "Table '%s' already exists", req.target.Name)
 		return &catalog.Synthetic{DB: req.target.DB, Name: req.target.Name}, nil
+	}
+	if req.src.Table.Federated() {
+		// Last step of phase 1: connect and open the snapshot. A failure
+		// here charges nothing.
+		if req.remote, err = e.openRemoteData(ctx, req); err != nil {
+			return nil, err
+		}
+		defer req.remote.Close()
 	}
 	return e.runSynthetic(ctx, req)
 }
@@ -174,6 +187,12 @@ func (e *Engine) validateSynthetic(ctx *sql.Context, stmt *dpparse.CreateSynthet
 	}
 	if err := req.parseOptions(stmt.Options); err != nil {
 		return nil, false, err
+	}
+	if src.Table.Federated() {
+		if why := needsRecords(req.mech, req.runner); why != "" {
+			return nil, false, ErrUnsupported.New("mechanism %s cannot synthesize from the FEDERATED table %s: %s; a federated source only answers marginals (import the rows into a local table to use %s)",
+				req.mech.Name(), src, why, req.mech.Name())
+		}
 	}
 
 	if err := e.synthesisDomain(ctx, req); err != nil {
@@ -548,17 +567,30 @@ func (e *Engine) runSynthetic(ctx *sql.Context, r *synthRequest) (_ *catalog.Syn
 	if err := ctx.Err(); err != nil {
 		return nil, e.failReservation(res, false, "cancelled before reading the source", ErrCancelled.Wrap(err, "statement cancelled"))
 	}
-	data, err := encodeTable(ctx, e.dp.cat, r.src, r.dom)
-	if err == nil {
-		// The table may have been dropped and re-created while it was read.
-		if id, ok, _ := e.dp.cat.TableID(r.src.DB, r.src.Name); !ok || id != r.src.ID {
-			err = fmt.Errorf("%s changed while it was read", r.src)
+	// touched reports whether the source's data has been read: from then
+	// on a failure keeps the charge. A local table is read whole here; a
+	// federated one marginal by marginal, as the mechanism asks.
+	var data synth.Data
+	touched := func() bool { return true }
+	why := func(what string) string { return what }
+	if r.remote != nil {
+		data = &remoteProgress{Data: r.remote.snap, prog: prog}
+		touched = r.remote.snap.Touched
+		why = r.remote.failure
+	} else {
+		local, err := encodeTable(ctx, e.dp.cat, r.src, r.dom)
+		if err == nil {
+			// The table may have been dropped and re-created while it was read.
+			if id, ok, _ := e.dp.cat.TableID(r.src.DB, r.src.Name); !ok || id != r.src.ID {
+				err = fmt.Errorf("%s changed while it was read", r.src)
+			}
 		}
+		if err != nil {
+			return nil, e.failReservation(res, true, "reading the source failed", classify(ctx, err, ErrInternal))
+		}
+		data = local
+		prog.set(synthState(prog.target, synth.Status{Phase: "init"}, prog.rho, prog.rows))
 	}
-	if err != nil {
-		return nil, e.failReservation(res, true, "reading the source failed", classify(ctx, err, ErrInternal))
-	}
-	prog.set(synthState(prog.target, synth.Status{Phase: "init"}, prog.rho, prog.rows))
 
 	// The charge is ρ rounded up to the ledger's unit, or exactly what
 	// remained when that was asked for; the mechanism runs at the requested
@@ -569,25 +601,31 @@ func (e *Engine) runSynthetic(ctx *sql.Context, r *synthRequest) (_ *catalog.Syn
 	}
 	out, err := r.runner.Run(ctx, in)
 	if err != nil {
-		return nil, e.failReservation(res, true, "mechanism failed", classify(ctx, err, ErrMechanism))
+		if r.remote != nil {
+			err = r.remote.error(ctx, err)
+		}
+		return nil, e.failReservation(res, touched(), why("mechanism failed"), classify(ctx, err, ErrMechanism))
 	}
 	prog.writing()
 	rec, rows, sch, model, release, err := e.prepareRelease(ctx, r, out, decodeNoise)
 	if err != nil {
-		return nil, e.failReservation(res, true, "preparing the release failed", classify(ctx, err, ErrInternal))
+		return nil, e.failReservation(res, touched(), why("preparing the release failed"), classify(ctx, err, ErrInternal))
 	}
 	rec.Rho, rec.LedgerEntry = res.Rho(), res.ID()
 
 	// Another statement may have created the target meanwhile: fail (the
 	// data was read) rather than commit a charge for nothing.
 	if _, found, _ := e.dp.cat.TableID(r.target.DB, r.target.Name); found {
-		return nil, e.failReservation(res, true, "target exists", ErrExists.New("Table '%s' was created by another statement meanwhile", r.target.Name))
+		return nil, e.failReservation(res, touched(), why("target exists"), ErrExists.New("Table '%s' was created by another statement meanwhile", r.target.Name))
 	}
 
 	// Phase 3: commit the charge, then release. From here the statement
 	// is no longer cancellable: the release either happens whole or not.
 	wctx := context.WithoutCancel(ctx)
 	note := fmt.Sprintf("created %s.%s: %d rows, %d rounds, ρ used %.6g", r.target.DB, r.target.Name, rec.Rows, rec.Rounds, out.RhoUsed)
+	if r.remote != nil {
+		note += "; " + r.remote.summary()
+	}
 	if err := res.Commit(note); err != nil {
 		return nil, e.ledgerError(err)
 	}
@@ -614,8 +652,14 @@ func (e *Engine) runSynthetic(ctx *sql.Context, r *synthRequest) (_ *catalog.Syn
 	if err := e.grantCreatorRead(wctx, ctx, r); err != nil {
 		log.Warn("could not grant the creator SELECT on the new table", "err", err)
 	}
-	log.Info("synthetic table created", "rows", rec.Rows, "rounds", rec.Rounds, "rho_used", out.RhoUsed,
-		"model_mb", rec.ModelSize, "took", time.Since(start).Round(time.Millisecond))
+	logArgs := []any{"rows", rec.Rows, "rounds", rec.Rounds, "rho_used", out.RhoUsed,
+		"model_mb", rec.ModelSize, "took", time.Since(start).Round(time.Millisecond)}
+	if r.remote != nil {
+		st := r.remote.snap.Stats()
+		logArgs = append(logArgs, "remote_queries", st.Queries, "remote_scans", st.Scans,
+			"remote_time", st.RemoteTime.Round(time.Millisecond), "remote_cells", st.Cells)
+	}
+	log.Info("synthetic table created", logArgs...)
 	return rec, nil
 }
 
@@ -745,6 +789,7 @@ func (e *Engine) grantCreatorRead(wctx context.Context, ctx *sql.Context, r *syn
 // information_schema.processlist (the State of the statement's thread, one
 // line, see synthState) and in the server log, one line per round.
 type synthProgress struct {
+	mu     sync.Mutex // set may be called from the mechanism's goroutines
 	ctx    *sql.Context
 	log    interface{ Info(string, ...any) }
 	target string // db.t
@@ -763,6 +808,13 @@ func newSynthProgress(ctx *sql.Context, log interface{ Info(string, ...any) }, t
 // progress entry whose name starts with synthStatePrefix as its name
 // alone (processlist.go), so the name is the State.
 func (p *synthProgress) set(name string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.setLocked(name)
+}
+
+// setLocked is set; the caller holds p.mu.
+func (p *synthProgress) setLocked(name string) {
 	pl := p.ctx.ProcessList
 	if pl == nil || name == p.name {
 		return
@@ -780,6 +832,24 @@ func (p *synthProgress) report(s synth.Status) {
 	p.set(synthState(p.target, s, p.rho, p.rows))
 	if s.Iters == 0 {
 		p.log.Info("synthesis progress", "phase", s.Phase, "round", s.Round, "rho_used", s.RhoUsed, "rho", p.rho, "model_mb", s.ModelSize)
+	}
+}
+
+// reading shows that n marginals are being read from a remote source,
+// and returns the function that restores the previous state.
+func (p *synthProgress) reading(n int) (restore func()) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	prev := p.name
+	what := "1 marginal"
+	if n != 1 {
+		what = strconv.Itoa(n) + " marginals"
+	}
+	p.setLocked(synthStatePrefix + p.target + ": reading the source (" + what + ")")
+	return func() {
+		if prev != "" {
+			p.set(prev)
+		}
 	}
 }
 
