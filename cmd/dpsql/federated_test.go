@@ -1,0 +1,482 @@
+package main
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"net"
+	"net/url"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+
+	"github.com/dpsql/dpsql/internal/fixture"
+)
+
+// FEDERATED source tables over the wire, against a real PostgreSQL and a
+// real MariaDB/MySQL named by DPSQL_TEST_POSTGRES and DPSQL_TEST_MYSQL
+// (URLs: postgresql://user:password@host:port/database and
+// mysql://user:password@host:port/database; .ci/run starts both). Each
+// test skips a database whose variable is unset.
+
+// remoteDB is a test database a federated table can live in.
+type remoteDB struct {
+	driver string   // "postgresql" or "mysql"
+	u      *url.URL // the database's URL
+	table  string   // a fresh table name for this test
+}
+
+// remoteDBs returns the test databases configured in the environment.
+func remoteDBs(t *testing.T) []*remoteDB {
+	t.Helper()
+	var out []*remoteDB
+	for _, v := range []struct{ env, driver string }{{"DPSQL_TEST_POSTGRES", "postgresql"}, {"DPSQL_TEST_MYSQL", "mysql"}} {
+		s := os.Getenv(v.env)
+		if s == "" {
+			continue
+		}
+		u, err := url.Parse(s)
+		if err != nil {
+			t.Fatalf("%s: %v", v.env, err)
+		}
+		out = append(out, &remoteDB{driver: v.driver, u: u, table: fmt.Sprintf("dpsql_fed_%d_%d", os.Getpid(), rand.IntN(1e6))})
+	}
+	if len(out) == 0 {
+		t.Skip("no source database: set DPSQL_TEST_POSTGRES and/or DPSQL_TEST_MYSQL (.ci/run does)")
+	}
+	return out
+}
+
+// password is the database password ("" if none).
+func (r *remoteDB) password() string {
+	pw, _ := r.u.User.Password()
+	return pw
+}
+
+// connection is the CONNECTION string of remote table name, through
+// host:port if given.
+func (r *remoteDB) connection(name, hostPort string) string {
+	u := *r.u
+	if hostPort != "" {
+		u.Host = hostPort
+	}
+	if r.driver == "postgresql" {
+		name = "public." + name
+	}
+	u.Path = strings.TrimSuffix(u.Path, "/") + "/" + name
+	u.Scheme = r.driver
+	return u.String()
+}
+
+// exec runs statements in the remote database.
+func (r *remoteDB) exec(t *testing.T, stmts ...string) {
+	t.Helper()
+	if err := r.try(stmts...); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (r *remoteDB) try(stmts ...string) error {
+	switch r.driver {
+	case "postgresql":
+		psql, err := exec.LookPath("psql")
+		if err != nil {
+			return fmt.Errorf("psql not installed: %w", err)
+		}
+		args := []string{r.u.String(), "-v", "ON_ERROR_STOP=1", "-q"}
+		for _, s := range stmts {
+			args = append(args, "-c", s)
+		}
+		if out, err := exec.Command(psql, args...).CombinedOutput(); err != nil {
+			return fmt.Errorf("psql: %v: %s", err, out)
+		}
+		return nil
+	default:
+		db := r.mysql()
+		defer db.Close()
+		for _, s := range stmts {
+			if _, err := db.Exec(s); err != nil {
+				return fmt.Errorf("%s: %w", s, err)
+			}
+		}
+		return nil
+	}
+}
+
+// query runs a one-value query in the remote database.
+func (r *remoteDB) query(t *testing.T, q string) string {
+	t.Helper()
+	switch r.driver {
+	case "postgresql":
+		out, err := exec.Command("psql", r.u.String(), "-At", "-c", q).CombinedOutput()
+		if err != nil {
+			t.Fatalf("psql %s: %v: %s", q, err, out)
+		}
+		return strings.TrimSpace(string(out))
+	default:
+		db := r.mysql()
+		defer db.Close()
+		var s sql.NullString
+		if err := db.QueryRow(q).Scan(&s); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+		return s.String
+	}
+}
+
+// mysql opens the MySQL test database.
+func (r *remoteDB) mysql() *sql.DB {
+	cfg := mysql.NewConfig()
+	cfg.User = r.u.User.Username()
+	cfg.Passwd = r.password()
+	cfg.Net, cfg.Addr, cfg.DBName = "tcp", r.u.Host, strings.Trim(r.u.Path, "/")
+	c, _ := mysql.NewConnector(cfg)
+	return sql.OpenDB(c)
+}
+
+// activeQueries counts the remote queries running a GROUP BY, other than
+// the counting one.
+func (r *remoteDB) activeQueries(t *testing.T) int {
+	t.Helper()
+	var q string
+	if r.driver == "postgresql" {
+		q = "SELECT count(*) FROM pg_stat_activity WHERE state = 'active' AND query ILIKE '%group by%' AND pid <> pg_backend_pid()"
+	} else {
+		q = "SELECT COUNT(*) FROM information_schema.processlist WHERE info LIKE '%GROUP BY%' AND id <> CONNECTION_ID()"
+	}
+	n, _ := strconv.Atoi(r.query(t, q))
+	return n
+}
+
+// proxy forwards TCP connections to target until closed: a source that can
+// be made unreachable.
+type proxy struct {
+	ln     net.Listener
+	mu     sync.Mutex
+	conns  []net.Conn
+	closed bool
+}
+
+func newProxy(t *testing.T, target string) *proxy {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &proxy{ln: ln}
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			d, err := net.Dial("tcp", target)
+			if err != nil {
+				c.Close()
+				continue
+			}
+			p.mu.Lock()
+			p.conns = append(p.conns, c, d)
+			p.mu.Unlock()
+			go func() { _, _ = copyConn(d, c) }()
+			go func() { _, _ = copyConn(c, d) }()
+		}
+	}()
+	t.Cleanup(p.close)
+	return p
+}
+
+func copyConn(dst, src net.Conn) (int64, error) {
+	defer dst.Close()
+	buf := make([]byte, 32<<10)
+	var n int64
+	for {
+		k, err := src.Read(buf)
+		if k > 0 {
+			if _, werr := dst.Write(buf[:k]); werr != nil {
+				return n, werr
+			}
+			n += int64(k)
+		}
+		if err != nil {
+			return n, err
+		}
+	}
+}
+
+func (p *proxy) addr() string { return p.ln.Addr().String() }
+
+// close stops accepting and drops every forwarded connection.
+func (p *proxy) close() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return
+	}
+	p.closed = true
+	p.ln.Close()
+	for _, c := range p.conns {
+		c.Close()
+	}
+}
+
+const fedRows = 600
+
+// fedTuples are the source's rows, the same for every database.
+func fedTuples() []string {
+	return fixture.PeopleTuples(rand.New(rand.NewPCG(3, 5)), fedRows)
+}
+
+func TestFederatedOverTheWire(t *testing.T) {
+	if testing.Short() {
+		t.Skip("needs source databases and runs syntheses")
+	}
+	for _, r := range remoteDBs(t) {
+		t.Run(r.driver, func(t *testing.T) { testFederated(t, r) })
+	}
+}
+
+func testFederated(t *testing.T, r *remoteDB) {
+	// The source: a table, a view that fails when read, and the same rows
+	// imported locally for comparison.
+	tbl, bad := r.table, r.table+"_bad"
+	strType := "VARCHAR(10)"
+	r.exec(t, "CREATE TABLE "+tbl+" (sex "+strType+" NOT NULL, age INT NOT NULL, city "+strType+")",
+		"INSERT INTO "+tbl+" (sex, age, city) VALUES "+strings.Join(fedTuples(), ","),
+		// Valid to declare, fails when queried (a subquery returning two
+		// rows where one is expected).
+		"CREATE VIEW "+bad+" AS SELECT sex, age, city FROM "+tbl+" WHERE (SELECT 1 UNION SELECT 2) > 0")
+	t.Cleanup(func() { _ = r.try("DROP VIEW "+bad, "DROP TABLE "+tbl) })
+
+	s := startServer(t, t.TempDir())
+	root := s.root()
+	columns := "(sex ENUM('F','M') NOT NULL, age INT NOT NULL CHECK (age BETWEEN 0 AND 9), city VARCHAR(10) CHECK (city IN ('a','b','c')))"
+	conn := r.connection(tbl, "")
+	mustExec(t, root,
+		"CREATE DATABASE census", "CREATE DATABASE lab",
+		"CREATE TABLE census.big "+columns+" ENGINE = FEDERATED CONNECTION = '"+conn+"'",
+		"CREATE TABLE census.bad "+columns+" ENGINE = FEDERATED CONNECTION = '"+r.connection(bad, "")+"'",
+		"CREATE TABLE census.loc "+columns,
+		"INSERT INTO census.loc (sex, age, city) VALUES "+strings.Join(fedTuples(), ","),
+		"SET PRIVACY BUDGET FOR census.big WITH EPSILON = 8000, DELTA = 1e-6",
+		"SET PRIVACY BUDGET FOR census.bad WITH EPSILON = 10, DELTA = 1e-6",
+		"CREATE USER analyst IDENTIFIED BY 'apw'",
+		"GRANT ALL ON lab.* TO analyst",
+		"GRANT SYNTHESIZE ON census.big TO analyst",
+	)
+
+	t.Run("create refused", func(t *testing.T) {
+		wantMySQLError(t, root, 1434, "CREATE TABLE census.x (sex ENUM('F','M'), age INT) ENGINE = FEDERATED CONNECTION = '"+conn+"'")
+		wantMySQLError(t, root, 1434, "CREATE TABLE census.x (sex ENUM('F','M'), age INT, city VARCHAR(10), zip INT) ENGINE = FEDERATED CONNECTION = '"+conn+"'")
+		wantMySQLError(t, root, 1429, "CREATE TABLE census.x "+columns+" ENGINE = FEDERATED CONNECTION = '"+r.connection(tbl, "127.0.0.1:1")+"'")
+		wantMySQLError(t, root, 1432, "CREATE TABLE census.x "+columns+" ENGINE = FEDERATED CONNECTION = 'ftp://h/x'")
+		if rows := queryStrings(t, root, "SHOW TABLES FROM census LIKE 'x'"); len(rows) != 0 {
+			t.Errorf("a refused federated table exists: %v", rows)
+		}
+	})
+
+	t.Run("owner reads through, writes refused", func(t *testing.T) {
+		q := "SELECT CONCAT(sex), age, IFNULL(city, '-'), COUNT(*) FROM census.%s GROUP BY 1, 2, 3 ORDER BY 1, 2, 3"
+		got, want := queryStrings(t, root, fmt.Sprintf(q, "big")), queryStrings(t, root, fmt.Sprintf(q, "loc"))
+		if !equalRows(got, want) {
+			t.Errorf("read through:\n got %v\nwant %v", got, want)
+		}
+		wantMySQLError(t, root, 1036, "INSERT INTO census.big VALUES ('F', 1, 'a')")
+		wantMySQLError(t, root, 1036, "TRUNCATE TABLE census.big")
+	})
+
+	t.Run("masked", func(t *testing.T) {
+		create := queryStrings(t, root, "SHOW CREATE TABLE census.big")[0][1]
+		if !strings.Contains(create, "ENGINE=FEDERATED") || !strings.Contains(create, "CONNECTION='") {
+			t.Errorf("SHOW CREATE TABLE: %s", create)
+		}
+		engine := queryStrings(t, root, "SELECT ENGINE FROM information_schema.tables WHERE TABLE_SCHEMA = 'census' AND TABLE_NAME = 'big'")
+		if len(engine) != 1 || engine[0][0] != "FEDERATED" {
+			t.Errorf("information_schema.tables ENGINE: %v", engine)
+		}
+		dump, _, err := s.mysqldump(t, "root", rootPassword, "census")
+		if err != nil {
+			t.Fatalf("mysqldump: %v", err)
+		}
+		if strings.Contains(dump, "INSERT INTO `big`") || !strings.Contains(dump, "ENGINE=FEDERATED") {
+			t.Errorf("mysqldump dumped the federated rows or lost the engine")
+		}
+		pw := r.password()
+		if pw == "" {
+			t.Log("the source has no password: masking checked on the text only")
+			return
+		}
+		for what, text := range map[string]string{"SHOW CREATE TABLE": create, "mysqldump": dump, "server log": s.stderr.String()} {
+			if strings.Contains(text, ":"+pw+"@") {
+				t.Errorf("%s shows the source's password", what)
+			}
+		}
+		if !strings.Contains(create, ":***@") {
+			t.Errorf("SHOW CREATE TABLE does not mask the password: %s", create)
+		}
+	})
+
+	t.Run("analyst", func(t *testing.T) {
+		an := s.open("analyst", "apw")
+		if _, err := tryQueryStrings(an, "SELECT * FROM census.big"); err == nil {
+			t.Error("analyst read the federated table")
+		}
+		for _, mech := range []string{"aim", "mst", "mwem"} {
+			mustExec(t, an, "CREATE SYNTHETIC TABLE lab.s_"+mech+" FROM census.big USING "+mech+" WITH EPSILON = 1")
+		}
+		if rows := queryStrings(t, an, "SELECT COUNT(*) FROM lab.s_mst"); rows[0][0] == "0" {
+			t.Error("empty synthetic table")
+		}
+	})
+
+	t.Run("huge epsilon matches the source", func(t *testing.T) {
+		mustExec(t, root, "CREATE SYNTHETIC TABLE lab.exact FROM census.big USING aim WITH EPSILON = 3000, ROUNDS = 6, PGM_ITERS = 200, FINAL_ITERS = 500"+
+			" WORKLOAD (SELECT sex, age, COUNT(*) FROM census.big GROUP BY sex, age)")
+		want := map[string]float64{}
+		for _, row := range queryStrings(t, root, "SELECT CONCAT(sex), age, COUNT(*) FROM census.loc GROUP BY 1, 2") {
+			want[row[0]+"|"+row[1]], _ = strconv.ParseFloat(row[2], 64)
+		}
+		// The model answers the workload's query.
+		worst := 0.0
+		for _, row := range queryStrings(t, root, "SELECT CONCAT(sex), age, COUNT(*) FROM lab.exact GROUP BY 1, 2") {
+			got, _ := strconv.ParseFloat(row[2], 64)
+			worst = math.Max(worst, math.Abs(got-want[row[0]+"|"+row[1]]))
+			delete(want, row[0]+"|"+row[1])
+		}
+		for k, v := range want {
+			worst = math.Max(worst, v)
+			_ = k
+		}
+		if worst > 0.02*fedRows {
+			t.Errorf("model answers off by %.1f rows from the source's counts", worst)
+		}
+		_, note := lastLedgerEntry(t, root, "census.big")
+		if !strings.Contains(note, "remote queries") {
+			t.Errorf("ledger note: %q", note)
+		}
+	})
+
+	t.Run("failures", func(t *testing.T) {
+		// The remote query fails after it was sent: charge kept, nothing
+		// written.
+		before := budgetFloat(t, budgetRow(t, root, "census.bad"), 4)
+		_, err := tryQueryStrings(root, "CREATE SYNTHETIC TABLE lab.f FROM census.bad USING mst WITH EPSILON = 1")
+		if err == nil {
+			t.Fatal("synthesis from a failing source succeeded")
+		}
+		status, note := lastLedgerEntry(t, root, "census.bad")
+		if after := budgetFloat(t, budgetRow(t, root, "census.bad"), 4); after <= before || !strings.Contains(note, "charge is kept") {
+			t.Errorf("failed after reading: spent %g → %g, entry %s %q (err %v)", before, after, status, note, err)
+		}
+		if rows := queryStrings(t, root, "SHOW TABLES FROM lab LIKE 'f'"); len(rows) != 0 {
+			t.Error("table written after a remote failure")
+		}
+
+		// Unreachable at synthesis: nothing charged.
+		host := r.u.Host
+		if !strings.Contains(host, ":") {
+			host += map[string]string{"postgresql": ":5432", "mysql": ":3306"}[r.driver]
+		}
+		p := newProxy(t, host)
+		mustExec(t, root, "CREATE TABLE census.via "+columns+" ENGINE = FEDERATED CONNECTION = '"+r.connection(tbl, p.addr())+"'",
+			"SET PRIVACY BUDGET FOR census.via WITH EPSILON = 10, DELTA = 1e-6")
+		p.close()
+		before = budgetFloat(t, budgetRow(t, root, "census.via"), 4)
+		wantMySQLError(t, root, 1429, "CREATE SYNTHETIC TABLE lab.u FROM census.via USING aim WITH EPSILON = 1")
+		if after := budgetFloat(t, budgetRow(t, root, "census.via"), 4); after != before {
+			t.Errorf("unreachable source charged: %g → %g", before, after)
+		}
+	})
+
+	t.Run("kill query", func(t *testing.T) { testFederatedKill(t, r, s, root) })
+}
+
+// testFederatedKill blocks the source table with a lock held by another
+// session, kills the synthesis waiting for it, and checks that the remote
+// query is gone.
+func testFederatedKill(t *testing.T, r *remoteDB, s *server, root *sql.DB) {
+	release := lockTable(t, r, r.table)
+	defer release()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	conn, err := root.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	var id string
+	if err := conn.QueryRowContext(ctx, "SELECT CONNECTION_ID()").Scan(&id); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := conn.ExecContext(ctx, "CREATE SYNTHETIC TABLE lab.k FROM census.big USING mst WITH EPSILON = 1")
+		done <- err
+	}()
+	// Wait until the synthesis waits on the source.
+	deadline := time.Now().Add(time.Minute)
+	for r.activeQueries(t) == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the synthesis never queried the source")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	state := queryStrings(t, root, "SELECT STATE FROM information_schema.processlist WHERE ID = "+id)
+	if len(state) != 1 || !strings.Contains(state[0][0], "reading the source") {
+		t.Errorf("State while the source is read: %v", state)
+	}
+	mustExec(t, root, "KILL QUERY "+id)
+	if err := <-done; mysqlCode(err) != 1317 {
+		t.Errorf("killed synthesis: %v", err)
+	}
+	for deadline = time.Now().Add(30 * time.Second); r.activeQueries(t) != 0; time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the remote query still runs after KILL QUERY")
+		}
+	}
+	if rows := queryStrings(t, root, "SHOW TABLES FROM lab LIKE 'k'"); len(rows) != 0 {
+		t.Error("killed synthesis wrote its table")
+	}
+}
+
+// lockTable makes every read of the remote table wait, until release.
+func lockTable(t *testing.T, r *remoteDB, table string) (release func()) {
+	t.Helper()
+	switch r.driver {
+	case "postgresql":
+		cmd := exec.Command("psql", r.u.String(), "-c", "BEGIN; LOCK TABLE "+table+" IN ACCESS EXCLUSIVE MODE; SELECT pg_sleep(120); COMMIT;")
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		// Wait for the lock.
+		for i := 0; r.query(t, "SELECT count(*) FROM pg_locks l JOIN pg_class c ON c.oid = l.relation WHERE c.relname = '"+table+"' AND l.mode = 'AccessExclusiveLock' AND l.granted") == "0"; i++ {
+			if i > 200 {
+				t.Fatal("no lock")
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		return func() { cmd.Process.Kill(); cmd.Wait() }
+	default:
+		db := r.mysql()
+		c, err := db.Conn(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.ExecContext(context.Background(), "LOCK TABLES "+table+" WRITE"); err != nil {
+			t.Fatal(err)
+		}
+		return func() {
+			_, _ = c.ExecContext(context.Background(), "UNLOCK TABLES")
+			c.Close()
+			db.Close()
+		}
+	}
+}
