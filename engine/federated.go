@@ -113,12 +113,28 @@ func (s federatedSource) Snapshot(ctx context.Context, cols []federated.Snapshot
 }
 
 // remoteError is the error a client sees for a failure of the source of
-// table: federated.Redact removes the remote text, which may quote data.
-func remoteError(ctx context.Context, table string, what string, err error) error {
+// table. For an analyst (detail false) federated.Redact removes the remote
+// text, which may quote data; the table's owner, who may read its rows
+// anyway (read-through, or declaring it with the credentials), sees the
+// remote message too (federated.Detail, password scrubbed).
+func remoteError(ctx context.Context, table string, conn *federated.Conn, what string, err error, detail bool) error {
 	if ctx.Err() != nil || errors.Is(err, context.Canceled) {
 		return ErrCancelled.Wrap(context.Canceled, "statement cancelled")
 	}
+	if detail {
+		return ErrFederatedSource.New("%s of %s: %s", what, table, remoteDetail(conn, err))
+	}
 	return ErrFederatedSource.New("%s of %s: %v", what, table, federated.Redact(err))
+}
+
+// remoteDetail is the full message of a source's error, for the table's
+// owner and the log, with the password removed should a driver quote it.
+func remoteDetail(conn *federated.Conn, err error) string {
+	msg := federated.Detail(err)
+	if conn != nil && conn.Password != "" {
+		msg = strings.ReplaceAll(msg, conn.Password, "***")
+	}
+	return msg
 }
 
 // parseConnection parses the connection string of a federated table. Its
@@ -297,14 +313,14 @@ func (e *Engine) createFederated(ctx *sql.Context, ct *plan.CreateTable) error {
 	defer cancel()
 	src, err := e.remote(cctx, conn)
 	if err != nil {
-		return remoteError(ctx, table, "cannot connect to the source "+sourceName(conn), err)
+		return remoteError(ctx, table, conn, "cannot connect to the source "+sourceName(conn), err, true)
 	}
 	defer src.Close()
 	if err := src.CheckColumns(cctx, names); err != nil {
 		if ctx.Err() != nil {
 			return ErrCancelled.Wrap(ctx.Err(), "statement cancelled")
 		}
-		return ErrFederatedTable.New("the columns of %s do not match the source table %s: %v", table, sourceName(conn), federated.Redact(err))
+		return ErrFederatedTable.New("the columns of %s do not match the source table %s: %s", table, sourceName(conn), remoteDetail(conn, err))
 	}
 	comment, _ := ct.TableOpts["comment"].(string)
 	if _, err := e.dp.cat.CreateFederatedTable(ctx, db, name, sch, ct.Collation, comment, checks, conn.String()); err != nil {
@@ -479,7 +495,7 @@ func (f *federatedTable) PartitionRows(ctx *sql.Context, _ sql.Partition) (sql.R
 	ccancel()
 	if err != nil {
 		cancel()
-		return nil, SQLError(remoteError(ctx, table, "cannot connect to the source "+sourceName(conn), err))
+		return nil, SQLError(remoteError(ctx, table, conn, "cannot connect to the source "+sourceName(conn), err, true))
 	}
 	go func() {
 		defer close(it.done)
@@ -500,7 +516,7 @@ func (f *federatedTable) PartitionRows(ctx *sql.Context, _ sql.Partition) (sql.R
 		if err != nil && sctx.Err() == nil {
 			var ee *Error
 			if !errors.As(err, &ee) {
-				err = remoteError(ctx, table, "reading the source", err)
+				err = remoteError(ctx, table, conn, "reading the source", err, true)
 			}
 			it.err = SQLError(err)
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/dolthub/go-mysql-server/sql"
@@ -41,6 +42,7 @@ func needsRecords(m synth.Mechanism, run synth.Runner) string {
 
 // remoteData is the open source and snapshot of one synthesis.
 type remoteData struct {
+	log  *slog.Logger
 	conn *federated.Conn
 	src  remoteSource
 	snap remoteSnapshot
@@ -58,7 +60,8 @@ func (e *Engine) openRemoteData(ctx *sql.Context, r *synthRequest) (*remoteData,
 	defer cancel()
 	src, err := e.remote(cctx, conn)
 	if err != nil {
-		return nil, remoteError(ctx, table, "cannot connect to the source "+sourceName(conn)+" (nothing was charged)", err)
+		e.log.Warn("federated source unreachable", "table", table, "source", sourceName(conn), "err", remoteDetail(conn, err))
+		return nil, remoteError(ctx, table, conn, "cannot connect to the source "+sourceName(conn)+" (nothing was charged)", err, false)
 	}
 	cols := make([]federated.SnapshotColumn, len(r.dom.Columns))
 	for i := range r.dom.Columns {
@@ -69,9 +72,10 @@ func (e *Engine) openRemoteData(ctx *sql.Context, r *synthRequest) (*remoteData,
 	snap, err := src.Snapshot(ctx, cols)
 	if err != nil {
 		src.Close()
-		return nil, remoteError(ctx, table, "cannot open a snapshot of the source "+sourceName(conn)+" (nothing was charged)", err)
+		e.log.Warn("federated snapshot failed", "table", table, "source", sourceName(conn), "err", remoteDetail(conn, err))
+		return nil, remoteError(ctx, table, conn, "cannot open a snapshot of the source "+sourceName(conn)+" (nothing was charged)", err, false)
 	}
-	d := &remoteData{conn: conn, src: src, snap: snap}
+	d := &remoteData{log: e.log, conn: conn, src: src, snap: snap}
 	want, err := pgmDomain(r.dom)
 	if err == nil && !want.Equal(snap.Domain()) {
 		err = fmt.Errorf("the snapshot's domain differs from the declared domain of %s", table)
@@ -110,6 +114,7 @@ func (d *remoteData) error(ctx context.Context, err error) error {
 	if ctx.Err() != nil || !errors.As(err, &se) {
 		return err
 	}
+	d.log.Warn("federated source failed during a synthesis", "source", sourceName(d.conn), "err", remoteDetail(d.conn, se.err))
 	return ErrFederatedSource.New("reading the source %s failed: %v", sourceName(d.conn), federated.Redact(se.err))
 }
 

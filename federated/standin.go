@@ -173,3 +173,11 @@ func Redact(err error) error {
 	}
 	return errors.New("federated: the source failed")
 }
+
+// Detail returns the full message of err for the owner's logs.
+func Detail(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}
