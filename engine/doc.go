@@ -58,6 +58,21 @@
 // KILL QUERY after the scan started leaves the charge spent and nothing
 // written. Progress shows in SHOW PROCESSLIST.
 //
+// # Federated tables
+//
+// CREATE TABLE ... ENGINE = FEDERATED CONNECTION = '...' declares a table
+// whose rows stay in a remote PostgreSQL or MySQL database (federated.go):
+// an analyzer rule turns go-mysql-server's CreateTable plan into a node
+// that connects, checks the declared columns against the remote table and
+// stores the declaration with its connection string in the catalog. Its
+// credentials are masked wherever a statement or the table is shown. The
+// provider serves it as a table that reads through to the source (owner
+// SELECT) and refuses writes. CREATE SYNTHETIC TABLE from it opens the
+// source and a read-only snapshot at the end of phase 1 and hands the
+// mechanism the snapshot, which pushes each marginal down as one remote
+// GROUP BY (federated_synth.go); the charge is kept once a data query was
+// sent.
+//
 // # Answers from models
 //
 // For text queries, the parser also routes a COUNT SELECT on one synthetic
