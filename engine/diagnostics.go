@@ -44,6 +44,7 @@ var _ mysql.BinlogReplicaHandler = (*errorRecorder)(nil)
 // ComQuery implements mysql.Handler.
 func (h *errorRecorder) ComQuery(ctx context.Context, c *mysql.Conn, query string, callback mysql.ResultSpoolFn) error {
 	err := h.Handler.ComQuery(ctx, c, query, callback)
+	err = maskErrorCredentials(err)
 	h.record(c, err)
 	return err
 }
@@ -51,6 +52,7 @@ func (h *errorRecorder) ComQuery(ctx context.Context, c *mysql.Conn, query strin
 // ComMultiQuery implements mysql.Handler.
 func (h *errorRecorder) ComMultiQuery(ctx context.Context, c *mysql.Conn, query string, callback mysql.ResultSpoolFn) (string, error) {
 	rest, err := h.Handler.ComMultiQuery(ctx, c, query, callback)
+	err = maskErrorCredentials(err)
 	h.record(c, err)
 	return rest, err
 }
@@ -58,6 +60,7 @@ func (h *errorRecorder) ComMultiQuery(ctx context.Context, c *mysql.Conn, query 
 // ComPrepare implements mysql.Handler.
 func (h *errorRecorder) ComPrepare(ctx context.Context, c *mysql.Conn, query string, prepare *mysql.PrepareData) ([]*querypb.Field, error) {
 	fields, err := h.Handler.ComPrepare(ctx, c, query, prepare)
+	err = maskErrorCredentials(err)
 	h.record(c, err)
 	return fields, err
 }
@@ -65,6 +68,7 @@ func (h *errorRecorder) ComPrepare(ctx context.Context, c *mysql.Conn, query str
 // ComStmtExecute implements mysql.Handler.
 func (h *errorRecorder) ComStmtExecute(ctx context.Context, c *mysql.Conn, prepare *mysql.PrepareData, callback func(*sqltypes.Result) error) error {
 	err := h.Handler.ComStmtExecute(ctx, c, prepare, callback)
+	err = maskErrorCredentials(err)
 	h.record(c, err)
 	return err
 }

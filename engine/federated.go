@@ -188,6 +188,41 @@ func maskConnections(q string) string {
 	})
 }
 
+// maskStatement masks the credentials of a statement's text: its
+// CONNECTION strings and any other URL with a password.
+func maskStatement(q string) string {
+	return maskCredentials(maskConnections(q))
+}
+
+// urlCredentials matches the password of a URL's user information.
+var urlCredentials = regexp.MustCompile(`([a-zA-Z][a-zA-Z0-9+.-]*://[^:/@\s'"]*:)[^@\s'"]*@`)
+
+// maskCredentials masks the passwords of the URLs in s.
+func maskCredentials(s string) string {
+	if !strings.Contains(s, "://") {
+		return s
+	}
+	return urlCredentials.ReplaceAllString(s, "${1}***@")
+}
+
+// maskErrorCredentials masks URL passwords in an error a client is sent
+// (the MySQL parser may quote a statement's CONNECTION string in a syntax
+// error).
+func maskErrorCredentials(err error) error {
+	if err == nil {
+		return nil
+	}
+	msg := err.Error()
+	if maskCredentials(msg) == msg {
+		return err
+	}
+	var se *mysql.SQLError
+	if errors.As(err, &se) {
+		return mysql.NewSQLError(se.Num, se.State, "%s", maskCredentials(se.Message))
+	}
+	return errors.New(maskCredentials(msg))
+}
+
 // ruleFederatedCreate is the analyzer rule of federatedCreateRule.
 const ruleFederatedCreate analyzer.RuleId = 10200
 

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/dolthub/go-mysql-server/sql"
+	"github.com/dolthub/vitess/go/mysql"
 
 	"github.com/dpsql/dpsql/budget"
 	"github.com/dpsql/dpsql/engine/dpparse"
@@ -365,6 +366,21 @@ func TestFederatedMasked(t *testing.T) {
 	}
 	if !strings.Contains(seen[3], "age") {
 		t.Errorf("SHOW DOMAIN: %s", seen[3])
+	}
+}
+
+func TestMaskErrorCredentials(t *testing.T) {
+	err := maskErrorCredentials(mysql.NewSQLError(1064, "42000", "syntax error near 'mysql://u:pw@h/d/t' x"))
+	var se *mysql.SQLError
+	if !errors.As(err, &se) || se.Num != 1064 || se.Message != "syntax error near 'mysql://u:***@h/d/t' x" {
+		t.Errorf("masked: %v", err)
+	}
+	plain := errors.New("no url here")
+	if maskErrorCredentials(plain) != plain {
+		t.Error("an error without credentials changed")
+	}
+	if got := maskStatement("SELECT 'postgresql://a:b@c/d'"); got != "SELECT 'postgresql://a:***@c/d'" {
+		t.Errorf("maskStatement: %s", got)
 	}
 }
 

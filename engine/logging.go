@@ -67,10 +67,10 @@ func (b *logrusBridge) Fire(e *logrus.Entry) error {
 			v = err.Error()
 		}
 		// A statement's text may hold a FEDERATED table's connection.
-		args = append(args, k, maskConnections(fmt.Sprint(v)))
+		args = append(args, k, maskStatement(fmt.Sprint(v)))
 	}
 	msg, extra := bridgeMessage(e)
-	msg = maskConnections(msg)
+	msg = maskStatement(msg)
 	log.Log(ctx, level, msg, append(extra, args...)...)
 	return nil
 }

@@ -179,7 +179,7 @@ func (e *Engine) processRows(ctx *sql.Context, typed func(id uint32, secs uint64
 			db = p.Database
 		}
 		id, secs := typed(p.Connection, p.Seconds())
-		rows[i] = sql.Row{id, p.User, p.Host, db, string(p.Command), secs, processState(p), maskConnections(p.Query)}
+		rows[i] = sql.Row{id, p.User, p.Host, db, string(p.Command), secs, processState(p), maskStatement(p.Query)}
 	}
 	return sql.RowsToRowIter(rows...)
 }
