@@ -182,7 +182,7 @@ func maskConnections(q string) string {
 		lit := sub[2]
 		raw := lit[1 : len(lit)-1]
 		if c, err := federated.ParseConnection(raw); err == nil {
-			return sub[1] + "'" + strings.ReplaceAll(c.Masked(), "'", "''") + "'"
+			return sub[1] + "'" + strings.ReplaceAll(maskedConnection(c), "'", "''") + "'"
 		}
 		return sub[1] + "'" + scrubConnection(raw, raw) + "'"
 	})
@@ -368,8 +368,14 @@ func (e *Engine) createFederated(ctx *sql.Context, ct *plan.CreateTable) error {
 		}
 		return ErrInternal.Wrap(err, "creating %s", table)
 	}
-	e.log.Info("federated table created", "table", db+"."+name, "source", conn.Masked())
+	e.log.Info("federated table created", "table", db+"."+name, "source", maskedConnection(conn))
 	return nil
+}
+
+// maskedConnection is c's connection string with the password as ***
+// (federated.Conn.Masked escapes the asterisks as a URL would).
+func maskedConnection(c *federated.Conn) string {
+	return strings.Replace(c.Masked(), ":%2A%2A%2A@", ":***@", 1)
 }
 
 // sourceName names a source in messages: driver, host, port, database and
@@ -643,7 +649,7 @@ func (e *Engine) showCreateFederated(n *plan.ShowCreateTable) func(*sql.Context,
 		}
 		masked := "<invalid>"
 		if c, err := federated.ParseConnection(ct.Connection()); err == nil {
-			masked = c.Masked()
+			masked = maskedConnection(c)
 		}
 		for _, r := range rows {
 			if s, ok := r[1].(string); ok && len(r) > 1 {
