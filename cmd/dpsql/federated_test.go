@@ -7,9 +7,6 @@ import (
 	"math"
 	"math/rand/v2"
 	"net"
-	"net/url"
-	"os"
-	"os/exec"
 	"strconv"
 	"strings"
 	"sync"
@@ -18,142 +15,60 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 
+	"github.com/dpsql/dpsql/federated"
 	"github.com/dpsql/dpsql/internal/fixture"
+	"github.com/dpsql/dpsql/internal/testdb"
 )
 
-// FEDERATED source tables over the wire, against a real PostgreSQL and a
-// real MariaDB/MySQL named by DPSQL_TEST_POSTGRES and DPSQL_TEST_MYSQL
-// (URLs: postgresql://user:password@host:port/database and
-// mysql://user:password@host:port/database; .ci/run starts both). Each
-// test skips a database whose variable is unset.
+// FEDERATED source tables over the wire, against the real PostgreSQL and
+// MariaDB servers of internal/testdb (DPSQL_TEST_POSTGRES and
+// DPSQL_TEST_MYSQL; .ci/databases.sh starts both). Each driver's subtest
+// skips when its server is not configured.
 
 // remoteDB is a test database a federated table can live in.
 type remoteDB struct {
-	driver string   // "postgresql" or "mysql"
-	u      *url.URL // the database's URL
-	table  string   // a fresh table name for this test
+	c     *federated.Conn // the server, no table
+	db    *testdb.DB
+	table string // this test's table
 }
 
-// remoteDBs returns the test databases configured in the environment.
-func remoteDBs(t *testing.T) []*remoteDB {
+// newRemoteDB connects to the test server of driver, or skips.
+func newRemoteDB(t *testing.T, driver string) *remoteDB {
 	t.Helper()
-	var out []*remoteDB
-	for _, v := range []struct{ env, driver string }{{"DPSQL_TEST_POSTGRES", "postgresql"}, {"DPSQL_TEST_MYSQL", "mysql"}} {
-		s := os.Getenv(v.env)
-		if s == "" {
-			continue
-		}
-		u, err := url.Parse(s)
-		if err != nil {
-			t.Fatalf("%s: %v", v.env, err)
-		}
-		out = append(out, &remoteDB{driver: v.driver, u: u, table: fmt.Sprintf("dpsql_fed_%d_%d", os.Getpid(), rand.IntN(1e6))})
-	}
-	if len(out) == 0 {
-		t.Skip("no source database: set DPSQL_TEST_POSTGRES and/or DPSQL_TEST_MYSQL (.ci/run does)")
-	}
-	return out
-}
-
-// password is the database password ("" if none).
-func (r *remoteDB) password() string {
-	pw, _ := r.u.User.Password()
-	return pw
+	c := testdb.Get(t, driver)
+	db := testdb.Open(t, c)
+	t.Cleanup(db.Close)
+	return &remoteDB{c: c, db: db, table: testdb.Name(t, c, "dpsql_fed")}
 }
 
 // connection is the CONNECTION string of remote table name, through
 // host:port if given.
 func (r *remoteDB) connection(name, hostPort string) string {
-	u := *r.u
+	c := testdb.Table(r.c, name)
 	if hostPort != "" {
-		u.Host = hostPort
+		host, port, _ := net.SplitHostPort(hostPort)
+		c.Host = host
+		c.Port, _ = strconv.Atoi(port)
 	}
-	if r.driver == "postgresql" {
-		name = "public." + name
-	}
-	u.Path = strings.TrimSuffix(u.Path, "/") + "/" + name
-	u.Scheme = r.driver
-	return u.String()
+	return c.String()
 }
 
 // exec runs statements in the remote database.
-func (r *remoteDB) exec(t *testing.T, stmts ...string) {
-	t.Helper()
-	if err := r.try(stmts...); err != nil {
-		t.Fatal(err)
-	}
-}
-
-func (r *remoteDB) try(stmts ...string) error {
-	switch r.driver {
-	case "postgresql":
-		psql, err := exec.LookPath("psql")
-		if err != nil {
-			return fmt.Errorf("psql not installed: %w", err)
-		}
-		args := []string{r.u.String(), "-v", "ON_ERROR_STOP=1", "-q"}
-		for _, s := range stmts {
-			args = append(args, "-c", s)
-		}
-		if out, err := exec.Command(psql, args...).CombinedOutput(); err != nil {
-			return fmt.Errorf("psql: %v: %s", err, out)
-		}
-		return nil
-	default:
-		db := r.mysql()
-		defer db.Close()
-		for _, s := range stmts {
-			if _, err := db.Exec(s); err != nil {
-				return fmt.Errorf("%s: %w", s, err)
-			}
-		}
-		return nil
-	}
-}
-
-// query runs a one-value query in the remote database.
-func (r *remoteDB) query(t *testing.T, q string) string {
-	t.Helper()
-	switch r.driver {
-	case "postgresql":
-		out, err := exec.Command("psql", r.u.String(), "-At", "-c", q).CombinedOutput()
-		if err != nil {
-			t.Fatalf("psql %s: %v: %s", q, err, out)
-		}
-		return strings.TrimSpace(string(out))
-	default:
-		db := r.mysql()
-		defer db.Close()
-		var s sql.NullString
-		if err := db.QueryRow(q).Scan(&s); err != nil {
-			t.Fatalf("%s: %v", q, err)
-		}
-		return s.String
-	}
-}
-
-// mysql opens the MySQL test database.
-func (r *remoteDB) mysql() *sql.DB {
-	cfg := mysql.NewConfig()
-	cfg.User = r.u.User.Username()
-	cfg.Passwd = r.password()
-	cfg.Net, cfg.Addr, cfg.DBName = "tcp", r.u.Host, strings.Trim(r.u.Path, "/")
-	c, _ := mysql.NewConnector(cfg)
-	return sql.OpenDB(c)
-}
+func (r *remoteDB) exec(t *testing.T, stmts ...string) { t.Helper(); r.db.MustExec(t, stmts...) }
 
 // activeQueries counts the remote queries running a GROUP BY, other than
 // the counting one.
 func (r *remoteDB) activeQueries(t *testing.T) int {
 	t.Helper()
-	var q string
-	if r.driver == "postgresql" {
+	q := "SELECT COUNT(*) FROM information_schema.processlist WHERE info LIKE '%GROUP BY%' AND id <> CONNECTION_ID()"
+	if r.c.Driver == federated.Postgres {
 		q = "SELECT count(*) FROM pg_stat_activity WHERE state = 'active' AND query ILIKE '%group by%' AND pid <> pg_backend_pid()"
-	} else {
-		q = "SELECT COUNT(*) FROM information_schema.processlist WHERE info LIKE '%GROUP BY%' AND id <> CONNECTION_ID()"
 	}
-	n, _ := strconv.Atoi(r.query(t, q))
-	return n
+	n, err := r.db.QueryInt(context.Background(), q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return int(n)
 }
 
 // proxy forwards TCP connections to target until closed: a source that can
@@ -239,8 +154,8 @@ func TestFederatedOverTheWire(t *testing.T) {
 	if testing.Short() {
 		t.Skip("needs source databases and runs syntheses")
 	}
-	for _, r := range remoteDBs(t) {
-		t.Run(r.driver, func(t *testing.T) { testFederated(t, r) })
+	for _, driver := range testdb.Servers {
+		t.Run(driver, func(t *testing.T) { testFederated(t, newRemoteDB(t, driver)) })
 	}
 }
 
@@ -254,7 +169,8 @@ func testFederated(t *testing.T, r *remoteDB) {
 		// Valid to declare, fails when queried (a subquery returning two
 		// rows where one is expected).
 		"CREATE VIEW "+bad+" AS SELECT sex, age, city FROM "+tbl+" WHERE (SELECT 1 UNION SELECT 2) > 0")
-	t.Cleanup(func() { _ = r.try("DROP VIEW "+bad, "DROP TABLE "+tbl) })
+	// Runs before testdb drops the table.
+	t.Cleanup(func() { _ = r.db.Exec(context.Background(), "DROP VIEW IF EXISTS "+bad) })
 
 	s := startServer(t, t.TempDir())
 	root := s.root()
@@ -309,7 +225,7 @@ func testFederated(t *testing.T, r *remoteDB) {
 		if strings.Contains(dump, "INSERT INTO `big`") || !strings.Contains(dump, "ENGINE=FEDERATED") {
 			t.Errorf("mysqldump dumped the federated rows or lost the engine")
 		}
-		pw := r.password()
+		pw := r.c.Password
 		if pw == "" {
 			t.Log("the source has no password: masking checked on the text only")
 			return
@@ -341,12 +257,17 @@ func testFederated(t *testing.T, r *remoteDB) {
 		mustExec(t, root, "CREATE SYNTHETIC TABLE lab.exact FROM census.big USING aim WITH EPSILON = 3000, ROUNDS = 6, PGM_ITERS = 200, FINAL_ITERS = 500"+
 			" WORKLOAD (SELECT sex, age, COUNT(*) FROM census.big GROUP BY sex, age)")
 		want := map[string]float64{}
-		for _, row := range queryStrings(t, root, "SELECT CONCAT(sex), age, COUNT(*) FROM census.loc GROUP BY 1, 2") {
+		for _, row := range queryStrings(t, root, "SELECT sex, age, COUNT(*) FROM census.loc GROUP BY sex, age") {
 			want[row[0]+"|"+row[1]], _ = strconv.ParseFloat(row[2], 64)
 		}
-		// The model answers the workload's query.
+		// The model answers the workload's query (expected counts, no
+		// sampling of rows).
+		q := "SELECT sex, age, COUNT(*) FROM lab.exact GROUP BY sex, age"
+		if plan := strings.Join(flattenRows(queryStrings(t, root, "EXPLAIN "+q)), " "); !strings.Contains(plan, "model") {
+			t.Fatalf("not answered by the model: %s", plan)
+		}
 		worst := 0.0
-		for _, row := range queryStrings(t, root, "SELECT CONCAT(sex), age, COUNT(*) FROM lab.exact GROUP BY 1, 2") {
+		for _, row := range queryStrings(t, root, q) {
 			got, _ := strconv.ParseFloat(row[2], 64)
 			worst = math.Max(worst, math.Abs(got-want[row[0]+"|"+row[1]]))
 			delete(want, row[0]+"|"+row[1])
@@ -358,7 +279,9 @@ func testFederated(t *testing.T, r *remoteDB) {
 		if worst > 0.02*fedRows {
 			t.Errorf("model answers off by %.1f rows from the source's counts", worst)
 		}
+		t.Logf("model answers off by at most %.3f rows", worst)
 		_, note := lastLedgerEntry(t, root, "census.big")
+		t.Logf("ledger note: %s", note)
 		if !strings.Contains(note, "remote queries") {
 			t.Errorf("ledger note: %q", note)
 		}
@@ -381,11 +304,7 @@ func testFederated(t *testing.T, r *remoteDB) {
 		}
 
 		// Unreachable at synthesis: nothing charged.
-		host := r.u.Host
-		if !strings.Contains(host, ":") {
-			host += map[string]string{"postgresql": ":5432", "mysql": ":3306"}[r.driver]
-		}
-		p := newProxy(t, host)
+		p := newProxy(t, net.JoinHostPort(r.c.Host, strconv.Itoa(r.c.Port)))
 		mustExec(t, root, "CREATE TABLE census.via "+columns+" ENGINE = FEDERATED CONNECTION = '"+r.connection(tbl, p.addr())+"'",
 			"SET PRIVACY BUDGET FOR census.via WITH EPSILON = 10, DELTA = 1e-6")
 		p.close()
@@ -447,36 +366,46 @@ func testFederatedKill(t *testing.T, r *remoteDB, s *server, root *sql.DB) {
 	}
 }
 
+// flattenRows joins every row's cells.
+func flattenRows(rows [][]string) []string {
+	var out []string
+	for _, r := range rows {
+		out = append(out, strings.Join(r, " "))
+	}
+	return out
+}
+
 // lockTable makes every read of the remote table wait, until release.
 func lockTable(t *testing.T, r *remoteDB, table string) (release func()) {
 	t.Helper()
-	switch r.driver {
-	case "postgresql":
-		cmd := exec.Command("psql", r.u.String(), "-c", "BEGIN; LOCK TABLE "+table+" IN ACCESS EXCLUSIVE MODE; SELECT pg_sleep(120); COMMIT;")
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		// Wait for the lock.
-		for i := 0; r.query(t, "SELECT count(*) FROM pg_locks l JOIN pg_class c ON c.oid = l.relation WHERE c.relname = '"+table+"' AND l.mode = 'AccessExclusiveLock' AND l.granted") == "0"; i++ {
-			if i > 200 {
-				t.Fatal("no lock")
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
-		return func() { cmd.Process.Kill(); cmd.Wait() }
-	default:
-		db := r.mysql()
-		c, err := db.Conn(context.Background())
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := c.ExecContext(context.Background(), "LOCK TABLES "+table+" WRITE"); err != nil {
-			t.Fatal(err)
-		}
+	ctx := context.Background()
+	if r.c.Driver == federated.Postgres {
+		db := testdb.Open(t, r.c)
+		db.MustExec(t, "BEGIN", "LOCK TABLE "+table+" IN ACCESS EXCLUSIVE MODE")
 		return func() {
-			_, _ = c.ExecContext(context.Background(), "UNLOCK TABLES")
-			c.Close()
+			_ = db.Exec(ctx, "ROLLBACK")
 			db.Close()
 		}
+	}
+	// LOCK TABLES holds for its connection: one connection of its own.
+	cfg := mysql.NewConfig()
+	cfg.User, cfg.Passwd, cfg.Net, cfg.DBName = r.c.User, r.c.Password, "tcp", r.c.Database
+	cfg.Addr = net.JoinHostPort(r.c.Host, strconv.Itoa(r.c.Port))
+	connector, err := mysql.NewConnector(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db := sql.OpenDB(connector)
+	c, err := db.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.ExecContext(ctx, "LOCK TABLES "+table+" WRITE"); err != nil {
+		t.Fatal(err)
+	}
+	return func() {
+		_, _ = c.ExecContext(ctx, "UNLOCK TABLES")
+		c.Close()
+		db.Close()
 	}
 }
