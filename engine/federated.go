@@ -237,18 +237,72 @@ func (e *Engine) addFederatedRule() {
 }
 
 // federatedCreateRule replaces a CREATE TABLE with ENGINE = FEDERATED by
-// a createFederated node. go-mysql-server has checked the CREATE privilege
-// while building the plan.
+// a createFederated node (go-mysql-server has checked the CREATE privilege
+// while building the plan), and the CHECK added to a federated table by a
+// node that declares it without reading the remote rows to validate it: a
+// CHECK there declares a public domain, and dpsql cannot enforce it on the
+// source anyway (values outside the domain are clipped when encoded).
 func (e *Engine) federatedCreateRule(_ *sql.Context, _ *analyzer.Analyzer, n sql.Node, _ *plan.Scope, _ analyzer.RuleSelector, _ *sql.QueryFlags) (sql.Node, transform.TreeIdentity, error) {
-	ct, ok := n.(*plan.CreateTable)
-	if !ok {
+	return transform.Node(n, func(n sql.Node) (sql.Node, transform.TreeIdentity, error) {
+		switch n := n.(type) {
+		case *plan.CreateTable:
+			engine, _ := n.TableOpts["engine"].(string)
+			if strings.EqualFold(engine, federatedEngine) {
+				return &createFederated{e: e, ct: n}, transform.NewTree, nil
+			}
+		case *plan.CreateCheck:
+			if n.Table != nil {
+				if ft, ok := n.Table.Table.(*federatedTable); ok {
+					return &declareCheck{t: ft, check: n.Check}, transform.NewTree, nil
+				}
+			}
+		}
 		return n, transform.SameTree, nil
+	})
+}
+
+var _ sql.ExecSourceRel = (*declareCheck)(nil)
+
+// declareCheck adds a CHECK constraint to a federated table without
+// validating the remote rows.
+type declareCheck struct {
+	t     *federatedTable
+	check *sql.CheckConstraint
+}
+
+// Resolved implements sql.Node.
+func (n *declareCheck) Resolved() bool { return true }
+
+// String implements sql.Node.
+func (n *declareCheck) String() string { return "ADD CHECK ON FEDERATED " + n.t.Name() }
+
+// Schema implements sql.Node.
+func (n *declareCheck) Schema() sql.Schema { return types.OkResultSchema }
+
+// Children implements sql.Node.
+func (n *declareCheck) Children() []sql.Node { return nil }
+
+// WithChildren implements sql.Node.
+func (n *declareCheck) WithChildren(children ...sql.Node) (sql.Node, error) {
+	if len(children) != 0 {
+		return nil, sql.ErrInvalidChildrenNumber.New(n, len(children), 0)
 	}
-	engine, _ := ct.TableOpts["engine"].(string)
-	if !strings.EqualFold(engine, federatedEngine) {
-		return n, transform.SameTree, nil
+	return n, nil
+}
+
+// IsReadOnly implements sql.Node.
+func (n *declareCheck) IsReadOnly() bool { return false }
+
+// RowIter implements sql.ExecSourceRel.
+func (n *declareCheck) RowIter(ctx *sql.Context, _ sql.Row) (sql.RowIter, error) {
+	def, err := plan.NewCheckDefinition(ctx, n.check)
+	if err != nil {
+		return nil, err
 	}
-	return &createFederated{e: e, ct: ct}, transform.NewTree, nil
+	if err := n.t.CreateCheck(ctx, def); err != nil {
+		return nil, err
+	}
+	return sql.RowsToRowIter(sql.Row{types.NewOkResult(0)}), nil
 }
 
 var _ sql.ExecSourceRel = (*createFederated)(nil)

@@ -327,6 +327,16 @@ func TestFederatedCreate(t *testing.T) {
 	if _, _, err := query(f.e, an, "CREATE TABLE syn.x "+fedColumns+" ENGINE=FEDERATED CONNECTION='"+fedConnection+"'"); err == nil {
 		t.Error("analyst without CREATE declared a federated table")
 	}
+	// A CHECK declares a domain: it is added without reading the source,
+	// whose rows may violate it (age 9 does).
+	opens = f.src.opens
+	f.exec("ALTER TABLE raw.fed ADD CONSTRAINT young CHECK (age < 5)")
+	if f.src.opens != opens {
+		t.Error("adding a CHECK read the source")
+	}
+	if rows := f.rows("SHOW DOMAIN FOR raw.fed"); !strings.Contains(fmt.Sprint(rows), "0..4") {
+		t.Errorf("domain after ADD CHECK: %v", rows)
+	}
 	// DROP TABLE drops the declaration only.
 	f.exec("CREATE TABLE raw.fed2 "+fedColumns+" ENGINE=FEDERATED CONNECTION='"+fedConnection+"'", "DROP TABLE raw.fed2")
 	if f.tableExists("raw", "fed2") {
