@@ -56,13 +56,13 @@ func (r *remoteDB) connection(name, hostPort string) string {
 // exec runs statements in the remote database.
 func (r *remoteDB) exec(t *testing.T, stmts ...string) { t.Helper(); r.db.MustExec(t, stmts...) }
 
-// activeQueries counts the remote queries running a GROUP BY, other than
-// the counting one.
-func (r *remoteDB) activeQueries(t *testing.T) int {
+// activeQueries counts the remote queries running whose text contains
+// like (a LIKE pattern), other than the counting one.
+func (r *remoteDB) activeQueries(t *testing.T, like string) int {
 	t.Helper()
-	q := "SELECT COUNT(*) FROM information_schema.processlist WHERE info LIKE '%GROUP BY%' AND id <> CONNECTION_ID()"
+	q := "SELECT COUNT(*) FROM information_schema.processlist WHERE info LIKE '" + like + "' AND command = 'Query' AND id <> CONNECTION_ID()"
 	if r.c.Driver == federated.Postgres {
-		q = "SELECT count(*) FROM pg_stat_activity WHERE state = 'active' AND query ILIKE '%group by%' AND pid <> pg_backend_pid()"
+		q = "SELECT count(*) FROM pg_stat_activity WHERE state = 'active' AND query ILIKE '" + like + "' AND pid <> pg_backend_pid()"
 	}
 	n, err := r.db.QueryInt(context.Background(), q)
 	if err != nil {
@@ -318,6 +318,9 @@ func testFederated(t *testing.T, r *remoteDB) {
 	t.Run("kill query", func(t *testing.T) { testFederatedKill(t, r, s, root) })
 }
 
+// groupBy matches a pushed-down marginal query.
+const groupBy = "%GROUP BY%"
+
 // testFederatedKill blocks the source table with a lock held by another
 // session, kills the synthesis waiting for it, and checks that the remote
 // query is gone.
@@ -342,7 +345,7 @@ func testFederatedKill(t *testing.T, r *remoteDB, s *server, root *sql.DB) {
 	}()
 	// Wait until the synthesis waits on the source.
 	deadline := time.Now().Add(time.Minute)
-	for r.activeQueries(t) == 0 {
+	for r.activeQueries(t, groupBy) == 0 {
 		if time.Now().After(deadline) {
 			t.Fatal("the synthesis never queried the source")
 		}
@@ -356,13 +359,34 @@ func testFederatedKill(t *testing.T, r *remoteDB, s *server, root *sql.DB) {
 	if err := <-done; mysqlCode(err) != 1317 {
 		t.Errorf("killed synthesis: %v", err)
 	}
-	for deadline = time.Now().Add(30 * time.Second); r.activeQueries(t) != 0; time.Sleep(50 * time.Millisecond) {
+	for deadline = time.Now().Add(30 * time.Second); r.activeQueries(t, groupBy) != 0; time.Sleep(50 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatal("the remote query still runs after KILL QUERY")
 		}
 	}
 	if rows := queryStrings(t, root, "SHOW TABLES FROM lab LIKE 'k'"); len(rows) != 0 {
 		t.Error("killed synthesis wrote its table")
+	}
+
+	// An owner's read-through SELECT, killed while the source is locked.
+	scan := "%" + r.table + "%"
+	go func() {
+		_, err := queryStringsContext(ctx, conn, "SELECT * FROM census.big")
+		done <- err
+	}()
+	for deadline = time.Now().Add(time.Minute); r.activeQueries(t, scan) == 0; time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the SELECT never queried the source")
+		}
+	}
+	mustExec(t, root, "KILL QUERY "+id)
+	if err := <-done; err == nil {
+		t.Error("killed SELECT succeeded")
+	}
+	for deadline = time.Now().Add(30 * time.Second); r.activeQueries(t, scan) != 0; time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the remote scan still runs after KILL QUERY")
+		}
 	}
 }
 
