@@ -316,6 +316,70 @@ func testFederated(t *testing.T, r *remoteDB) {
 	})
 
 	t.Run("kill query", func(t *testing.T) { testFederatedKill(t, r, s, root) })
+	t.Run("connecting", func(t *testing.T) { testFederatedConnecting(t, r, s, root, columns) })
+}
+
+// testFederatedConnecting: while CREATE TABLE waits for a source that
+// accepts connections and never answers, the process list shows the
+// statement with its password masked, and KILL QUERY ends it.
+func testFederatedConnecting(t *testing.T, r *remoteDB, s *server, root *sql.DB, columns string) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			defer c.Close() // never answers
+		}
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	conn, err := root.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	var id string
+	if err := conn.QueryRowContext(ctx, "SELECT CONNECTION_ID()").Scan(&id); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := conn.ExecContext(ctx, "CREATE TABLE census.hang "+columns+" ENGINE = FEDERATED CONNECTION = '"+r.connection(r.table, ln.Addr().String())+"'")
+		done <- err
+	}()
+	var info string
+	for deadline := time.Now().Add(30 * time.Second); !strings.Contains(info, "FEDERATED"); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("CREATE TABLE never showed in the process list")
+		}
+		if rows := queryStrings(t, root, "SELECT INFO FROM information_schema.processlist WHERE ID = "+id); len(rows) == 1 {
+			info = rows[0][0]
+		}
+	}
+	if strings.Contains(info, ":"+r.c.Password+"@") || !strings.Contains(info, ":***@") {
+		t.Errorf("process list Info: %s", info)
+	}
+	for _, row := range queryStrings(t, root, "SHOW FULL PROCESSLIST") {
+		if strings.Contains(strings.Join(row, " "), ":"+r.c.Password+"@") {
+			t.Errorf("SHOW PROCESSLIST shows the password: %v", row)
+		}
+	}
+	mustExec(t, root, "KILL QUERY "+id)
+	if err := <-done; mysqlCode(err) != 1317 {
+		t.Errorf("killed CREATE TABLE: %v", err)
+	}
+	if rows := queryStrings(t, root, "SHOW TABLES FROM census LIKE 'hang'"); len(rows) != 0 {
+		t.Error("killed CREATE TABLE created the table")
+	}
+	if strings.Contains(s.stderr.String(), ":"+r.c.Password+"@") {
+		t.Error("the server log shows the password")
+	}
 }
 
 // groupBy matches a pushed-down marginal query.
