@@ -203,7 +203,8 @@ func (c *Conn) Masked() string {
 	if c.Password == "" {
 		return c.format("")
 	}
-	return c.format("***")
+	// url escapes '*' in a password; show the mask as written.
+	return strings.Replace(c.format("***"), ":%2A%2A%2A@", ":***@", 1)
 }
 
 func (c *Conn) format(pw string) string {

@@ -289,46 +289,12 @@ func union(a, b []int) []int {
 }
 
 // pgBatch computes the marginals over sets (subsets of attrs) in one scan
-// with GROUPING SETS. The inner derived table converts each column once
-// (OFFSET 0 keeps PostgreSQL from inlining it into every use); GROUPING()
-// tells the sets apart.
+// with GROUPING SETS. The inner derived tables convert each column, then
+// compute its code, once per row (OFFSET 0 keeps PostgreSQL from inlining
+// them into every use: every grouping set's hash key would recompute the
+// codes); GROUPING() tells the sets apart.
 func (sn *Snapshot) pgBatch(ctx context.Context, attrs []int, sets [][]int, fn func(set int, codes map[int]int, n float64) error) error {
-	conv := make([]string, len(attrs))
-	codes := make([]string, len(attrs))
-	names := make([]string, len(attrs))
-	for i, a := range attrs {
-		c := &sn.cols[a]
-		conv[i] = fmt.Sprintf("%s AS v%d", c.conv, a)
-		codes[i] = fmt.Sprintf("%s::int AS a%d", c.code(Postgres, "v"+strconv.Itoa(a)), a)
-		names[i] = "a" + strconv.Itoa(a)
-	}
-	gs := make([]string, len(sets))
-	pos := make(map[int]int, len(attrs)) // attribute → position in attrs
-	for i, a := range attrs {
-		pos[a] = i
-	}
-	setOf := map[uint32]int{} // GROUPING() bits → set
-	for i, s := range sets {
-		parts := make([]string, len(s))
-		mask := uint32(1)<<len(attrs) - 1
-		for j, a := range s {
-			parts[j] = "a" + strconv.Itoa(a)
-			mask &^= 1 << (len(attrs) - 1 - pos[a])
-		}
-		gs[i] = "(" + strings.Join(parts, ", ") + ")"
-		setOf[mask] = i
-	}
-	var grouping string
-	if len(sets) == 1 {
-		grouping = "0"
-	} else {
-		grouping = "GROUPING(" + strings.Join(names, ", ") + ")"
-	}
-	q := fmt.Sprintf("SELECT %s, %s, COUNT(*) FROM (SELECT %s FROM (SELECT %s FROM %s OFFSET 0) s1) s2 GROUP BY GROUPING SETS (%s)",
-		grouping, strings.Join(names, ", "), strings.Join(codes, ", "), strings.Join(conv, ", "), sn.src.tableRef(), strings.Join(gs, ", "))
-	if len(sets) == 1 {
-		setOf = map[uint32]int{0: 0}
-	}
+	q, setOf, pos := sn.batchQuery(attrs, sets)
 	start := time.Now()
 	sn.touched = true
 	sn.stats.Queries++
@@ -447,6 +413,48 @@ func checkSet(dom *pgm.Domain, s []int) error {
 		}
 	}
 	return nil
+}
+
+// batchQuery is the GROUPING SETS query over sets (subsets of attrs), with
+// the set of each GROUPING() value and the position of each attribute.
+func (sn *Snapshot) batchQuery(attrs []int, sets [][]int) (string, map[uint32]int, map[int]int) {
+	conv := make([]string, len(attrs))
+	codes := make([]string, len(attrs))
+	names := make([]string, len(attrs))
+	for i, a := range attrs {
+		c := &sn.cols[a]
+		conv[i] = fmt.Sprintf("%s AS v%d", c.conv, a)
+		codes[i] = fmt.Sprintf("%s::int AS a%d", c.code(Postgres, "v"+strconv.Itoa(a)), a)
+		names[i] = "a" + strconv.Itoa(a)
+	}
+	gs := make([]string, len(sets))
+	pos := make(map[int]int, len(attrs)) // attribute → position in attrs
+	for i, a := range attrs {
+		pos[a] = i
+	}
+	setOf := map[uint32]int{} // GROUPING() bits → set
+	for i, s := range sets {
+		parts := make([]string, len(s))
+		mask := uint32(1)<<len(attrs) - 1
+		for j, a := range s {
+			parts[j] = "a" + strconv.Itoa(a)
+			mask &^= 1 << (len(attrs) - 1 - pos[a])
+		}
+		gs[i] = "(" + strings.Join(parts, ", ") + ")"
+		setOf[mask] = i
+	}
+	var grouping string
+	if len(sets) == 1 {
+		grouping = "0"
+	} else {
+		grouping = "GROUPING(" + strings.Join(names, ", ") + ")"
+	}
+	q := fmt.Sprintf("SELECT %s, %s, COUNT(*) FROM (SELECT %s FROM (SELECT %s FROM %s OFFSET 0) s1 OFFSET 0) s2 GROUP BY GROUPING SETS (%s)",
+		grouping, strings.Join(names, ", "), strings.Join(codes, ", "), strings.Join(conv, ", "), sn.src.tableRef(), strings.Join(gs, ", "))
+	if len(sets) == 1 {
+		setOf = map[uint32]int{0: 0}
+	}
+	return q, setOf, pos
 }
 
 // debugCodes returns, for every row, the remote value of attribute a (as
