@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -584,7 +585,7 @@ func (f *federatedTable) PartitionRows(ctx *sql.Context, _ sql.Partition) (sql.R
 		names[i] = c.Name
 	}
 	sctx, cancel := context.WithCancel(ctx)
-	it := &remoteRows{rows: make(chan sql.Row, 256), cancel: cancel, done: make(chan struct{})}
+	it := &remoteRows{sch: sch, rows: make(chan []any, 256), cancel: cancel, done: make(chan struct{})}
 	cctx, ccancel := context.WithTimeout(sctx, remoteConnectTimeout)
 	src, err := f.e.remote(cctx, conn)
 	ccancel()
@@ -597,12 +598,10 @@ func (f *federatedTable) PartitionRows(ctx *sql.Context, _ sql.Partition) (sql.R
 		defer close(it.rows)
 		defer src.Close()
 		err := src.Scan(sctx, names, func(vals []any) error {
-			row, err := remoteRow(ctx, sch, vals)
-			if err != nil {
-				return err
-			}
+			// The scan reuses vals; the statement's goroutine converts
+			// the copy (Next).
 			select {
-			case it.rows <- row:
+			case it.rows <- slices.Clone(vals):
 				return nil
 			case <-sctx.Done():
 				return sctx.Err()
@@ -642,9 +641,11 @@ func remoteRow(ctx *sql.Context, sch sql.Schema, vals []any) (sql.Row, error) {
 	return row, nil
 }
 
-// remoteRows is the row iterator of a remote scan.
+// remoteRows is the row iterator of a remote scan: a goroutine runs the
+// scan and hands over the raw values, converted in Next.
 type remoteRows struct {
-	rows   chan sql.Row
+	sch    sql.Schema
+	rows   chan []any
 	cancel context.CancelFunc
 	done   chan struct{}
 	err    error // set by the scan before rows is closed
@@ -653,8 +654,12 @@ type remoteRows struct {
 // Next implements sql.RowIter.
 func (r *remoteRows) Next(ctx *sql.Context) (sql.Row, error) {
 	select {
-	case row, ok := <-r.rows:
+	case vals, ok := <-r.rows:
 		if ok {
+			row, err := remoteRow(ctx, r.sch, vals)
+			if err != nil {
+				return nil, SQLError(err)
+			}
 			return row, nil
 		}
 		if r.err != nil {
