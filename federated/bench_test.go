@@ -112,8 +112,12 @@ func BenchmarkAdult3Way(b *testing.B) {
 		n, _ := strconv.Atoi(s)
 		batches = []int{n}
 	}
+	parallel := 1
+	if s := os.Getenv("DPSQL_BENCH_PARALLEL"); s != "" {
+		parallel, _ = strconv.Atoi(s)
+	}
 	for _, batch := range batches {
-		b.Run(fmt.Sprintf("batch=%d", batch), func(b *testing.B) {
+		b.Run(fmt.Sprintf("batch=%d/parallel=%d", batch, parallel), func(b *testing.B) {
 			var st federated.Stats
 			for b.Loop() {
 				sn, err := src.Snapshot(ctx, cols)
@@ -121,6 +125,7 @@ func BenchmarkAdult3Way(b *testing.B) {
 					b.Fatal(err)
 				}
 				sn.SetBatch(batch)
+				sn.SetParallel(parallel)
 				if _, err := sn.Marginals(ctx, sets); err != nil {
 					b.Fatal(federated.Detail(err))
 				}
