@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -20,12 +21,17 @@ import (
 	"github.com/dpsql/dpsql/synth/pgm"
 )
 
-// benchTable returns a PostgreSQL adult-like table for benchmarks:
-// DPSQL_BENCH_TABLE names an existing one (e.g. made with
-// go run ./internal/adultgen/cmd), else one of DPSQL_BENCH_ROWS rows
-// (default 100 000) is generated and dropped at the end.
+// benchTable returns an adult-like table for benchmarks, in PostgreSQL or,
+// with DPSQL_BENCH_DRIVER=mysql, in MySQL/MariaDB: DPSQL_BENCH_TABLE names
+// an existing one (e.g. made with go run ./internal/adultgen/cmd), else one
+// of DPSQL_BENCH_ROWS rows (default 100 000) is generated and dropped at
+// the end.
 func benchTable(b *testing.B) *federated.Conn {
-	srv := testdb.Postgres(b)
+	driver := federated.Postgres
+	if os.Getenv("DPSQL_BENCH_DRIVER") == federated.MySQL {
+		driver = federated.MySQL
+	}
+	srv := testdb.Get(b, driver)
 	if name := os.Getenv("DPSQL_BENCH_TABLE"); name != "" {
 		return testdb.Table(srv, name)
 	}
@@ -40,8 +46,34 @@ func benchTable(b *testing.B) *federated.Conn {
 	db := testdb.Open(b, srv)
 	defer db.Close()
 	name := testdb.Name(b, srv, "adult_bench")
-	if err := adultgen.CopyToPostgres(context.Background(), db.Pg(), name, rows, 1); err != nil {
-		b.Fatal(err)
+	ctx := context.Background()
+	if driver == federated.Postgres {
+		if err := adultgen.CopyToPostgres(ctx, db.Pg(), name, rows, 1); err != nil {
+			b.Fatal(err)
+		}
+		return testdb.Table(srv, name)
+	}
+	dom := adultgen.Domain()
+	defs := make([]string, len(dom.Columns))
+	for i := range dom.Columns {
+		typ := "INT NOT NULL"
+		if dom.Columns[i].Kind() == domain.Categorical {
+			typ = "VARCHAR(40) NOT NULL"
+		}
+		defs[i] = testdb.Quote(srv, dom.Columns[i].Name()) + " " + typ
+	}
+	db.MustExec(b, "CREATE TABLE "+testdb.Quote(srv, name)+" ("+strings.Join(defs, ", ")+") DEFAULT CHARSET=utf8mb4")
+	g := adultgen.New(1)
+	const chunk = 20000
+	for lo := 0; lo < rows; lo += chunk {
+		batch := make([][]any, min(chunk, rows-lo))
+		for i := range batch {
+			batch[i] = make([]any, len(dom.Columns))
+			g.Next(batch[i])
+		}
+		if err := db.Insert(ctx, name, dom.Names(), batch); err != nil {
+			b.Fatal(err)
+		}
 	}
 	return testdb.Table(srv, name)
 }
@@ -80,8 +112,12 @@ func BenchmarkAdult3Way(b *testing.B) {
 		n, _ := strconv.Atoi(s)
 		batches = []int{n}
 	}
+	parallel := 1
+	if s := os.Getenv("DPSQL_BENCH_PARALLEL"); s != "" {
+		parallel, _ = strconv.Atoi(s)
+	}
 	for _, batch := range batches {
-		b.Run(fmt.Sprintf("batch=%d", batch), func(b *testing.B) {
+		b.Run(fmt.Sprintf("batch=%d/parallel=%d", batch, parallel), func(b *testing.B) {
 			var st federated.Stats
 			for b.Loop() {
 				sn, err := src.Snapshot(ctx, cols)
@@ -89,6 +125,7 @@ func BenchmarkAdult3Way(b *testing.B) {
 					b.Fatal(err)
 				}
 				sn.SetBatch(batch)
+				sn.SetParallel(parallel)
 				if _, err := sn.Marginals(ctx, sets); err != nil {
 					b.Fatal(federated.Detail(err))
 				}
@@ -167,35 +204,69 @@ func BenchmarkAIM(b *testing.B) {
 	b.Run("import", func(b *testing.B) {
 		for b.Loop() {
 			start := time.Now()
-			codes := make([][]uint16, len(cols))
-			names := make([]string, len(cols))
-			for i := range cols {
-				names[i] = cols[i].Name
-			}
-			err := src.Scan(ctx, names, func(row []any) error {
-				for i, v := range row {
-					d := cols[i].Domain
-					code, st := d.Encode(v)
-					if st == domain.Invalid {
-						code = max(d.NullCode(), 0)
-					}
-					codes[i] = append(codes[i], uint16(code))
-				}
-				return nil
-			})
-			if err != nil {
-				b.Fatal(err)
-			}
-			pd, err := pgm.NewDomain(dom.Names(), dom.Sizes())
-			if err != nil {
-				b.Fatal(err)
-			}
-			ds, err := pgm.NewDataset(pd, codes)
-			if err != nil {
-				b.Fatal(err)
-			}
+			ds := importDataset(b, src, cols)
 			b.ReportMetric(time.Since(start).Seconds(), "data-s")
 			run(b, ds)
 		}
 	})
+}
+
+// importDataset reads the table with Scan and encodes it locally, as an
+// import into dpsql would.
+func importDataset(b *testing.B, src *federated.Source, cols []federated.SnapshotColumn) *pgm.Dataset {
+	codes := make([][]uint16, len(cols))
+	names := make([]string, len(cols))
+	sizes := make([]int, len(cols))
+	for i := range cols {
+		names[i], sizes[i] = cols[i].Name, cols[i].Domain.Size()
+	}
+	err := src.Scan(context.Background(), names, func(row []any) error {
+		for i, v := range row {
+			d := cols[i].Domain
+			code, st := d.Encode(v)
+			if st == domain.Invalid {
+				code = max(d.NullCode(), 0)
+			}
+			codes[i] = append(codes[i], uint16(code))
+		}
+		return nil
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	pd, err := pgm.NewDomain(names, sizes)
+	if err != nil {
+		b.Fatal(err)
+	}
+	ds, err := pgm.NewDataset(pd, codes)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return ds
+}
+
+// BenchmarkAdult3WayImport is the import alternative to BenchmarkAdult3Way:
+// read every row with Scan, encode locally, count the 364 marginals in
+// memory.
+func BenchmarkAdult3WayImport(b *testing.B) {
+	conn := benchTable(b)
+	ctx := context.Background()
+	src, err := federated.Open(ctx, conn)
+	if err != nil {
+		b.Fatal(federated.Detail(err))
+	}
+	defer src.Close()
+	dom := adultgen.Domain()
+	cols := make([]federated.SnapshotColumn, len(dom.Columns))
+	for i := range cols {
+		cols[i] = federated.SnapshotColumn{Name: dom.Columns[i].Name(), Domain: &dom.Columns[i]}
+	}
+	for b.Loop() {
+		start := time.Now()
+		ds := importDataset(b, src, cols)
+		b.ReportMetric(time.Since(start).Seconds(), "import-s")
+		if _, err := ds.Marginals(ctx, all3Way(len(cols))); err != nil {
+			b.Fatal(err)
+		}
+	}
 }

@@ -1,6 +1,8 @@
 package federated_test
 
 import (
+	"context"
+	"errors"
 	"net/url"
 	"reflect"
 	"strings"
@@ -106,6 +108,26 @@ func TestParseConnectionErrors(t *testing.T) {
 		}
 		if strings.Contains(err.Error(), pw) {
 			t.Errorf("%s: error %q contains the password", tt.in, err)
+		}
+	}
+}
+
+func TestOpenTLSConfigErrors(t *testing.T) {
+	ctx := context.Background()
+	for _, s := range []string{
+		"mysql://u:Secret9@127.0.0.1:1/d/t?tls-ca=%2Fno%2Fsuch%2Fca.pem",
+		"postgresql://u:Secret9@127.0.0.1:1/d/t?sslmode=verify-full&sslrootcert=%2Fno%2Fsuch%2Fca.pem",
+	} {
+		c, err := federated.ParseConnection(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = federated.Open(ctx, c)
+		if !errors.Is(err, federated.ErrConnect) {
+			t.Errorf("%s: %v, want ErrConnect", c.Masked(), err)
+		}
+		if strings.Contains(federated.Detail(err), "Secret9") {
+			t.Errorf("%s: detail has the password: %s", c.Masked(), federated.Detail(err))
 		}
 	}
 }

@@ -10,6 +10,29 @@
 // (see encode.go). PostgreSQL answers many marginals in one scan with
 // GROUPING SETS; MySQL and MariaDB answer one GROUP BY per marginal.
 //
+// Which remote types take which public domains (anything else is refused
+// with ErrUnsupported when the snapshot begins, before any data is read):
+//
+//   - integers (PostgreSQL smallint, integer, bigint, boolean as 0/1; MySQL
+//     TINYINT … BIGINT, UNSIGNED too, YEAR): every domain; a categorical
+//     domain of strings matches the integer's decimal text, an ENUM domain
+//     its 1-based index (as go-mysql-server stores ENUMs);
+//   - floats (PostgreSQL real, double precision; MySQL DOUBLE): ranges
+//     (rounded half away from zero), bins, categorical integers and floats;
+//     NaN is invalid;
+//   - NUMERIC/DECIMAL: as the float strconv.ParseFloat reads from its text
+//     (NaN and values beyond float64 are invalid), or, for a categorical
+//     domain of strings, its exact text;
+//   - strings (PostgreSQL text, varchar; MySQL CHAR, VARCHAR, TEXT, ENUM,
+//     SET, BINARY, VARBINARY, BLOB): categorical domains of strings, compared
+//     byte for byte (no collation, case or trailing-space folding).
+//
+// Refused: PostgreSQL char(n) (its padding), MySQL FLOAT (its text form is
+// rounded), dates and times, and every other type. Integer-valued decimals
+// beyond ±2^53 are read through float64, where Encode would parse the text
+// of a scale-0 decimal exactly: an integer domain over such values may
+// differ from local encoding.
+//
 // Errors never contain the password, and their Error text never contains
 // the remote server's message, which may quote data values (Detail has it
 // for the owner's logs; Redact makes any error safe to show). Cancelling

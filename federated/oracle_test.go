@@ -246,16 +246,19 @@ func TestMarginalsOracle(t *testing.T) {
 				sets = append(sets, p[:3]) // unsorted: laid out in the order asked
 			}
 			sets = append(sets, []int{2, 0}, []int{0, 2}) // the same set twice, in two orders
-			batches := []int{federated.DefaultBatch}
+			type config struct{ batch, parallel int }
+			configs := []config{{federated.DefaultBatch, 1}}
 			if driver == federated.Postgres {
-				batches = append(batches, 1, 13)
+				configs = append(configs, config{1, 1}, config{13, 1}, config{13, 3})
 			}
-			for _, batch := range batches {
+			for _, cfg := range configs {
+				batch := cfg.batch
 				sn, err := src.Snapshot(ctx, scols)
 				if err != nil {
 					t.Fatal(federated.Detail(err))
 				}
 				sn.SetBatch(batch)
+				sn.SetParallel(cfg.parallel)
 				if sn.Touched() {
 					t.Fatal("Touched before any query")
 				}
@@ -299,7 +302,7 @@ func TestMarginalsOracle(t *testing.T) {
 				if st.Queries != wantQueries || st.Scans != st.Queries || st.Cells == 0 {
 					t.Errorf("batch %d: stats %+v, want %d queries", batch, st, wantQueries)
 				}
-				t.Logf("batch %d: %d marginals, %+v", batch, len(sets), st)
+				t.Logf("batch %d, parallel %d: %d marginals, %+v", batch, cfg.parallel, len(sets), st)
 				if err := sn.Close(); err != nil {
 					t.Fatal(err)
 				}

@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/dpsql/dpsql/catalog/domain"
+	"github.com/dpsql/dpsql/internal/par"
 	"github.com/dpsql/dpsql/synth/pgm"
 )
 
@@ -48,14 +49,19 @@ type Snapshot struct {
 	cols []column
 	dom  *pgm.Domain
 
-	mu      sync.Mutex
-	batch   int
-	pg      *pgx.Conn
-	my      *sql.Conn
-	myID    int64
-	touched bool
-	broken  error
-	closed  bool
+	mu       sync.Mutex
+	batch    int
+	parallel int
+	pg       *pgx.Conn
+	snapID   string      // pg_export_snapshot() of pg's transaction
+	extra    []*pgx.Conn // more connections in the same snapshot (SetParallel)
+	my       *sql.Conn
+	myID     int64
+	touched  bool
+	broken   error
+	closed   bool
+
+	statsMu sync.Mutex // guards stats; batches may run on several connections
 	stats   Stats
 }
 
@@ -74,7 +80,7 @@ func (s *Source) Snapshot(ctx context.Context, cols []SnapshotColumn) (*Snapshot
 	}
 	names := make([]string, len(cols))
 	sizes := make([]int, len(cols))
-	sn := &Snapshot{src: s, batch: DefaultBatch, cols: make([]column, len(cols))}
+	sn := &Snapshot{src: s, batch: DefaultBatch, parallel: 1, cols: make([]column, len(cols))}
 	for i, c := range cols {
 		if c.Domain == nil {
 			return nil, fmt.Errorf("federated: column %q has no domain", c.Name)
@@ -99,15 +105,13 @@ func (s *Source) Snapshot(ctx context.Context, cols []SnapshotColumn) (*Snapshot
 		if err != nil {
 			return nil, err
 		}
-		for _, q := range []string{
-			"BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY",
-			"SET LOCAL work_mem = '256MB'",
-			"SET LOCAL statement_timeout = 0",
-		} {
-			if _, err := conn.Exec(ctx, q); err != nil {
-				conn.Close(context.WithoutCancel(ctx))
-				return nil, s.newError("begin snapshot", ErrQuery, err)
-			}
+		err = pgBegin(ctx, conn, "")
+		if err == nil {
+			err = conn.QueryRow(ctx, "SELECT pg_export_snapshot()").Scan(&sn.snapID)
+		}
+		if err != nil {
+			conn.Close(context.WithoutCancel(ctx))
+			return nil, s.newError("begin snapshot", ErrQuery, err)
 		}
 		sn.pg = conn
 	case MySQL:
@@ -139,6 +143,50 @@ func (sn *Snapshot) SetBatch(n int) {
 	sn.batch = max(n, 1)
 }
 
+// SetParallel lets PostgreSQL batches run on up to n connections at once,
+// every one in the same snapshot (pg_export_snapshot / SET TRANSACTION
+// SNAPSHOT), so that the marginals stay mutually consistent. MySQL has no
+// shared snapshots: its queries always run one at a time.
+func (sn *Snapshot) SetParallel(n int) {
+	sn.mu.Lock()
+	defer sn.mu.Unlock()
+	sn.parallel = max(n, 1)
+}
+
+// pgBegin begins conn's read-only REPEATABLE READ transaction, in the
+// exported snapshot snapID if it is not empty.
+func pgBegin(ctx context.Context, conn *pgx.Conn, snapID string) error {
+	stmts := []string{"BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"}
+	if snapID != "" {
+		stmts = append(stmts, "SET TRANSACTION SNAPSHOT '"+strings.ReplaceAll(snapID, "'", "''")+"'")
+	}
+	stmts = append(stmts, "SET LOCAL work_mem = '256MB'", "SET LOCAL statement_timeout = 0")
+	for _, q := range stmts {
+		if _, err := conn.Exec(ctx, q); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// workers returns the connections batches may use: the snapshot's own
+// and, for SetParallel, more that join its snapshot (opened once).
+func (sn *Snapshot) workers(ctx context.Context, batches int) ([]*pgx.Conn, error) {
+	want := min(sn.parallel, batches) - 1
+	for len(sn.extra) < want {
+		conn, err := sn.src.pgConnect(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if err := pgBegin(ctx, conn, sn.snapID); err != nil {
+			conn.Close(context.WithoutCancel(ctx))
+			return nil, sn.src.newError("join snapshot", ErrQuery, err)
+		}
+		sn.extra = append(sn.extra, conn)
+	}
+	return append([]*pgx.Conn{sn.pg}, sn.extra[:max(want, 0)]...), nil
+}
+
 // Domain implements synth.Data: attribute i is the i-th SnapshotColumn.
 func (sn *Snapshot) Domain() *pgm.Domain { return sn.dom }
 
@@ -152,8 +200,8 @@ func (sn *Snapshot) Touched() bool {
 
 // Stats returns the remote work so far.
 func (sn *Snapshot) Stats() Stats {
-	sn.mu.Lock()
-	defer sn.mu.Unlock()
+	sn.statsMu.Lock()
+	defer sn.statsMu.Unlock()
 	return sn.stats
 }
 
@@ -169,6 +217,10 @@ func (sn *Snapshot) Close() error {
 	defer cancel()
 	switch {
 	case sn.pg != nil:
+		for _, c := range sn.extra {
+			_, _ = c.Exec(ctx, "ROLLBACK")
+			_ = c.Close(ctx)
+		}
 		_, err := sn.pg.Exec(ctx, "ROLLBACK")
 		if cerr := sn.pg.Close(ctx); err == nil {
 			err = cerr
@@ -243,27 +295,68 @@ func (sn *Snapshot) Marginals(ctx context.Context, sets [][]int) ([][]float64, e
 	var err error
 	switch {
 	case sn.pg != nil:
-		for lo := 0; lo < len(groups) && err == nil; {
-			// A batch: up to sn.batch sets over at most maxGrouping columns.
-			var batch []*group
-			var attrs []int
+		// Batches: up to sn.batch sets over at most maxGrouping columns.
+		type batch struct {
+			groups []*group
+			attrs  []int
+		}
+		var batches []batch
+		for lo := 0; lo < len(groups); {
+			var b batch
 			hi := lo
-			for ; hi < len(groups) && len(batch) < sn.batch; hi++ {
-				u := union(attrs, groups[hi].attrs)
-				if len(u) > maxGrouping && len(batch) > 0 {
+			for ; hi < len(groups) && len(b.groups) < sn.batch; hi++ {
+				u := union(b.attrs, groups[hi].attrs)
+				if len(u) > maxGrouping && len(b.groups) > 0 {
 					break
 				}
-				attrs = u
-				batch = append(batch, groups[hi])
+				b.attrs = u
+				b.groups = append(b.groups, groups[hi])
 			}
 			lo = hi
-			bsets := make([][]int, len(batch))
-			for i, g := range batch {
+			batches = append(batches, b)
+		}
+		var conns []*pgx.Conn
+		conns, err = sn.workers(ctx, len(batches))
+		if err != nil {
+			break
+		}
+		sn.touched = true
+		pool := make(chan *pgx.Conn, len(conns))
+		for _, c := range conns {
+			pool <- c
+		}
+		bctx, cancel := context.WithCancel(ctx)
+		errs := make([]error, len(batches))
+		// Batches write disjoint groups of out, so they need no lock.
+		perr := par.For(bctx, len(batches), len(conns), func(k int) {
+			conn := <-pool
+			defer func() { pool <- conn }()
+			b := batches[k]
+			bsets := make([][]int, len(b.groups))
+			for i, g := range b.groups {
 				bsets[i] = g.attrs
 			}
-			err = sn.pgBatch(ctx, attrs, bsets, func(set int, codes map[int]int, n float64) error {
-				return add(batch[set], codes, n)
+			errs[k] = sn.pgBatch(bctx, conn, b.attrs, bsets, func(set int, codes map[int]int, n float64) error {
+				return add(b.groups[set], codes, n)
 			})
+			if errs[k] != nil {
+				cancel()
+			}
+		})
+		cancel()
+		if err = errors.Join(errs...); err == nil && perr != nil {
+			err = perr
+		}
+		if err != nil && ctx.Err() != nil {
+			err = sn.src.newError("marginal query", ErrQuery, ctx.Err())
+		} else if err != nil {
+			// The first failure; the others are its cancellations.
+			for _, e := range errs {
+				if e != nil && !errors.Is(e, context.Canceled) {
+					err = e
+					break
+				}
+			}
 		}
 	case sn.my != nil:
 		for _, g := range groups {
@@ -293,14 +386,19 @@ func union(a, b []int) []int {
 // compute its code, once per row (OFFSET 0 keeps PostgreSQL from inlining
 // them into every use: every grouping set's hash key would recompute the
 // codes); GROUPING() tells the sets apart.
-func (sn *Snapshot) pgBatch(ctx context.Context, attrs []int, sets [][]int, fn func(set int, codes map[int]int, n float64) error) error {
+func (sn *Snapshot) pgBatch(ctx context.Context, conn *pgx.Conn, attrs []int, sets [][]int, fn func(set int, codes map[int]int, n float64) error) error {
 	q, setOf, pos := sn.batchQuery(attrs, sets)
 	start := time.Now()
-	sn.touched = true
-	sn.stats.Queries++
-	sn.stats.Scans++
-	defer func() { sn.stats.RemoteTime += time.Since(start) }()
-	rows, err := sn.pg.Query(ctx, q)
+	var cells int64
+	defer func() {
+		sn.statsMu.Lock()
+		sn.stats.Queries++
+		sn.stats.Scans++
+		sn.stats.Cells += cells
+		sn.stats.RemoteTime += time.Since(start)
+		sn.statsMu.Unlock()
+	}()
+	rows, err := conn.Query(ctx, q)
 	if err != nil {
 		return sn.src.queryError(ctx, "marginal query", err)
 	}
@@ -320,7 +418,7 @@ func (sn *Snapshot) pgBatch(ctx context.Context, attrs []int, sets [][]int, fn f
 		if err := rows.Scan(ptrs...); err != nil {
 			return sn.src.queryError(ctx, "marginal query", err)
 		}
-		sn.stats.Cells++
+		cells++
 		set, ok := setOf[uint32(g)]
 		if !ok {
 			return fmt.Errorf("federated: unexpected GROUPING() value %d", g)
@@ -360,9 +458,15 @@ func (sn *Snapshot) myGroup(ctx context.Context, attrs []int, fn func(codes map[
 	}
 	start := time.Now()
 	sn.touched = true
-	sn.stats.Queries++
-	sn.stats.Scans++
-	defer func() { sn.stats.RemoteTime += time.Since(start) }()
+	var cells int64
+	defer func() {
+		sn.statsMu.Lock()
+		sn.stats.Queries++
+		sn.stats.Scans++
+		sn.stats.Cells += cells
+		sn.stats.RemoteTime += time.Since(start)
+		sn.statsMu.Unlock()
+	}()
 	stop := sn.src.killOnCancel(ctx, sn.myID)
 	defer stop()
 	rows, err := sn.my.QueryContext(context.WithoutCancel(ctx), q)
@@ -382,7 +486,7 @@ func (sn *Snapshot) myGroup(ctx context.Context, attrs []int, fn func(codes map[
 		if err := rows.Scan(ptrs...); err != nil {
 			return sn.src.queryError(ctx, "marginal query", err)
 		}
-		sn.stats.Cells++
+		cells++
 		for i, a := range attrs {
 			m[a] = int(cv[i])
 		}

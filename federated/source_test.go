@@ -309,3 +309,48 @@ func TestCancel(t *testing.T) {
 		})
 	}
 }
+
+// TestSnapshotConsistent writes to the table after the snapshot began:
+// no marginal may see the new rows, including those computed later on
+// connections that join the snapshot (SetParallel).
+func TestSnapshotConsistent(t *testing.T) {
+	for _, driver := range testdb.Servers {
+		t.Run(driver, func(t *testing.T) {
+			srv := testdb.Get(t, driver)
+			ctx := context.Background()
+			conn := people(t, srv)
+			src, err := federated.Open(ctx, conn)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer src.Close()
+			age := must(domain.NewIntRange("age", 0, 99, false))
+			sex := must(domain.NewCategorical("sex", domain.String, strs("F", "M"), true, false))
+			sn, err := src.Snapshot(ctx, []federated.SnapshotColumn{{Name: "age", Domain: &age}, {Name: "sex", Domain: &sex}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer sn.Close()
+			sn.SetBatch(1)
+			sn.SetParallel(3)
+			db := testdb.Open(t, srv)
+			defer db.Close()
+			if err := db.Insert(ctx, conn.Table, []string{"Age", "sex"}, [][]any{{int64(50), "F"}, {int64(51), "M"}}); err != nil {
+				t.Fatal(err)
+			}
+			m, err := sn.Marginals(ctx, [][]int{{0}, {1}, {0, 1}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, x := range m {
+				total := 0.0
+				for _, v := range x {
+					total += v
+				}
+				if total != 3 {
+					t.Errorf("marginal %d counts %v rows, want the 3 of the snapshot", i, total)
+				}
+			}
+		})
+	}
+}
