@@ -84,8 +84,9 @@ func scrub(msg, password string) string {
 
 // Redact returns an error safe to show to anyone: the package's errors
 // keep their kind and operation (their Error text never has remote text),
-// context errors stay as they are, and any other error is replaced by a
-// generic one, since it may quote remote text.
+// ErrColumns and ErrUnsupported errors (made of column names, remote type
+// names and domains only) and context errors stay as they are, and any
+// other error is replaced by a generic one, since it may quote remote text.
 func Redact(err error) error {
 	if err == nil {
 		return nil
@@ -94,6 +95,8 @@ func Redact(err error) error {
 	switch {
 	case errors.As(err, &fe):
 		return &Error{Op: fe.Op, Kind: fe.Kind, Target: fe.Target}
+	case errors.Is(err, ErrColumns) || errors.Is(err, ErrUnsupported):
+		return err
 	case errors.Is(err, context.Canceled):
 		return context.Canceled
 	case errors.Is(err, context.DeadlineExceeded):

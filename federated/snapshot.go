@@ -34,8 +34,15 @@ type Stats struct {
 }
 
 // DefaultBatch is how many marginals one PostgreSQL query computes with
-// GROUPING SETS (see SetBatch).
-const DefaultBatch = 128
+// GROUPING SETS (see SetBatch). Measured on the 14-attribute adult-like
+// table (internal/adultgen), all 364 3-way marginals, 100 000 rows, on a
+// loaded 2-core machine: 8 per query 64 s, 32 per query 42-47 s, 91 per
+// query 59-66 s, all 364 in one query 115 s (PostgreSQL then sorts the
+// input once per set that does not fit its hash memory). 32, the fastest,
+// keeps every set hashed (work_mem 1GB, see pgBegin). Larger batches save
+// scans but not aggregation, which dominates: about 1 µs per row and set
+// here.
+const DefaultBatch = 32
 
 // maxGrouping is the most arguments PostgreSQL's GROUPING() takes.
 const maxGrouping = 31
@@ -160,7 +167,11 @@ func pgBegin(ctx context.Context, conn *pgx.Conn, snapID string) error {
 	if snapID != "" {
 		stmts = append(stmts, "SET TRANSACTION SNAPSHOT '"+strings.ReplaceAll(snapID, "'", "''")+"'")
 	}
-	stmts = append(stmts, "SET LOCAL work_mem = '256MB'", "SET LOCAL statement_timeout = 0")
+	// work_mem only lets the planner hash every grouping set of a batch
+	// (it estimates far more groups than the domains allow); the memory a
+	// query really uses is that of the groups it finds, and PostgreSQL
+	// spills to disk beyond it.
+	stmts = append(stmts, "SET LOCAL work_mem = '1GB'", "SET LOCAL statement_timeout = 0")
 	for _, q := range stmts {
 		if _, err := conn.Exec(ctx, q); err != nil {
 			return err

@@ -3,6 +3,7 @@ package federated_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"reflect"
 	"strings"
@@ -206,6 +207,10 @@ func TestRedact(t *testing.T) {
 	}
 	if err := federated.Redact(errors.New(`invalid input syntax for type integer: "Alice Smith"`)); strings.Contains(err.Error(), "Alice") {
 		t.Errorf("Redact kept remote text: %v", err)
+	}
+	cols := fmt.Errorf("x: %w: not in the remote table: weight", federated.ErrColumns)
+	if err := federated.Redact(cols); err != cols {
+		t.Errorf("Redact(column mismatch) = %v, want it unchanged", err)
 	}
 	if err := federated.Redact(context.Canceled); !errors.Is(err, context.Canceled) {
 		t.Errorf("Redact(context.Canceled) = %v", err)
