@@ -623,6 +623,9 @@ func (e *Engine) runSynthetic(ctx *sql.Context, r *synthRequest) (_ *catalog.Syn
 	// is no longer cancellable: the release either happens whole or not.
 	wctx := context.WithoutCancel(ctx)
 	note := fmt.Sprintf("created %s.%s: %d rows, %d rounds, ρ used %.6g", r.target.DB, r.target.Name, rec.Rows, rec.Rounds, out.RhoUsed)
+	if out.Note != "" {
+		note += "; " + out.Note
+	}
 	if r.remote != nil {
 		note += "; " + r.remote.summary()
 	}
@@ -733,6 +736,12 @@ func (e *Engine) prepareRelease(ctx context.Context, r *synthRequest, out *synth
 	switch r.mech.Output() {
 	case synth.AnswersOnly:
 		if rows, err = answerRows(ctx, out.Measurements, r.dom, sch); err != nil {
+			return
+		}
+	case synth.RowsOnly:
+		// No model: the table's rows are the release, and queries on it
+		// read them (answer.go treats the table as a plain one).
+		if rows, err = decodeRows(ctx, out.Rows, r.dom, r.pos, r.serial, sch, decodeNoise.Rand()); err != nil {
 			return
 		}
 	default:

@@ -31,12 +31,13 @@ import (
 //	last candidates: count, then attrs and round (varint)
 //	snapshots: count, then round (varint) and the model
 //	    (0 = nil, else length+1 then pgm's MarshalBinary)
+//	version 2 adds: note (length, bytes), artifact (length, bytes)
 //
 // A list of ints is its count followed by the values.
 
 const (
 	releaseMagic   = "DPRL"
-	releaseVersion = 1
+	releaseVersion = 2
 )
 
 // ErrRelease is wrapped by UnmarshalRelease's errors for malformed input.
@@ -106,6 +107,10 @@ func MarshalRelease(r *Result) ([]byte, error) {
 		w.uint(uint64(len(b)) + 1)
 		w.b = append(w.b, b...)
 	}
+	w.uint(uint64(len(r.Note)))
+	w.b = append(w.b, r.Note...)
+	w.uint(uint64(len(r.Artifact)))
+	w.b = append(w.b, r.Artifact...)
 	return w.b, nil
 }
 
@@ -116,8 +121,9 @@ func UnmarshalRelease(b []byte) (*Result, error) {
 		return nil, fmt.Errorf("%w: bad magic", ErrRelease)
 	}
 	rd := releaseReader{b: b[len(releaseMagic):]}
-	if v := rd.uint(); rd.err == nil && v != releaseVersion {
-		return nil, fmt.Errorf("%w: unknown version %d", ErrRelease, v)
+	version := rd.uint()
+	if rd.err == nil && (version < 1 || version > releaseVersion) {
+		return nil, fmt.Errorf("%w: unknown version %d", ErrRelease, version)
 	}
 	r := &Result{RhoUsed: rd.float()}
 	n := rd.count(1)
@@ -198,6 +204,12 @@ func UnmarshalRelease(b []byte) (*Result, error) {
 			break
 		}
 		r.Snapshots = append(r.Snapshots, s)
+	}
+	if version >= 2 {
+		r.Note = string(rd.bytes())
+		if a := rd.bytes(); len(a) > 0 {
+			r.Artifact = a
+		}
 	}
 	if rd.err == nil && len(rd.b) != 0 {
 		rd.fail("%d trailing bytes", len(rd.b))
@@ -293,6 +305,21 @@ func (r *releaseReader) count(size int) int {
 		return 0
 	}
 	return int(n)
+}
+
+// bytes reads a length-prefixed byte string (a copy).
+func (r *releaseReader) bytes() []byte {
+	l := r.uint()
+	if r.err != nil {
+		return nil
+	}
+	if l > uint64(len(r.b)) {
+		r.fail("string of %d bytes", l)
+		return nil
+	}
+	out := append([]byte(nil), r.b[:l]...)
+	r.b = r.b[l:]
+	return out
 }
 
 func (r *releaseReader) ints() []int {

@@ -53,6 +53,8 @@ func testRelease(t *testing.T, rng *rand.Rand) *Result {
 		Snapshots:     []Snapshot{{Round: 1}, {Round: 2, Model: model}},
 		Rows:          [][]uint16{{0, 1}, {2, 2}, {3, 0}},
 		RhoUsed:       0.02,
+		Note:          "best mixture error 0.12",
+		Artifact:      []byte{0, 1, 2, 0xff},
 	}
 }
 
@@ -111,6 +113,25 @@ func TestReleaseRoundTrip(t *testing.T) {
 	}
 }
 
+// A version-1 release (no note, no artifact) still decodes.
+func TestReleaseVersion1(t *testing.T) {
+	r := testRelease(t, rand.New(rand.NewPCG(5, 6)))
+	r.Note, r.Artifact = "", nil
+	b, err := MarshalRelease(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Version 2 ends with two empty strings (two zero bytes).
+	v1 := append([]byte("DPRL\x01"), b[5:len(b)-2]...)
+	got, err := UnmarshalRelease(v1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Measurements) != len(r.Measurements) || len(got.Rounds) != len(r.Rounds) || got.Note != "" || got.Artifact != nil {
+		t.Errorf("version 1 decoded as %+v", got)
+	}
+}
+
 func TestReleaseMalformed(t *testing.T) {
 	b, err := MarshalRelease(testRelease(t, rand.New(rand.NewPCG(3, 4))))
 	if err != nil {
@@ -125,7 +146,7 @@ func TestReleaseMalformed(t *testing.T) {
 	bad := [][]byte{
 		append(bytes.Clone(b), 0),                                              // trailing byte
 		append([]byte("DPRX"), b[4:]...),                                       // magic
-		append([]byte("DPRL\x02"), b[5:]...),                                   // version
+		append([]byte("DPRL\x03"), b[5:]...),                                   // version
 		[]byte("DPRL\x01\x00\x00\x00\x00\x00\x00\x00\x00\xff\xff\xff\xff\x0f"), // huge count
 	}
 	for i, in := range bad {

@@ -42,6 +42,11 @@ const (
 	// AnswersOnly means Run returns only noisy workload answers
 	// (Result.Measurements), no model and no rows.
 	AnswersOnly
+	// RowsOnly means Run returns synthetic rows (and its measurements) but
+	// no graphical model: the mechanism's representation is a generator or
+	// a set of records (GEM, RAP, DualQuery). Queries on its table are
+	// answered from the rows. Result.Artifact may hold the representation.
+	RowsOnly
 )
 
 // String returns "synthetic data" or "answers only".
@@ -51,6 +56,8 @@ func (o Output) String() string {
 		return "synthetic data"
 	case AnswersOnly:
 		return "answers only"
+	case RowsOnly:
+		return "synthetic rows"
 	}
 	return "unknown output"
 }
@@ -85,6 +92,11 @@ type Input struct {
 	// Rows is the number of synthetic rows to draw; 0 means the model's
 	// estimated total.
 	Rows int
+	// Public, if non-nil, is a public table over the same domain as Data
+	// (the PUBLIC = db.t option): its records may be read freely, at no
+	// privacy cost. Only mechanisms that accept public data get it (see
+	// PublicMechanism).
+	Public *pgm.Dataset
 	// Progress, if non-nil, is called after every round (and after the
 	// initial and final phases). It must be cheap and must not block.
 	Progress func(Status)
@@ -184,6 +196,43 @@ type Result struct {
 	Rows [][]uint16
 	// RhoUsed is the zCDP budget actually consumed.
 	RhoUsed float64
+	// Note, if set, is a one-line diagnostic computed from released values
+	// only (e.g. the best-mixture error of a public-data mechanism); the
+	// engine appends it to the ledger note.
+	Note string
+	// Artifact, if set, is the mechanism's own representation of the
+	// release in its own versioned encoding (GEM's generator weights,
+	// RAP's relaxed table), stored with the release. It must be a function
+	// of released values only.
+	Artifact []byte
+}
+
+// PublicUse says how a mechanism uses public data.
+type PublicUse int
+
+const (
+	// PublicNone: the mechanism does not take public data; PUBLIC = is
+	// refused.
+	PublicNone PublicUse = iota
+	// PublicOptional: the mechanism uses public data if given.
+	PublicOptional
+	// PublicRequired: the mechanism needs public data; running it without
+	// PUBLIC = is refused.
+	PublicRequired
+)
+
+// PublicMechanism is implemented by a Mechanism that takes public data
+// (Input.Public). Mechanisms that do not implement it take none.
+type PublicMechanism interface {
+	PublicData() PublicUse
+}
+
+// PublicUseOf returns how m uses public data.
+func PublicUseOf(m Mechanism) PublicUse {
+	if p, ok := m.(PublicMechanism); ok {
+		return p.PublicData()
+	}
+	return PublicNone
 }
 
 // Post returns the generator of post-processing randomness: PostNoise's,
