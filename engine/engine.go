@@ -55,6 +55,9 @@ type Engine struct {
 	// remote connects to the source of a FEDERATED table (federated.go);
 	// tests substitute a fake.
 	remote remoteOpener
+
+	// metrics are the engine's Prometheus instruments (metrics.go).
+	metrics *metrics
 }
 
 // New opens the data directory (creating it on first start), binds the
@@ -101,6 +104,7 @@ func build(ctx context.Context, cfg Config, dataDir string, st Storage) (*Engine
 	}
 	e := &Engine{cfg: cfg, dataDir: dataDir, log: log, store: st, started: time.Now(), remote: openFederated}
 	e.internalID.Store(1 << 31)
+	e.metrics = newMetrics(e)
 
 	pro := newProvider(st.Provider(), e.procedures())
 	pro.dropped = func(ctx *sql.Context, name string) error { return e.dropDatabaseGrants(ctx, name) }
@@ -202,7 +206,7 @@ func (e *Engine) newServer(ln net.Listener) error {
 		TLSConfig:               tlsCfg,
 		RequireSecureTransport:  e.cfg.RequireTLS,
 		ProtocolListenerFactory: e.protocolListener,
-	}, e.sqle, sql.NewContext, e.newConnSession, nil, e.recordErrors(e.handlerWrapper))
+	}, e.sqle, sql.NewContext, e.newConnSession, nil, e.countMetrics(e.recordErrors(e.handlerWrapper)))
 	if err != nil {
 		return ErrListen.Wrap(err, "cannot start server on %s", ln.Addr())
 	}

@@ -593,6 +593,9 @@ func (e *Engine) runSynthetic(ctx *sql.Context, r *synthRequest) (_ *catalog.Syn
 	if err != nil {
 		return nil, e.ledgerError(err)
 	}
+	rounds := 0
+	synthDone := e.metrics.synthesisStarted(r.mech.Name())
+	defer func() { synthDone(rounds, err) }() // after recoverCharged has set err
 	defer e.recoverCharged(res, &err)
 	failpoint(failpointAfterReserve)
 	log.Info("synthesis started", "rho", res.Rho(), "ledger_entry", res.ID())
@@ -638,6 +641,9 @@ func (e *Engine) runSynthetic(ctx *sql.Context, r *synthRequest) (_ *catalog.Syn
 		Public: r.publicData,
 	}
 	out, err := r.runner.Run(ctx, in)
+	if out != nil {
+		rounds = len(out.Rounds)
+	}
 	if err != nil {
 		if r.remote != nil {
 			err = r.remote.error(ctx, err)
