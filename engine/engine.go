@@ -76,10 +76,12 @@ func New(ctx context.Context, cfg Config) (*Engine, error) {
 		return nil, err
 	}
 	// Bind before the slow start-up work, so a busy port fails fast.
-	ln, err := listen(cfg.addr())
-	if err != nil {
-		st.Close()
-		return nil, err
+	ln := cfg.Listener
+	if ln == nil {
+		if ln, err = listen(cfg.addr()); err != nil {
+			st.Close()
+			return nil, err
+		}
 	}
 	e, err := build(ctx, cfg, dir, st)
 	if err != nil {
