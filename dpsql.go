@@ -14,8 +14,9 @@
 //	defer srv.Close()
 //	db := srv.OpenDB("root", pw, "demo") // a *sql.DB
 //
-// See docs/embedding.md, and package extension for installing dpsql into a
-// go-mysql-server of one's own.
+// Install does the same over the databases of a go-mysql-server
+// application (its own sql.DatabaseProvider): dpsql as an extension.
+// See docs/embedding.md.
 package dpsql
 
 import (
@@ -31,6 +32,7 @@ import (
 	"path/filepath"
 	"sync"
 
+	gmssql "github.com/dolthub/go-mysql-server/sql"
 	"github.com/go-sql-driver/mysql"
 
 	"github.com/dpsql/dpsql/driver"
@@ -74,6 +76,44 @@ type Server struct {
 // it in the process. The data directory is locked until Close, as it is by
 // `dpsql serve`.
 func Open(ctx context.Context, o Options) (*Server, error) {
+	return open(ctx, o, nil)
+}
+
+// Install adds dpsql to a go-mysql-server application's own databases,
+// with one call: it returns a server over host's databases (read and
+// written as they are) beside dpsql's metadata in o.DataDir, the file
+// DataDir/dpsql.db holding users and grants, budgets and the privacy
+// ledger, declared domains and the synthetic tables with their models.
+// Every dpsql statement works on the host's tables: SET PRIVACY BUDGET,
+// SET DOMAIN, GRANT SYNTHESIZE, CREATE SYNTHETIC TABLE (which scans the
+// host table through its sql.Table), model answers, error bounds. Users
+// and grants are enforced on the host's tables too, with dpsql's
+// isolation: a user sees only the tables they hold a privilege on.
+// Clients connect as to an embedded server (OpenDB, Connector, the
+// "dpsql" driver), and new databases (e.g. for synthetic tables) are
+// created in the metadata file.
+func Install(ctx context.Context, host Host, o Options) (*Server, error) {
+	if host.Provider == nil {
+		return nil, errors.New("dpsql.Install: Host.Provider is required")
+	}
+	return open(ctx, o, &host)
+}
+
+// Host is the application's side of Install.
+type Host struct {
+	// Provider serves the application's databases.
+	Provider gmssql.DatabaseProvider
+	// NewSession makes a session from its base, as the application's
+	// databases need: for go-mysql-server's memory databases,
+	//
+	//	func(b *sql.BaseSession) sql.Session { return memory.NewSession(b, pro) }
+	//
+	// nil uses the base session.
+	NewSession func(*gmssql.BaseSession) gmssql.Session
+}
+
+// open starts an embedded server, over host's databases if host is set.
+func open(ctx context.Context, o Options, host *Host) (*Server, error) {
 	if o.DataDir == "" {
 		return nil, errors.New("dpsql.Open: Options.DataDir is required")
 	}
@@ -104,7 +144,12 @@ func Open(ctx context.Context, o Options) (*Server, error) {
 	if s.unregister, err = driver.Register(name, ln.Dial); err != nil {
 		return nil, err
 	}
-	if s.e, err = engine.New(ctx, cfg); err != nil {
+	if host != nil {
+		s.e, err = engine.NewExtension(ctx, cfg, host.Provider, host.NewSession)
+	} else {
+		s.e, err = engine.New(ctx, cfg)
+	}
+	if err != nil {
 		s.unregister()
 		ln.Close()
 		return nil, err

@@ -621,7 +621,7 @@ func (e *Engine) runSynthetic(ctx *sql.Context, r *synthRequest) (_ *catalog.Syn
 		local, err := encodeTable(ctx, e.dp.cat, r.src, r.dom)
 		if err == nil {
 			// The table may have been dropped and re-created while it was read.
-			if id, ok, _ := e.dp.cat.TableID(r.src.DB, r.src.Name); !ok || id != r.src.ID {
+			if id, ok, _ := e.dp.cat.TableID(r.src.DB, r.src.Name); !isHostTable(r.src) && (!ok || id != r.src.ID) {
 				err = fmt.Errorf("%s changed while it was read", r.src)
 			}
 		}
