@@ -81,17 +81,17 @@ type Snapshot struct {
 	// (pgCovered); noTemp means that path is unavailable (the remote user
 	// may not create temporary tables) and batches of GROUPING SETS run
 	// on the table itself.
-	cover  float64
-	noTemp bool
-	coded  map[*pgx.Conn]bool // connections whose codes table exists
-	pg       *pgx.Conn
-	snapID   string      // pg_export_snapshot() of pg's transaction
-	extra    []*pgx.Conn // more connections in the same snapshot (SetParallel)
-	my       *sql.Conn
-	myID     int64
-	touched  bool
-	broken   error
-	closed   bool
+	cover   float64
+	noTemp  bool
+	coded   map[*pgx.Conn]bool // connections whose codes table exists
+	pg      *pgx.Conn
+	snapID  string      // pg_export_snapshot() of pg's transaction
+	extra   []*pgx.Conn // more connections in the same snapshot (SetParallel)
+	my      *sql.Conn
+	myID    int64
+	touched bool
+	broken  error
+	closed  bool
 
 	statsMu sync.Mutex // guards stats; batches may run on several connections
 	stats   Stats
