@@ -1,11 +1,14 @@
 package engine
 
 import (
+	"fmt"
 	"math"
+	"math/rand/v2"
 	"strings"
 	"testing"
 
 	"github.com/dpsql/dpsql/budget"
+	"github.com/dpsql/dpsql/internal/fixture"
 )
 
 // TestCreateSyntheticPEP runs PEP and MWEM (pmw) end to end through SQL:
@@ -62,6 +65,56 @@ func TestCreateSyntheticPubNeedsPublic(t *testing.T) {
 		}
 		if f.budget().RhoSpent != before.RhoSpent || f.tableExists("syn", "pub") {
 			t.Errorf("%s: a refused request spent budget or made a table", mech)
+		}
+	}
+}
+
+// TestCreateSyntheticPEPPublic runs PMW^Pub and PEP^Pub through SQL with a
+// public table of the same columns: rows-only releases whose rows are all
+// public rows, the ledger charged, and the best-mixture note in the entry.
+func TestCreateSyntheticPEPPublic(t *testing.T) {
+	f := newSynthFixture(t)
+	rng := rand.New(rand.NewPCG(99, 3))
+	f.exec(
+		"CREATE TABLE raw.pubpeople (id INT NOT NULL AUTO_INCREMENT PRIMARY KEY, sex ENUM('F','M') NOT NULL,"+
+			" age INT NOT NULL CHECK (age BETWEEN 0 AND 9), city VARCHAR(10) CHECK (city IN ('a','b','c')))",
+		"INSERT INTO raw.pubpeople (sex, age, city) VALUES "+strings.Join(fixture.PeopleTuples(rng, 200), ","),
+		"ALTER TABLE raw.pubpeople SET PUBLIC",
+	)
+	pub := map[string]bool{}
+	for _, r := range f.rows("SELECT sex, age, city FROM raw.pubpeople") {
+		pub[fmt.Sprint(r...)] = true
+	}
+	for _, mech := range []string{"pmw_pub", "pep_pub"} {
+		before := f.budget()
+		f.exec("DROP TABLE IF EXISTS syn.pu")
+		f.exec("CREATE SYNTHETIC TABLE syn.pu FROM raw.people USING " + mech + " WITH EPSILON = 1, ROWS = 250, ROUNDS = 6, PUBLIC = raw.pubpeople" +
+			" WORKLOAD (SELECT sex, age, COUNT(*) FROM people GROUP BY sex, age; SELECT age, city, COUNT(*) FROM people GROUP BY age, city)")
+		spent := f.budget().RhoSpent - before.RhoSpent
+		if rho := wantRho(t, 1); spent < rho || spent > rho+math.Ldexp(1, -40) {
+			t.Errorf("%s: ρ spent %.15g, want %.15g", mech, spent, rho)
+		}
+		es := f.entries()
+		last := es[len(es)-1]
+		t.Logf("%s ledger note: %s", mech, last.Note)
+		if last.Status != budget.StatusCommitted || last.Mechanism != mech || !strings.Contains(last.Note, "best-mixture error") {
+			t.Errorf("%s: ledger entry %+v", mech, last)
+		}
+		rows := f.rows("SELECT sex, age, city FROM syn.pu")
+		if len(rows) != 250 {
+			t.Fatalf("%s: %d rows, want 250", mech, len(rows))
+		}
+		for _, r := range rows {
+			if !pub[fmt.Sprint(r...)] {
+				t.Fatalf("%s: row %v is not a public row", mech, r)
+			}
+		}
+		if got := f.rows("SELECT COUNT(*) FROM syn.pu WHERE age < 5"); toInt(got[0][0]) > 250 {
+			t.Errorf("%s: count %v", mech, got)
+		}
+		rec, _, _ := f.record("syn", "pu")
+		if rec.Mechanism != mech || rec.Output != "synthetic rows" {
+			t.Errorf("%s: record %+v", mech, rec)
 		}
 	}
 }
