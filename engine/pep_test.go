@@ -50,6 +50,24 @@ func TestCreateSyntheticPEP(t *testing.T) {
 		if rec.Mechanism != c.mech || rec.Output != "synthetic data" || len(model) == 0 {
 			t.Errorf("%s: record %+v, model %d bytes", c.mech, rec, len(model))
 		}
+		// Whole-marginal releases have bounds on their measured marginals;
+		// single-cell ones (pmw's default) none.
+		_, _, err := query(f.e, f.root, "SHOW ERROR BOUNDS FOR syn.pe CONFIDENCE 0.9")
+		if strings.Contains(c.opts, "CELLS = 1") || c.mech == "pmw" {
+			if err == nil || !strings.Contains(err.Error(), "no bounds") {
+				t.Errorf("%s %s: SHOW ERROR BOUNDS: %v, want no bounds", c.mech, c.opts, err)
+			}
+			continue
+		}
+		rows := f.rows("SHOW ERROR BOUNDS FOR syn.pe CONFIDENCE 0.9")
+		if len(rows) != 2 {
+			t.Fatalf("%s: bounds %v", c.mech, rows)
+		}
+		for _, r := range rows {
+			if l1 := r[2].(float64); !(l1 > 0 && l1 <= 2) || r[3] != support(true) {
+				t.Errorf("%s: measured marginal %v: %v", c.mech, r[0], r)
+			}
+		}
 	}
 }
 
