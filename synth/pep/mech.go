@@ -78,44 +78,84 @@ var (
 	_ synth.PublicMechanism = PEPPub{}
 )
 
+// Name is the SQL name.
 func (PEP) Name() string { return "pep" }
+
+// Summary is the SHOW MECHANISMS line.
 func (PEP) Summary() string {
 	return "PEP: exponential-mechanism selection of the worst workload marginal, Gaussian measurement, max-entropy projection onto every measurement (graphical-model engine)"
 }
+
+// Output is what Run releases.
 func (PEP) Output() synth.Output { return synth.SyntheticData }
+
+// Schema declares the options.
 func (PEP) Schema() synth.Schema { return pepSchema }
+
+// New validates the options.
 func (PEP) New(o []synth.Option) (synth.Runner, error) {
 	return parse("pep", algoPEP, false, pepSchema, 0, o)
 }
 
+// Name is the SQL name.
 func (PMW) Name() string { return "pmw" }
+
+// Summary is the SHOW MECHANISMS line.
 func (PMW) Summary() string {
 	return "MWEM (multiplicative weights, exponential mechanism) with past-query replay, as in Liu et al. 2021; graphical-model engine"
 }
+
+// Output is what Run releases.
 func (PMW) Output() synth.Output { return synth.SyntheticData }
+
+// Schema declares the options.
 func (PMW) Schema() synth.Schema { return pmwSchema }
+
+// New validates the options.
 func (PMW) New(o []synth.Option) (synth.Runner, error) {
 	return parse("pmw", algoMWEM, false, pmwSchema, 1, o)
 }
 
+// Name is the SQL name.
 func (PMWPub) Name() string { return "pmw_pub" }
+
+// Summary is the SHOW MECHANISMS line.
 func (PMWPub) Summary() string {
 	return "PMW^Pub: MWEM over the support of a public table (PUBLIC = db.t), a weight per distinct public row"
 }
-func (PMWPub) Output() synth.Output        { return synth.RowsOnly }
-func (PMWPub) Schema() synth.Schema        { return pmwPubSchema }
+
+// Output is what Run releases.
+func (PMWPub) Output() synth.Output { return synth.RowsOnly }
+
+// Schema declares the options.
+func (PMWPub) Schema() synth.Schema { return pmwPubSchema }
+
+// PublicData: the public variants need PUBLIC = db.t.
 func (PMWPub) PublicData() synth.PublicUse { return synth.PublicRequired }
+
+// New validates the options.
 func (PMWPub) New(o []synth.Option) (synth.Runner, error) {
 	return parse("pmw_pub", algoMWEM, true, pmwPubSchema, 1, o)
 }
 
+// Name is the SQL name.
 func (PEPPub) Name() string { return "pep_pub" }
+
+// Summary is the SHOW MECHANISMS line.
 func (PEPPub) Summary() string {
 	return "PEP^Pub: PEP's max-entropy projection over the support of a public table (PUBLIC = db.t)"
 }
-func (PEPPub) Output() synth.Output        { return synth.RowsOnly }
-func (PEPPub) Schema() synth.Schema        { return pepPubSchema }
+
+// Output is what Run releases.
+func (PEPPub) Output() synth.Output { return synth.RowsOnly }
+
+// Schema declares the options.
+func (PEPPub) Schema() synth.Schema { return pepPubSchema }
+
+// PublicData: the public variants need PUBLIC = db.t.
 func (PEPPub) PublicData() synth.PublicUse { return synth.PublicRequired }
+
+// New validates the options.
 func (PEPPub) New(o []synth.Option) (synth.Runner, error) {
 	return parse("pep_pub", algoPEP, true, pepPubSchema, 0, o)
 }
