@@ -257,9 +257,9 @@ func TestPEPBeatsMWEM(t *testing.T) {
 }
 
 func TestCancel(t *testing.T) {
-	for _, m := range []synth.Mechanism{PEP{}, PMW{}} {
+	for _, m := range []synth.Mechanism{PEP{}, PMW{}, PMWPub{}, PEPPub{}} {
 		r, _ := m.New(opts("ROUNDS", 5))
-		synthtest.CheckCancel(t, r, input(2, 1))
+		synthtest.CheckCancel(t, r, publicInput(2, 1))
 	}
 }
 
