@@ -314,3 +314,28 @@ func TestPastQueries(t *testing.T) {
 		t.Errorf("past queries did not help: %.4f vs %.4f", with/3, without/3)
 	}
 }
+
+// marginalsOnly hides every method of its data but the marginal oracle, as
+// a federated source does.
+type marginalsOnly struct{ d synth.Data }
+
+func (m marginalsOnly) Domain() *pgm.Domain { return m.d.Domain() }
+func (m marginalsOnly) Marginals(ctx context.Context, sets [][]int) ([][]float64, error) {
+	return m.d.Marginals(ctx, sets)
+}
+
+// TestMarginalsOnly: every mechanism runs on a source that answers
+// marginals only, and none implements synth.RecordMechanism.
+func TestMarginalsOnly(t *testing.T) {
+	for _, m := range []synth.Mechanism{PEP{}, PMW{}, PMWPub{}, PEPPub{}} {
+		if _, ok := m.(synth.RecordMechanism); ok {
+			t.Errorf("%s needs records", m.Name())
+		}
+		in := publicInput(4, 0.5)
+		in.Data = marginalsOnly{in.Data}
+		res := mustRun(t, m, opts("ROUNDS", 5), in)
+		if len(res.Rows) != 5 || len(res.Rows[0]) == 0 {
+			t.Errorf("%s: no rows", m.Name())
+		}
+	}
+}
