@@ -80,7 +80,7 @@ func (r *run) finishPublic(res *synth.Result, sup *support) (*synth.Result, erro
 	res.Artifact = encodeWeights(sup.cols, p)
 	if len(r.qs) > 0 {
 		bme := r.bestMixture(sup)
-		res.Note = fmt.Sprintf("%s: best-mixture error of the public support ≤ %.4g (max |ã − q(μ)| over the %d released noisy cells, normalised; a floor on the achievable max error up to noise); support %d distinct public rows",
+		res.Note = fmt.Sprintf("%s: best-mixture error of the public support ≤ %.4g (max |ã − q(μ)| over the %d released noisy cells, normalised, for the best reweighting μ of the public rows found); support %d distinct public rows",
 			r.cfg.name, bme, len(r.qs), len(sup.count))
 	}
 	r.in.Report(synth.Status{Phase: "final", Round: len(res.Rounds), RhoUsed: res.RhoUsed, ModelSize: g.size()})
