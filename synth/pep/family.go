@@ -101,7 +101,7 @@ func (g *factoredFamily) marginals(ctx context.Context, sets [][]int, f func(int
 		}
 		return nil
 	}
-	return g.f.Model(1).MarginalsFunc(ctx, sets, f)
+	return g.f.View(1).MarginalsFunc(ctx, sets, f)
 }
 
 func (g *factoredFamily) size() float64 {

@@ -311,7 +311,7 @@ func (r *run) model() (*pgm.Model, error) {
 		return nil, fmt.Errorf("no workload marginal fits MAX_MODEL_SIZE = %v MB", r.cfg.maxSize)
 	}
 	if g, ok := r.fam.(*factoredFamily); ok {
-		return g.f.Model(r.total), nil
+		return g.f.View(r.total), nil // the run is over: no update follows
 	}
 	f, err := pgm.NewFactored(r.dom, sets)
 	if err != nil {

@@ -118,3 +118,11 @@ func (f *Factored) Model(total float64) *Model {
 	f.Calibrate()
 	return &Model{dom: f.jt.dom, jt: f.jt, theta: slices.Clone(f.theta), p: slices.Clone(f.p), logZ: f.logZ, total: total}
 }
+
+// View is Model without the copy: the returned model shares f's arenas and
+// is valid only until f's next update (Add, AddCell). It saves two arena
+// copies where a model is queried and dropped between updates.
+func (f *Factored) View(total float64) *Model {
+	f.Calibrate()
+	return &Model{dom: f.jt.dom, jt: f.jt, theta: f.theta, p: f.p, logZ: f.logZ, total: total}
+}

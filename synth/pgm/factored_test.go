@@ -3,6 +3,7 @@ package pgm
 import (
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 )
 
@@ -61,6 +62,9 @@ func TestFactoredBrute(t *testing.T) {
 		}
 		m := f.Model(10)
 		got := m.Marginal(all)
+		if v := f.View(10).Marginal(all); !slices.Equal(v, got) {
+			t.Fatalf("seed %d: View differs from Model", seed)
+		}
 		for k := range joint {
 			if math.Abs(got[k]-10*joint[k]/z) > 1e-10 {
 				t.Fatalf("seed %d: model cell %d = %v, want %v", seed, k, got[k], 10*joint[k]/z)
