@@ -13,6 +13,7 @@ import (
 	"github.com/dpsql/dpsql/synth/independent"
 	"github.com/dpsql/dpsql/synth/mst"
 	"github.com/dpsql/dpsql/synth/mwem"
+	"github.com/dpsql/dpsql/synth/pep"
 )
 
 // ErrUnknownMechanism is wrapped by Lookup's error for an unknown name.
@@ -26,6 +27,10 @@ func All() []synth.Mechanism {
 		mwem.Mechanism{},
 		independent.Mechanism{},
 		gaussian.Mechanism{},
+		pep.PEP{},
+		pep.PMW{},
+		pep.PMWPub{},
+		pep.PEPPub{},
 	}
 }
 
