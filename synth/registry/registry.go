@@ -10,6 +10,7 @@ import (
 	"github.com/dpsql/dpsql/synth"
 	"github.com/dpsql/dpsql/synth/aim"
 	"github.com/dpsql/dpsql/synth/gaussian"
+	"github.com/dpsql/dpsql/synth/gem"
 	"github.com/dpsql/dpsql/synth/independent"
 	"github.com/dpsql/dpsql/synth/mst"
 	"github.com/dpsql/dpsql/synth/mwem"
@@ -26,6 +27,8 @@ func All() []synth.Mechanism {
 		mwem.Mechanism{},
 		independent.Mechanism{},
 		gaussian.Mechanism{},
+		gem.Mechanism{},
+		gem.PubMechanism{},
 	}
 }
 

@@ -125,7 +125,8 @@ type Net struct {
 
 // New returns a network for arch on the latent batch z (B rows of
 // arch.Latent values, row-major, copied), with PyTorch's default Linear
-// initialisation U(−1/√in, 1/√in) drawn from rng.
+// initialisation U(−1/√in, 1/√in) drawn from rng (zero weights if rng is
+// nil).
 func New(arch Arch, z []float64, rng *rand.Rand) (*Net, error) {
 	if err := arch.Check(); err != nil {
 		return nil, err
@@ -160,6 +161,9 @@ func New(arch Arch, z []float64, rng *rand.Rand) (*Net, error) {
 	l.b, l.gb = take(l.out)
 	n.layers = append(n.layers, l)
 	for _, l := range n.layers {
+		if rng == nil {
+			break // the caller sets the parameters
+		}
 		bound := 1 / math.Sqrt(float64(l.in))
 		for i := range l.w {
 			l.w[i] = (2*rng.Float64() - 1) * bound
