@@ -125,7 +125,9 @@ func (Mechanism) Output() synth.Output { return synth.RowsOnly }
 func (Mechanism) Schema() synth.Schema { return schema }
 
 // New parses opts.
-func (Mechanism) New(opts []synth.Option) (synth.Runner, error) { return parse("gem", schema, opts, false) }
+func (Mechanism) New(opts []synth.Option) (synth.Runner, error) {
+	return parse("gem", schema, opts, false)
+}
 
 // Name returns "gem_pub".
 func (PubMechanism) Name() string { return "gem_pub" }
@@ -251,16 +253,16 @@ func (o *Options) Run(ctx context.Context, in *synth.Input) (*synth.Result, erro
 
 // trainer runs GEM-UPDATE on one network.
 type trainer struct {
-	o      *Options
-	net    *nn.Net
-	adam   *nn.Adam
-	dp     []float64
-	ans    [][]float64
-	grad   [][]float64
+	o       *Options
+	net     *nn.Net
+	adam    *nn.Adam
+	dp      []float64
+	ans     [][]float64
+	grad    [][]float64
 	cells   []cellErr
 	touched []bool
-	emaErr float64
-	sc     prodq.Scratch
+	emaErr  float64
+	sc      prodq.Scratch
 }
 
 type cellErr struct {

@@ -14,6 +14,7 @@ import (
 	"github.com/dpsql/dpsql/synth/independent"
 	"github.com/dpsql/dpsql/synth/mst"
 	"github.com/dpsql/dpsql/synth/mwem"
+	"github.com/dpsql/dpsql/synth/rap"
 )
 
 // ErrUnknownMechanism is wrapped by Lookup's error for an unknown name.
@@ -29,6 +30,8 @@ func All() []synth.Mechanism {
 		gaussian.Mechanism{},
 		gem.Mechanism{},
 		gem.PubMechanism{},
+		rap.Mechanism{},
+		rap.SoftmaxMechanism{},
 	}
 }
 
