@@ -9,6 +9,7 @@ import (
 
 	"github.com/dpsql/dpsql/synth"
 	"github.com/dpsql/dpsql/synth/aim"
+	"github.com/dpsql/dpsql/synth/dualquery"
 	"github.com/dpsql/dpsql/synth/gaussian"
 	"github.com/dpsql/dpsql/synth/independent"
 	"github.com/dpsql/dpsql/synth/mst"
@@ -26,6 +27,8 @@ func All() []synth.Mechanism {
 		mwem.Mechanism{},
 		independent.Mechanism{},
 		gaussian.Mechanism{},
+		dualquery.Mechanism{},
+		dualquery.PGM{},
 	}
 }
 
