@@ -10,6 +10,7 @@ import (
 	"github.com/dpsql/dpsql/synth"
 	"github.com/dpsql/dpsql/synth/aim"
 	"github.com/dpsql/dpsql/synth/dualquery"
+	"github.com/dpsql/dpsql/synth/fem"
 	"github.com/dpsql/dpsql/synth/gaussian"
 	"github.com/dpsql/dpsql/synth/independent"
 	"github.com/dpsql/dpsql/synth/mst"
@@ -29,6 +30,7 @@ func All() []synth.Mechanism {
 		gaussian.Mechanism{},
 		dualquery.Mechanism{},
 		dualquery.PGM{},
+		fem.Mechanism{},
 	}
 }
 
