@@ -44,6 +44,8 @@ func (e *Engine) plan(stmt dpparse.Statement) (statementNode, ast.AuthInformatio
 		return e.showLedgerNode(s), authAnyone, nil
 	case *dpparse.SetDomainBetween, *dpparse.SetDomainIn:
 		return e.setDomainNode(s), authAnyone, nil
+	case *dpparse.SetPublic:
+		return e.setPublicNode(s), authAnyone, nil
 	case *dpparse.ShowDomain:
 		return e.showDomainNode(s), authAnyone, nil
 	case *dpparse.GrantSynthesize:

@@ -59,9 +59,10 @@ const (
 	optDelta   = "DELTA"
 	optRows    = "ROWS"
 	optSeed    = "SEED"
+	optPublic  = "PUBLIC"
 )
 
-var genericOptions = []string{optEpsilon, optDelta, optRows, optSeed}
+var genericOptions = []string{optEpsilon, optDelta, optRows, optSeed, optPublic}
 
 var _ sql.ExecSourceRel = (*CreateSynthetic)(nil)
 
@@ -141,6 +142,11 @@ type synthRequest struct {
 	// remote is the snapshot of a FEDERATED source, opened in phase 1
 	// (openRemoteData); nil for a local table.
 	remote *remoteData
+
+	// public is the PUBLIC = db.t option (zero if absent); publicData its
+	// rows, encoded over dom in phase 1 (public.go).
+	public     dpparse.TableName
+	publicData *pgm.Dataset
 }
 
 // createSynthetic runs CREATE SYNTHETIC TABLE and returns the record of the
@@ -188,6 +194,12 @@ func (e *Engine) validateSynthetic(ctx *sql.Context, stmt *dpparse.CreateSynthet
 	if err := req.parseOptions(stmt.Options); err != nil {
 		return nil, false, err
 	}
+	switch use := synth.PublicUseOf(req.mech); {
+	case use == synth.PublicNone && !req.public.IsZero():
+		return nil, false, ErrBadParameter.New("mechanism %s takes no public data: drop PUBLIC = %s, or use a public-data mechanism (%s)", req.mech.Name(), req.public, publicMechanismNames())
+	case use == synth.PublicRequired && req.public.IsZero():
+		return nil, false, ErrBadParameter.New("mechanism %s needs public data: add PUBLIC = db.t, a table its owner declared public with ALTER TABLE db.t SET PUBLIC", req.mech.Name())
+	}
 	if src.Table.Federated() {
 		if why := needsRecords(req.mech, req.runner); why != "" {
 			return nil, false, ErrUnsupported.New("mechanism %s cannot synthesize from the FEDERATED table %s: %s; a federated source only answers marginals (import the rows into a local table to use %s)",
@@ -197,6 +209,11 @@ func (e *Engine) validateSynthetic(ctx *sql.Context, stmt *dpparse.CreateSynthet
 
 	if err := e.synthesisDomain(ctx, req); err != nil {
 		return nil, false, err
+	}
+	if !req.public.IsZero() {
+		if req.publicData, err = e.publicData(ctx, req); err != nil {
+			return nil, false, err
+		}
 	}
 	if _, err := releaseSchema(req); err != nil {
 		return nil, false, err
@@ -238,7 +255,7 @@ func (r *synthRequest) preflight() error {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	in := &synth.Input{Data: empty, Workload: r.margs, Rho: r.rho, Noise: noise.NewSource(), Rows: r.rows}
+	in := &synth.Input{Data: empty, Workload: r.margs, Rho: r.rho, Noise: noise.NewSource(), Rows: r.rows, Public: r.publicData}
 	if _, err := r.runner.Run(ctx, in); err != nil && !errors.Is(err, context.Canceled) {
 		return ErrBadParameter.Wrap(err, "this request cannot run")
 	}
@@ -302,6 +319,20 @@ func declaredCI(declared map[string]domain.Column, name string) bool {
 	return false
 }
 
+// publicMechanismNames lists the registry's public-data mechanisms.
+func publicMechanismNames() string {
+	var names []string
+	for _, m := range registry.All() {
+		if synth.PublicUseOf(m) != synth.PublicNone {
+			names = append(names, m.Name())
+		}
+	}
+	if len(names) == 0 {
+		return "none is installed"
+	}
+	return strings.Join(names, ", ")
+}
+
 // mechanismNames lists the registry's mechanisms for error messages.
 func mechanismNames() string {
 	var names []string
@@ -353,6 +384,12 @@ func (r *synthRequest) parseOptions(opts []dpparse.Option) error {
 				return err
 			}
 			r.seed = &n
+		case optPublic:
+			if o.Value.Kind != dpparse.ValueTable {
+				return ErrBadParameter.New("PUBLIC = %s: name a table (PUBLIC = db.t)", o.Value)
+			}
+			r.public = o.Value.Table
+			r.mechOpts = append(r.mechOpts, catalog.SyntheticOption{Name: name, Value: o.Value.Text})
 		default:
 			mechOpts = append(mechOpts, synth.Option{Name: o.Name, Value: o.Value.Text})
 			r.mechOpts = append(r.mechOpts, catalog.SyntheticOption{Name: name, Value: o.Value.Text})
@@ -598,6 +635,7 @@ func (e *Engine) runSynthetic(ctx *sql.Context, r *synthRequest) (_ *catalog.Syn
 	mechNoise, postNoise, decodeNoise := e.releaseRandomness(r)
 	in := &synth.Input{
 		Data: synth.NewCache(data), Workload: r.margs, Rho: min(r.rho, res.Rho()), Noise: mechNoise, PostNoise: postNoise, Rows: r.rows, Progress: prog.report,
+		Public: r.publicData,
 	}
 	out, err := r.runner.Run(ctx, in)
 	if err != nil {
@@ -623,6 +661,9 @@ func (e *Engine) runSynthetic(ctx *sql.Context, r *synthRequest) (_ *catalog.Syn
 	// is no longer cancellable: the release either happens whole or not.
 	wctx := context.WithoutCancel(ctx)
 	note := fmt.Sprintf("created %s.%s: %d rows, %d rounds, ρ used %.6g", r.target.DB, r.target.Name, rec.Rows, rec.Rounds, out.RhoUsed)
+	if r.publicData != nil {
+		note += fmt.Sprintf("; public data %s (%d rows)", r.public, r.publicData.Rows())
+	}
 	if out.Note != "" {
 		note += "; " + out.Note
 	}

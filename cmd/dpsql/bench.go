@@ -17,6 +17,7 @@ const benchUsage = `usage:
   dpsql bench pgm --csv FILE --domain FILE
   dpsql bench MECHANISM --csv FILE --domain FILE [--epsilon E] [--delta D] [--workload all-3way|all-2way]
               [--seeds N] [--rows N] [--option NAME=VALUE ...] [--progress]
+              [--metric l1|max|mean] [--attrs COL[:BINS],...] [--public FILE]
 MECHANISM is one of: %s`
 
 // runBench runs a benchmark: "pgm" times the Private-PGM engine; a
@@ -52,6 +53,16 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.StringVar(&cfg.Workload, "workload", "all-3way", "workload: all-kway for k = 1, 2, 3, ...")
 	fs.IntVar(&cfg.Seeds, "seeds", 1, "number of runs (seeds 0..N-1)")
 	fs.IntVar(&cfg.Rows, "rows", 0, "synthetic rows (0: the model's estimated total)")
+	fs.StringVar(&cfg.Metric, "metric", "l1", "error metric: l1 (mean L1 over marginals), max or mean (over all cells)")
+	fs.StringVar(&cfg.Public, "public", "", "CSV of public records (same header and domain file) for public-data mechanisms")
+	fs.Func("attrs", "restrict to these columns, COL or COL:BINS to coarsen (e.g. sex,race,age:10)", func(s string) error {
+		for _, a := range strings.Split(s, ",") {
+			if a = strings.TrimSpace(a); a != "" {
+				cfg.Attrs = append(cfg.Attrs, a)
+			}
+		}
+		return nil
+	})
 	progress := fs.Bool("progress", false, "print a line per round to stderr")
 	fs.Func("option", "mechanism option NAME=VALUE (repeatable; see SHOW MECHANISMS)", func(s string) error {
 		name, value, ok := strings.Cut(s, "=")

@@ -25,6 +25,7 @@ var (
 	_ Statement = (*ShowLedger)(nil)
 	_ Statement = (*SetDomainBetween)(nil)
 	_ Statement = (*SetDomainIn)(nil)
+	_ Statement = (*SetPublic)(nil)
 	_ Statement = (*ShowDomain)(nil)
 	_ Statement = (*GrantSynthesize)(nil)
 	_ Statement = (*RevokeSynthesize)(nil)
@@ -115,6 +116,7 @@ const (
 	ValueIdent                       // bare or backquoted word (e.g. an option value like auto)
 	ValueNull                        // NULL
 	ValueParam                       // a ? placeholder of a prepared statement (Prepare)
+	ValueTable                       // a table name (the PUBLIC = db.t option); see Value.Table
 )
 
 // Value is a literal as written. Numbers keep their text so that exact
@@ -122,6 +124,8 @@ const (
 type Value struct {
 	Kind ValueKind
 	Text string // number text (sign included), string contents or identifier; "" for NULL
+	// Table is the table a ValueTable names.
+	Table TableName
 }
 
 // Number returns a number Value for x, printed in the shortest form that
@@ -169,6 +173,8 @@ func (v Value) String() string {
 		return "NULL"
 	case ValueParam:
 		return "?"
+	case ValueTable:
+		return v.Table.String()
 	}
 	return "<invalid>"
 }
@@ -349,6 +355,20 @@ func (s *SetDomainIn) String() string {
 	return b.String()
 }
 
+// SetPublic is ALTER TABLE t SET PUBLIC (Public) or ALTER TABLE t SET NOT
+// PUBLIC: the owner declares the table's rows public, or no longer public.
+type SetPublic struct {
+	Table  TableName
+	Public bool
+}
+
+func (s *SetPublic) String() string {
+	if s.Public {
+		return "ALTER TABLE " + s.Table.String() + " SET PUBLIC"
+	}
+	return "ALTER TABLE " + s.Table.String() + " SET NOT PUBLIC"
+}
+
 // ShowDomain is SHOW DOMAIN FOR t.
 type ShowDomain struct {
 	Table TableName
@@ -451,6 +471,7 @@ func (*ShowBudget) dpsqlStatement()           {}
 func (*ShowLedger) dpsqlStatement()           {}
 func (*SetDomainBetween) dpsqlStatement()     {}
 func (*SetDomainIn) dpsqlStatement()          {}
+func (*SetPublic) dpsqlStatement()            {}
 func (*ShowDomain) dpsqlStatement()           {}
 func (*GrantSynthesize) dpsqlStatement()      {}
 func (*RevokeSynthesize) dpsqlStatement()     {}

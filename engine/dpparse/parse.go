@@ -107,12 +107,13 @@ func (p *parser) ours() bool {
 		if !p.peekIs(1, "TABLE") {
 			return false
 		}
-		// ALTER TABLE name SET DOMAIN or ALTER TABLE db.name SET DOMAIN.
+		// ALTER TABLE [db.]name SET DOMAIN, SET PUBLIC or SET NOT PUBLIC.
 		i := 3
 		if t, err := p.peek(3); err == nil && t.isPunct('.') {
 			i = 5
 		}
-		return p.peekIs(i, "SET") && p.peekIs(i+1, "DOMAIN")
+		return p.peekIs(i, "SET") && (p.peekIs(i+1, "DOMAIN") || p.peekIs(i+1, "PUBLIC") ||
+			p.peekIs(i+1, "NOT") && p.peekIs(i+2, "PUBLIC"))
 	}
 	return false
 }
@@ -532,7 +533,19 @@ func (p *parser) setDomain() (Statement, *Error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := p.expect("SET", "DOMAIN"); err != nil {
+	if err := p.expect("SET"); err != nil {
+		return nil, err
+	}
+	if ok, err := p.accept("PUBLIC"); err != nil || ok {
+		return &SetPublic{Table: tbl, Public: true}, err
+	}
+	if ok, err := p.accept("NOT"); err != nil || ok {
+		if err == nil {
+			err = p.expect("PUBLIC")
+		}
+		return &SetPublic{Table: tbl}, err
+	}
+	if err := p.expect("DOMAIN"); err != nil {
 		return nil, err
 	}
 	col, err := p.ident("column name")
@@ -801,6 +814,13 @@ func (p *parser) createSynthetic() (Statement, *Error) {
 		var v Value
 		if t, _ := p.peek(0); t.isPunct('?') && numericOption(name) {
 			v, err = p.number(strings.ToUpper(name))
+		} else if strings.EqualFold(name, "PUBLIC") {
+			// PUBLIC = [db.]t names the public table of a public-data
+			// mechanism.
+			var tbl TableName
+			if tbl, err = p.tableName(); err == nil {
+				v = Value{Kind: ValueTable, Text: tbl.String(), Table: tbl}
+			}
 		} else {
 			v, err = p.literal("value of option "+name, true)
 		}

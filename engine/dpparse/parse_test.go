@@ -70,6 +70,11 @@ func TestParse(t *testing.T) {
 			&SetDomainBetween{Table: tn("d.t"), Column: "x y", Lo: num("-1.5"), Hi: num("2.5E3"), Bins: 10}},
 		{"ALTER TABLE t SET DOMAIN c IN ('a', \"b\", 3, -4, NULL, 'it''s', 'back\\\\slash')",
 			&SetDomainIn{Table: tn("t"), Column: "c", Values: []Value{str("a"), str("b"), num("3"), num("-4"), {Kind: ValueNull}, str("it's"), str(`back\slash`)}}},
+		{"ALTER TABLE d.pub SET PUBLIC", &SetPublic{Table: tn("d.pub"), Public: true}},
+		{"alter table pub set not public", &SetPublic{Table: tn("pub")}},
+		{"CREATE SYNTHETIC TABLE s FROM d.t USING pep_pub WITH EPSILON = 1, PUBLIC = d.pub",
+			&CreateSynthetic{Table: tn("s"), Source: tn("d.t"), Mechanism: "pep_pub", Options: []Option{
+				{"EPSILON", num("1")}, {"PUBLIC", Value{Kind: ValueTable, Text: "`d`.`pub`", Table: tn("d.pub")}}}}},
 		{"GRANT SYNTHESIZE ON adult TO alice", &GrantSynthesize{Table: tn("adult"), Account: Account{"alice", "%"}}},
 		{"GRANT SYNTHESIZE ON d.adult TO 'alice'@'localhost'", &GrantSynthesize{Table: tn("d.adult"), Account: Account{"alice", "localhost"}}},
 		{"grant synthesize on adult to `bob`@`%`", &GrantSynthesize{Table: tn("adult"), Account: Account{"bob", "%"}}},
@@ -421,6 +426,9 @@ func TestQuoting(t *testing.T) {
 		&CreateSynthetic{Table: tn("s"), Source: tn("t"), Mechanism: "my-mech",
 			Options: []Option{{"with", word("NULL")}, {"x y", word("select")}, {"z", Value{Kind: ValueNull}}}},
 		&ShowSyntheticTables{DB: "-- not a comment"},
+		&SetPublic{Table: TableName{DB: "p`b", Name: "x y"}, Public: true},
+		&CreateSynthetic{Table: tn("s"), Source: tn("t"), Mechanism: "pmw_pub",
+			Options: []Option{{"PUBLIC", Value{Kind: ValueTable, Text: "`we``ird`.`t`", Table: TableName{DB: "we`ird", Name: "t"}}}}},
 	}
 	for _, s := range stmts {
 		checkRoundTrip(t, s)

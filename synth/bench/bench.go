@@ -2,9 +2,19 @@
 // workload error, rounds, wall time and peak memory; it is the logic behind
 // `dpsql bench`.
 //
-// The workload error (spec/aim.md) is the mean over the workload marginals
-// of ‖M_r(D)/|D| − M_r(D̂)/|D̂|‖₁, computed on the synthetic rows (for an
-// answers-only mechanism, on its noisy answers clipped at 0).
+// Three error metrics are computed on the synthetic rows (for an
+// answers-only mechanism, on its noisy answers clipped at 0), all on
+// normalised answers (fractions of the table):
+//
+//   - l1 (spec/aim.md's workload error): the mean over the workload
+//     marginals of ‖M_r(D)/|D| − M_r(D̂)/|D̂|‖₁;
+//   - max (seed 000's metric): max over every cell of every workload
+//     marginal of |q(D) − q(D̂)|;
+//   - mean (seed 000 App. D.2): the mean of that absolute error over all
+//     cells.
+//
+// Config.Metric picks the one in the "error" column and the mean row; the
+// other two are printed beside it.
 package bench
 
 import (
@@ -12,6 +22,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"runtime"
 	"strconv"
@@ -41,6 +52,16 @@ type Config struct {
 	Seeds     int            // runs, seeds 0..Seeds−1; 0 means 1
 	Options   []synth.Option // mechanism options
 	Rows      int            // synthetic rows; 0 means the model's estimate
+	// Metric is "l1" (default), "max" or "mean" (see the package comment).
+	Metric string
+	// Attrs, if set, restricts the data to these columns, in this order;
+	// "name:k" also coarsens the column into k equal-width bins of its
+	// codes (seed 000's reduced adult uses age:10).
+	Attrs []string
+	// Public, if set, is a CSV of public records with the same header and
+	// domain file as CSV; it is restricted like CSV and passed to the
+	// mechanism as Input.Public.
+	Public string
 	// Progress, if non-nil, receives one line per progress report.
 	Progress io.Writer
 }
@@ -48,7 +69,8 @@ type Config struct {
 // Report is the outcome of one seed.
 type Report struct {
 	Seed    int
-	Error   float64
+	Error   float64 // the Config.Metric error
+	Errors  Errors  // all three metrics
 	Rounds  int
 	RhoUsed float64
 	Wall    time.Duration
@@ -88,9 +110,35 @@ func Execute(ctx context.Context, cfg Config, w io.Writer) ([]Report, error) {
 	if err != nil {
 		return nil, fmt.Errorf("bench: %w", err)
 	}
-	data, err := pgmcsv.Load(cfg.CSV, cfg.Domain)
+	metric, err := metricOf(cfg.Metric)
 	if err != nil {
 		return nil, fmt.Errorf("bench: %w", err)
+	}
+	data, err := pgmcsv.Load(cfg.CSV, cfg.Domain)
+	if err == nil {
+		data, err = Restrict(data, cfg.Attrs)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("bench: %w", err)
+	}
+	var public *pgm.Dataset
+	if cfg.Public != "" {
+		public, err = pgmcsv.Load(cfg.Public, cfg.Domain)
+		if err == nil {
+			public, err = Restrict(public, cfg.Attrs)
+		}
+		if err == nil && !public.Domain().Equal(data.Domain()) {
+			err = errors.New("the public data's domain differs from the data's")
+		}
+		if err != nil {
+			return nil, fmt.Errorf("bench: public data: %w", err)
+		}
+	}
+	if public != nil && synth.PublicUseOf(mech) == synth.PublicNone {
+		return nil, fmt.Errorf("bench: %s takes no public data", mech.Name())
+	}
+	if public == nil && synth.PublicUseOf(mech) == synth.PublicRequired {
+		return nil, fmt.Errorf("bench: %s needs public data (--public FILE)", mech.Name())
 	}
 	work, err := Workload(cfg.Workload, data.Domain().Len())
 	if err != nil {
@@ -100,9 +148,12 @@ func Execute(ctx context.Context, cfg Config, w io.Writer) ([]Report, error) {
 	if err != nil {
 		return nil, fmt.Errorf("bench: %w", err)
 	}
-	fmt.Fprintf(w, "%s on %s: %d rows, %d attributes; ε = %v, δ = %v → ρ = %.6g; workload %s (%d marginals)\n",
+	fmt.Fprintf(w, "%s on %s: %d rows, %d attributes; ε = %v, δ = %v → ρ = %.6g; workload %s (%d marginals); metric %s\n",
 		mech.Name(), cfg.CSV, data.Rows(), data.Domain().Len(), cfg.Epsilon, cfg.Delta, rho,
-		workloadName(cfg.Workload), len(work))
+		workloadName(cfg.Workload), len(work), metric)
+	if public != nil {
+		fmt.Fprintf(w, "public data %s: %d rows\n", cfg.Public, public.Rows())
+	}
 
 	sets := make([][]int, len(work))
 	for i, m := range work {
@@ -110,7 +161,7 @@ func Execute(ctx context.Context, cfg Config, w io.Writer) ([]Report, error) {
 	}
 	secret := noise.NewSecret()
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "seed\terror\trounds\tρ used\twall\tCPU\tpeak MB\t")
+	fmt.Fprintf(tw, "seed\terror (%s)\tl1\tmax\tmean\trounds\tρ used\twall\tCPU\tpeak MB\t\n", metric)
 	var reports []Report
 	for seed := range cfg.Seeds {
 		in := &synth.Input{
@@ -119,6 +170,7 @@ func Execute(ctx context.Context, cfg Config, w io.Writer) ([]Report, error) {
 			Rho:      rho,
 			Noise:    noise.Derive(secret, int64(seed), "bench"),
 			Rows:     cfg.Rows,
+			Public:   public,
 		}
 		start, cpu0 := time.Now(), cpuTime()
 		if pw := cfg.Progress; pw != nil {
@@ -135,27 +187,35 @@ func Execute(ctx context.Context, cfg Config, w io.Writer) ([]Report, error) {
 		}
 		r := Report{Seed: seed, Rounds: len(res.Rounds), RhoUsed: res.RhoUsed, Wall: wall, CPU: cpu, PeakMB: peakMB()}
 		if mech.Output() == synth.AnswersOnly {
-			r.Error, err = AnswerError(data, res.Measurements)
+			r.Errors, err = AnswerErrors(data, res.Measurements)
 		} else {
-			r.Error, err = WorkloadError(data, sets, res.Rows)
+			r.Errors, err = WorkloadErrors(data, sets, res.Rows)
 		}
 		if err != nil {
 			tw.Flush()
 			return reports, fmt.Errorf("bench: seed %d: %w", seed, err)
 		}
+		r.Error = r.Errors.Of(metric)
 		reports = append(reports, r)
-		fmt.Fprintf(tw, "%d\t%.4f\t%d\t%.6g\t%.1fs\t%.1fs\t%.0f\t\n", seed, r.Error, r.Rounds, r.RhoUsed,
-			wall.Seconds(), cpu.Seconds(), r.PeakMB)
+		fmt.Fprintf(tw, "%d\t%.4f\t%.4f\t%.4f\t%.5f\t%d\t%.6g\t%.1fs\t%.1fs\t%.0f\t\n", seed, r.Error,
+			r.Errors.L1, r.Errors.Max, r.Errors.Mean, r.Rounds, r.RhoUsed, wall.Seconds(), cpu.Seconds(), r.PeakMB)
+		if res.Note != "" {
+			fmt.Fprintf(w, "seed %d note: %s\n", seed, res.Note)
+		}
 	}
 	var mean Report
 	for _, r := range reports {
 		mean.Error += r.Error / float64(len(reports))
+		mean.Errors.L1 += r.Errors.L1 / float64(len(reports))
+		mean.Errors.Max += r.Errors.Max / float64(len(reports))
+		mean.Errors.Mean += r.Errors.Mean / float64(len(reports))
 		mean.Wall += r.Wall / time.Duration(len(reports))
 		mean.CPU += r.CPU / time.Duration(len(reports))
 		mean.Rounds += r.Rounds
 		mean.PeakMB = max(mean.PeakMB, r.PeakMB)
 	}
-	fmt.Fprintf(tw, "mean\t%.4f\t%.1f\t\t%.1fs\t%.1fs\t%.0f\t\n", mean.Error, float64(mean.Rounds)/float64(len(reports)),
+	fmt.Fprintf(tw, "mean\t%.4f\t%.4f\t%.4f\t%.5f\t%.1f\t\t%.1fs\t%.1fs\t%.0f\t\n", mean.Error,
+		mean.Errors.L1, mean.Errors.Max, mean.Errors.Mean, float64(mean.Rounds)/float64(len(reports)),
 		mean.Wall.Seconds(), mean.CPU.Seconds(), mean.PeakMB)
 	return reports, tw.Flush()
 }
@@ -197,57 +257,104 @@ func Workload(name string, d int) ([]synth.Marginal, error) {
 	return out, nil
 }
 
-// WorkloadError is the mean over sets of ‖x/|x| − x̂/|x̂|‖₁ where x are the
-// marginals of data and x̂ those of the column-major rows. It counts one
-// marginal at a time to keep memory low.
+// Errors are a release's workload errors under the three metrics.
+type Errors struct {
+	L1   float64 // mean over marginals of the L1 distance of normalised marginals
+	Max  float64 // max over all cells of the absolute error of normalised answers
+	Mean float64 // mean over all cells of that absolute error
+}
+
+// Of returns the error under metric ("l1", "max" or "mean").
+func (e Errors) Of(metric string) float64 {
+	switch metric {
+	case "max":
+		return e.Max
+	case "mean":
+		return e.Mean
+	}
+	return e.L1
+}
+
+func metricOf(s string) (string, error) {
+	switch m := strings.ToLower(strings.TrimSpace(s)); m {
+	case "", "l1":
+		return "l1", nil
+	case "max", "mean":
+		return m, nil
+	}
+	return "", fmt.Errorf("unknown metric %q (want l1, max or mean)", s)
+}
+
+// WorkloadError is the l1 workload error of rows (see WorkloadErrors).
 func WorkloadError(data *pgm.Dataset, sets [][]int, rows [][]uint16) (float64, error) {
+	e, err := WorkloadErrors(data, sets, rows)
+	return e.L1, err
+}
+
+// WorkloadErrors compares the marginals over sets of data and of the
+// column-major rows, normalised to fractions, under the three metrics. It
+// counts one marginal at a time to keep memory low.
+func WorkloadErrors(data *pgm.Dataset, sets [][]int, rows [][]uint16) (Errors, error) {
 	syn, err := pgm.NewDataset(data.Domain(), rows)
 	if err != nil {
-		return 0, fmt.Errorf("synthetic rows: %w", err)
+		return Errors{}, fmt.Errorf("synthetic rows: %w", err)
 	}
 	if syn.Rows() == 0 {
-		return 0, errors.New("no synthetic rows")
+		return Errors{}, errors.New("no synthetic rows")
 	}
-	var sum float64
+	var acc errorAcc
 	var x, y []float64
 	for _, s := range sets {
 		x = data.MarginalTo(x, s)
 		y = syn.MarginalTo(y, s)
-		sum += normL1(x, y)
+		acc.add(x, y)
 	}
-	return sum / float64(len(sets)), nil
+	return acc.errors(), nil
 }
 
-// AnswerError is WorkloadError for noisy answers (clipped at 0) to
-// marginals of data.
+// AnswerError is the l1 error of noisy answers (see AnswerErrors).
 func AnswerError(data *pgm.Dataset, ans []synth.Measurement) (float64, error) {
+	e, err := AnswerErrors(data, ans)
+	return e.L1, err
+}
+
+// AnswerErrors is WorkloadErrors for noisy answers (clipped at 0) to
+// marginals of data.
+func AnswerErrors(data *pgm.Dataset, ans []synth.Measurement) (Errors, error) {
 	if len(ans) == 0 {
-		return 0, errors.New("no answers")
+		return Errors{}, errors.New("no answers")
 	}
-	var sum float64
+	var acc errorAcc
 	var x []float64
 	for _, a := range ans {
 		x = data.MarginalTo(x, a.Attrs)
 		if len(x) != len(a.Y) {
-			return 0, fmt.Errorf("answer over %v has %d cells, want %d", a.Attrs, len(a.Y), len(x))
+			return Errors{}, fmt.Errorf("answer over %v has %d cells, want %d", a.Attrs, len(a.Y), len(x))
 		}
 		y := make([]float64, len(a.Y))
 		for j, v := range a.Y {
 			y[j] = max(v, 0)
 		}
-		sum += normL1(x, y)
+		acc.add(x, y)
 	}
-	return sum / float64(len(ans)), nil
+	return acc.errors(), nil
 }
 
-// normL1 is ‖x/Σx − y/Σy‖₁ (a zero vector is compared as uniform).
-func normL1(x, y []float64) float64 {
+// errorAcc accumulates the three metrics marginal by marginal.
+type errorAcc struct {
+	l1, max, sum float64
+	marginals    int
+	cells        int
+}
+
+// add compares x/Σx with y/Σy (a zero vector is compared as uniform).
+func (a *errorAcc) add(x, y []float64) {
 	var sx, sy float64
 	for i := range x {
 		sx += x[i]
 		sy += y[i]
 	}
-	var s float64
+	var l1 float64
 	for i := range x {
 		px, py := 1/float64(len(x)), 1/float64(len(y))
 		if sx > 0 {
@@ -256,13 +363,65 @@ func normL1(x, y []float64) float64 {
 		if sy > 0 {
 			py = y[i] / sy
 		}
-		d := px - py
-		if d < 0 {
-			d = -d
-		}
-		s += d
+		d := math.Abs(px - py)
+		l1 += d
+		a.max = max(a.max, d)
 	}
-	return s
+	a.l1 += l1
+	a.sum += l1
+	a.marginals++
+	a.cells += len(x)
+}
+
+func (a *errorAcc) errors() Errors {
+	if a.marginals == 0 {
+		return Errors{}
+	}
+	return Errors{L1: a.l1 / float64(a.marginals), Max: a.max, Mean: a.sum / float64(a.cells)}
+}
+
+// Restrict returns data restricted to the named columns, in that order;
+// "name:k" coarsens a column of size s into k equal-width bins (code v
+// becomes v·k/s). No names means data itself.
+func Restrict(data *pgm.Dataset, attrs []string) (*pgm.Dataset, error) {
+	if len(attrs) == 0 {
+		return data, nil
+	}
+	dom := data.Domain()
+	names := make([]string, len(attrs))
+	sizes := make([]int, len(attrs))
+	cols := make([][]uint16, len(attrs))
+	seen := map[int]bool{}
+	for j, spec := range attrs {
+		name, bins, coarse := strings.Cut(strings.TrimSpace(spec), ":")
+		i, ok := dom.Index(name)
+		if !ok {
+			return nil, fmt.Errorf("no column %q", name)
+		}
+		if seen[i] {
+			return nil, fmt.Errorf("column %q listed twice", name)
+		}
+		seen[i] = true
+		size, col := dom.Size(i), data.Column(i)
+		names[j], sizes[j], cols[j] = name, size, col
+		if !coarse {
+			continue
+		}
+		k, err := strconv.Atoi(bins)
+		if err != nil || k < 1 || k > size {
+			return nil, fmt.Errorf("column %q: bins %q, want an integer in [1, %d]", name, bins, size)
+		}
+		out := make([]uint16, len(col))
+		for r, v := range col {
+			out[r] = uint16(int(v) * k / size)
+		}
+		sizes[j], cols[j] = k, out
+	}
+	d, err := pgm.NewDomain(names, sizes)
+	if err != nil {
+		return nil, err
+	}
+	return pgm.NewDataset(d, cols)
 }
 
 // peakMB reads the process's peak resident set (VmHWM) on Linux, falling

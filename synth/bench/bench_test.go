@@ -36,20 +36,67 @@ func TestWorkload(t *testing.T) {
 	}
 }
 
-func TestNormL1(t *testing.T) {
+func TestErrorAcc(t *testing.T) {
 	tests := []struct {
-		x, y []float64
-		want float64
+		name string
+		x, y [][]float64
+		want Errors
 	}{
-		{[]float64{1, 1}, []float64{5, 5}, 0},
-		{[]float64{1, 0}, []float64{0, 3}, 2},
-		{[]float64{3, 1}, []float64{1, 1}, 0.5},
-		{[]float64{0, 0}, []float64{1, 1}, 0},
+		{"equal up to scale", [][]float64{{1, 1}}, [][]float64{{5, 5}}, Errors{}},
+		{"disjoint", [][]float64{{1, 0}}, [][]float64{{0, 3}}, Errors{L1: 2, Max: 1, Mean: 1}},
+		{"skewed", [][]float64{{3, 1}}, [][]float64{{1, 1}}, Errors{L1: 0.5, Max: 0.25, Mean: 0.25}},
+		{"zero is uniform", [][]float64{{0, 0}}, [][]float64{{1, 1}}, Errors{}},
+		// Two marginals of 2 and 4 cells: l1 is the mean over marginals,
+		// mean is over the 6 cells, max over all of them.
+		{"two marginals", [][]float64{{1, 0}, {1, 1, 1, 1}}, [][]float64{{1, 1}, {2, 0, 1, 1}},
+			Errors{L1: (1 + 0.5) / 2, Max: 0.5, Mean: 1.5 / 6}},
 	}
 	for _, tt := range tests {
-		if got := normL1(tt.x, tt.y); math.Abs(got-tt.want) > 1e-15 {
-			t.Errorf("normL1(%v, %v) = %v, want %v", tt.x, tt.y, got, tt.want)
+		t.Run(tt.name, func(t *testing.T) {
+			var acc errorAcc
+			for i := range tt.x {
+				acc.add(tt.x[i], tt.y[i])
+			}
+			got := acc.errors()
+			if math.Abs(got.L1-tt.want.L1) > 1e-15 || math.Abs(got.Max-tt.want.Max) > 1e-15 || math.Abs(got.Mean-tt.want.Mean) > 1e-15 {
+				t.Errorf("errors = %+v, want %+v", got, tt.want)
+			}
+			for _, m := range []string{"l1", "max", "mean"} {
+				if got.Of(m) != map[string]float64{"l1": got.L1, "max": got.Max, "mean": got.Mean}[m] {
+					t.Errorf("Of(%q) = %v", m, got.Of(m))
+				}
+			}
+		})
+	}
+	if _, err := metricOf("median"); err == nil {
+		t.Error("metric median accepted")
+	}
+}
+
+func TestRestrict(t *testing.T) {
+	dom, _ := pgm.NewDomain([]string{"a", "b", "c"}, []int{10, 2, 3})
+	ds, _ := pgm.NewDataset(dom, [][]uint16{{0, 4, 5, 9}, {1, 0, 1, 0}, {2, 2, 0, 1}})
+	got, err := Restrict(ds, []string{"c", "a:2"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := got.Domain()
+	if d.Len() != 2 || d.Name(0) != "c" || d.Size(0) != 3 || d.Name(1) != "a" || d.Size(1) != 2 {
+		t.Fatalf("domain %v", d)
+	}
+	if c := got.Column(1); c[0] != 0 || c[1] != 0 || c[2] != 1 || c[3] != 1 {
+		t.Errorf("a binned in 2 = %v, want [0 0 1 1]", c)
+	}
+	if c := got.Column(0); c[0] != 2 || c[3] != 1 {
+		t.Errorf("c = %v", c)
+	}
+	for _, bad := range [][]string{{"z"}, {"a", "a"}, {"a:0"}, {"b:3"}, {"a:x"}} {
+		if _, err := Restrict(ds, bad); err == nil {
+			t.Errorf("Restrict(%v) accepted", bad)
 		}
+	}
+	if same, _ := Restrict(ds, nil); same != ds {
+		t.Error("no attrs should return the data itself")
 	}
 }
 
