@@ -65,6 +65,7 @@ const (
 	DefaultCountFraction = 0.05
 	DefaultMaxRounds     = 2000
 	DefaultPGMIters      = 300
+	DefaultMaxModelSize  = 25
 )
 
 // Slack of the per-draw ε against float rounding of the exponents.
@@ -81,8 +82,9 @@ type Options struct {
 	CountFraction float64
 	MaxRounds     int
 	OracleLimit   float64
-	PGMIters      int  // dualquery_pgm only
-	PGM           bool // estimate a model (dualquery_pgm)
+	PGMIters      int     // dualquery_pgm only
+	MaxModelSize  float64 // dualquery_pgm only, MB
+	PGM           bool    // estimate a model (dualquery_pgm)
 }
 
 func params(pgm bool) synth.Schema {
@@ -102,7 +104,9 @@ func params(pgm bool) synth.Schema {
 	}
 	if pgm {
 		s = append(s, synth.Param{Name: "PGM_ITERS", Kind: synth.Int, Default: "300", Min: 1, Max: 1e6,
-			Doc: "mirror-descent iterations of the DualQuery-likelihood estimation"})
+			Doc: "mirror-descent iterations of the DualQuery-likelihood estimation"},
+			synth.Param{Name: "MAX_MODEL_SIZE", Kind: synth.Float, Default: "25", Min: 1e-3,
+				Doc: "junction-tree size limit in MB: beyond it the model covers the most drawn workload marginals that fit"})
 	}
 	return s
 }
@@ -174,7 +178,8 @@ func parse(name string, s synth.Schema, opts []synth.Option, pgm bool) (synth.Ru
 	return &Options{
 		Samples: v.Int("SAMPLES", 0), Rounds: v.Int("ROUNDS", 0), Eta: v.Float("ETA", 0),
 		CountFraction: v.Float("COUNT_FRACTION", 0), MaxRounds: v.Int("MAX_ROUNDS", 0),
-		OracleLimit: v.Float("ORACLE_EXACT_LIMIT", 0), PGMIters: v.Int("PGM_ITERS", 0), PGM: pgm,
+		OracleLimit: v.Float("ORACLE_EXACT_LIMIT", 0), PGMIters: v.Int("PGM_ITERS", 0),
+		MaxModelSize: v.Float("MAX_MODEL_SIZE", 0), PGM: pgm,
 	}, nil
 }
 
@@ -329,7 +334,11 @@ func (o *Options) Run(ctx context.Context, in *synth.Input) (*synth.Result, erro
 	if iters <= 0 {
 		iters = DefaultPGMIters
 	}
-	model, err := g.estimate(ctx, in, nhat, iters, T, res.RhoUsed)
+	limit := o.MaxModelSize
+	if limit <= 0 {
+		limit = DefaultMaxModelSize
+	}
+	model, err := g.estimate(ctx, in, nhat, iters, limit, T, res.RhoUsed)
 	if err != nil {
 		return fail(fmt.Errorf("estimation: %w", err))
 	}

@@ -108,12 +108,12 @@ func TestLossGradient(t *testing.T) {
 		if direct {
 			gg.eta = 700 / float64(g.T) // forces the shifted-exponential path
 		}
-		l := newLoss(&gg)
+		l := newLoss(&gg, []int{0, 2, 3, 5, 7})
 		r := rand.New(rand.NewPCG(1, 2))
-		x := make([][]float64, len(g.q.Sets))
-		grad := make([][]float64, len(g.q.Sets))
+		x := make([][]float64, len(l.sets))
+		grad := make([][]float64, len(l.sets))
 		for m := range x {
-			n := g.q.Off[m+1] - g.q.Off[m]
+			n := l.off[m+1] - l.off[m]
 			x[m] = make([]float64, n)
 			grad[m] = make([]float64, n)
 			var z float64
@@ -269,5 +269,31 @@ func TestCancel(t *testing.T) {
 	for _, m := range []synth.Mechanism{Mechanism{}, PGM{}} {
 		r, _ := m.New(nil)
 		synthtest.CheckCancel(t, r, testInput(2, 0.5))
+	}
+}
+
+// Beyond MAX_MODEL_SIZE the model covers the most drawn marginals that fit
+// (the likelihood of the draws conditioned on falling in them) and still
+// learns from them.
+func TestPGMModelLimit(t *testing.T) {
+	in := testInput(4, 0.5)
+	r, _ := PGM{}.New([]synth.Option{{Name: "SAMPLES", Value: 40}, {Name: "ETA", Value: 1}, {Name: "MAX_MODEL_SIZE", Value: 0.001}})
+	res, err := r.Run(context.Background(), in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	synthtest.CheckResult(t, synth.SyntheticData, in, res)
+	if s := res.Model.Size(); s > 0.001 {
+		t.Errorf("model %v MB above the limit", s)
+	}
+	if len(res.Model.Cliques()) == 0 || len(res.Model.Cliques()) >= len(in.Workload) {
+		t.Errorf("cliques %v: the limit should keep some but not all of the %d marginals", res.Model.Cliques(), len(in.Workload))
+	}
+	sets := make([][]int, len(in.Workload))
+	for i, m := range in.Workload {
+		sets[i] = m.Attrs
+	}
+	if e, base := synthtest.Error(t, in.Data, sets, res.Rows), uniformError(t, in, sets); e > 0.8*base {
+		t.Errorf("workload error %.4f, uniform %.4f", e, base)
 	}
 }

@@ -12,39 +12,73 @@ import (
 // Loss is the negative log-likelihood of a DualQuery run's draws as a
 // function of the workload marginals μ of a candidate distribution
 // (McKenna et al. 2019, Alg. 5): the query player is re-simulated with
-// q(D) replaced by q(μ), without the best responses, which are released:
+// q(D) replaced by q(μ), without the best responses, which are released.
 //
-//	L(μ) = Σ_{t=2..T} [ s·log Z_t(μ) − Σ_i log w_i − Σ_i ±v_{c_i}^t(μ) ]
-//	v_c^t(μ) = η·((t−1)·μ_c − cnt_c^t),  Z_t = Σ_c w_c (e^{v_c^t} + e^{−v_c^t})
+// The model covers a subset S of the workload marginals (all of them when
+// they fit the model-size limit; otherwise the most drawn ones that fit),
+// and the loss is the likelihood of the draws that fell in S conditioned
+// on falling in S — for S = every marginal, exactly Alg. 5's likelihood:
 //
-// with cnt_c^t the records x^1..x^{t−1} in cell c, w_c the workload weight
-// prior and + for a drawn q, − for a drawn q̄. Round 1 does not depend on
-// μ and is left out. L is convex in μ (log-sum-exp of affine functions
-// minus affine ones). Its gradient is written by hand:
+//	L(μ) = Σ_{t=2..T} [ s_t·log Z_t(μ) − Σ_{i: c_i ∈ S} ±v_{c_i}^t(μ) ] + const
+//	v_c^t(μ) = η·((t−1)·μ_c − cnt_c^t),  Z_t = Σ_{c ∈ S} w_c (e^{v_c^t} + e^{−v_c^t})
 //
-//	∂L/∂μ_c = Σ_t η(t−1)·[ s·(P_t(c) − P_t(c̄)) − (n_t(c) − n_t(c̄)) ]
+// with cnt_c^t the records x^1..x^{t−1} in cell c, w_c the workload-weight
+// prior, s_t the draws of round t in S, and + for a drawn q, − for a drawn
+// q̄. Round 1 does not depend on μ and is left out. L is convex in μ
+// (log-sum-exp of affine functions minus affine ones). Its gradient, by
+// hand:
 //
-// with n_t the draws of round t.
+//	∂L/∂μ_c = Σ_t η(t−1)·[ s_t·(P_t(c) − P_t(c̄)) − (n_t(c) − n_t(c̄)) ]
+//
+// with n_t the draws of round t and P_t the re-simulated distribution on S.
 type Loss struct {
-	g     *game
-	w     []float64 // prior weight per cell
-	logw  []float64 // per marginal
+	g    *game
+	sel  []int   // the marginals in S
+	sets [][]int // their attributes
+	off  []int   // local cell offsets of S's marginals
+	w    []float64
+	// Per round t (index t−1): the draws in S as local cell<<1|negated.
+	draws [][]int32
+	cells [][]int32 // per record: its local cell in each marginal of S
 	// scratch
 	mu, b, bi, r, ri, ep, em []float64
 	cnt                      []int32
 	ex, exi                  []float64 // e^{−ηk}, e^{ηk}
 }
 
-func newLoss(g *game) *Loss {
+// newLoss builds the loss over the marginals sel of g's workload.
+func newLoss(g *game, sel []int) *Loss {
 	q := g.q
-	N := q.Len()
-	l := &Loss{g: g, w: make([]float64, N), logw: make([]float64, len(q.Sets))}
+	l := &Loss{g: g, sel: sel, off: []int{0}}
 	wmax := slices.Max(q.Weights)
-	for m, wt := range q.Weights {
-		l.logw[m] = math.Log(wt / wmax)
-		for c := q.Off[m]; c < q.Off[m+1]; c++ {
-			l.w[c] = wt / wmax
+	local := map[int]int{} // global marginal → position in sel
+	for k, m := range sel {
+		local[m] = k
+		l.sets = append(l.sets, q.Sets[m])
+		n := q.Off[m+1] - q.Off[m]
+		l.off = append(l.off, l.off[k]+n)
+		for range n {
+			l.w = append(l.w, q.Weights[m]/wmax)
 		}
+	}
+	N := l.off[len(sel)]
+	for _, drawn := range g.draws {
+		var in []int32
+		for _, d := range drawn {
+			c := int(d >> 1)
+			m := int(q.Marg[c])
+			if k, ok := local[m]; ok {
+				in = append(in, int32(l.off[k]+c-q.Off[m])<<1|d&1)
+			}
+		}
+		l.draws = append(l.draws, in)
+	}
+	for _, x := range g.records {
+		cs := make([]int32, len(sel))
+		for k, m := range sel {
+			cs[k] = int32(l.off[k] + q.Cell(m, x) - q.Off[m])
+		}
+		l.cells = append(l.cells, cs)
 	}
 	l.mu, l.b, l.bi, l.r, l.ri, l.ep, l.em = make([]float64, N), make([]float64, N), make([]float64, N),
 		make([]float64, N), make([]float64, N), make([]float64, N), make([]float64, N)
@@ -58,20 +92,19 @@ func newLoss(g *game) *Loss {
 }
 
 // Sets implements pgm.CustomLoss.
-func (l *Loss) Sets() [][]int { return l.g.q.Sets }
+func (l *Loss) Sets() [][]int { return l.sets }
 
 // Eval implements pgm.CustomLoss.
 func (l *Loss) Eval(x, grad [][]float64) float64 {
-	g, q := l.g, l.g.q
-	eta, s := g.eta, float64(g.s)
-	// Flatten μ and clear the gradient.
-	for m := range q.Sets {
-		copy(l.mu[q.Off[m]:q.Off[m+1]], x[m])
-		clear(grad[m])
+	g := l.g
+	eta := g.eta
+	for k := range l.sets {
+		copy(l.mu[l.off[k]:l.off[k+1]], x[k])
+		clear(grad[k])
 	}
-	// The products e^{±η(t−1)μ_c} are carried from round to round
-	// (one multiply each) instead of exponentiated: η(t−1)μ ≤ η(T−1) stays
-	// far from overflow for the rounds a budget affords (checked below).
+	// The products e^{±η(t−1)μ_c} are carried from round to round (one
+	// multiply each) instead of exponentiated; when η·T could overflow
+	// them, the exponentials are taken directly with a shift.
 	direct := eta*float64(g.T) > 600
 	for c, v := range l.mu {
 		l.b[c] = math.Exp(eta * v)
@@ -83,10 +116,8 @@ func (l *Loss) Eval(x, grad [][]float64) float64 {
 	for t := 1; t <= g.T; t++ {
 		if t >= 2 {
 			tf := float64(t - 1)
-			var z float64
-			var shift float64
+			var z, shift float64
 			if direct {
-				shift = 0
 				for c, v := range l.mu {
 					shift = max(shift, math.Abs(eta*(tf*v-float64(l.cnt[c]))))
 				}
@@ -105,39 +136,75 @@ func (l *Loss) Eval(x, grad [][]float64) float64 {
 				l.ep[c], l.em[c] = ep, em
 				z += ep + em
 			}
-			loss += s * (math.Log(z) + shift)
-			f := eta * tf * s / z
-			for m := range q.Sets {
-				gm := grad[m]
-				off := q.Off[m]
-				for j := range gm {
-					c := off + j
-					gm[j] += f * (l.ep[c] - l.em[c])
+			drawn := l.draws[t-1]
+			st := float64(len(drawn))
+			if st > 0 {
+				loss += st * (math.Log(z) + shift)
+				f := eta * tf * st / z
+				for k := range l.sets {
+					gk := grad[k]
+					off := l.off[k]
+					for j := range gk {
+						gk[j] += f * (l.ep[off+j] - l.em[off+j])
+					}
 				}
 			}
-			for _, k := range g.draws[t-1] {
-				c := int(k >> 1)
-				m := int(q.Marg[c])
+			for _, d := range drawn {
+				c := int(d >> 1)
 				v := eta * (tf*l.mu[c] - float64(l.cnt[c]))
 				sign := 1.0
-				if k&1 == 1 {
+				if d&1 == 1 {
 					sign = -1
 				}
-				loss -= l.logw[m] + sign*v
-				grad[m][c-q.Off[m]] -= sign * eta * tf
+				loss -= sign * v
+				k, _ := slices.BinarySearch(l.off, c+1)
+				grad[k-1][c-l.off[k-1]] -= sign * eta * tf
 			}
 		}
-		x := g.records[t-1]
-		for m := range q.Sets {
-			l.cnt[q.Cell(m, x)]++
+		for _, c := range l.cells[t-1] {
+			l.cnt[c]++
 		}
 	}
 	return loss
 }
 
+// modelMarginals picks S: every workload marginal if the model over all of
+// them is within limit MB, otherwise the marginals in decreasing order of
+// their draws (ties by workload order), each kept if the model stays within
+// limit. The draws are released, so this is post-processing.
+func (g *game) modelMarginals(dom *pgm.Domain, limit float64) []int {
+	q := g.q
+	all := make([]int, len(q.Sets))
+	for m := range all {
+		all[m] = m
+	}
+	if pgm.ModelSize(dom, q.Sets) <= limit {
+		return all
+	}
+	n := make([]int, len(q.Sets))
+	for _, drawn := range g.draws {
+		for _, d := range drawn {
+			n[q.Marg[d>>1]]++
+		}
+	}
+	slices.SortStableFunc(all, func(a, b int) int { return n[b] - n[a] })
+	var sel []int
+	var cliques [][]int
+	for _, m := range all {
+		if pgm.ModelSize(dom, append(cliques, q.Sets[m])) <= limit {
+			cliques = append(cliques, q.Sets[m])
+			sel = append(sel, m)
+		}
+	}
+	slices.Sort(sel)
+	return sel
+}
+
 // estimate fits the model to the draws' likelihood.
-func (g *game) estimate(ctx context.Context, in *synth.Input, nhat float64, iters, round int, rhoUsed float64) (*pgm.Model, error) {
-	return pgm.EstimateCustom(ctx, in.Data.Domain(), newLoss(g), &pgm.EstimateOptions{
+func (g *game) estimate(ctx context.Context, in *synth.Input, nhat float64, iters int, limit float64, round int, rhoUsed float64) (*pgm.Model, error) {
+	dom := in.Data.Domain()
+	sel := g.modelMarginals(dom, limit)
+	return pgm.EstimateCustom(ctx, dom, newLoss(g, sel), &pgm.EstimateOptions{
 		Iters: iters, Total: nhat, Progress: in.FinalProgress(round, rhoUsed),
 	})
 }
