@@ -9,6 +9,8 @@ import (
 
 	"github.com/dpsql/dpsql/synth"
 	"github.com/dpsql/dpsql/synth/aim"
+	"github.com/dpsql/dpsql/synth/dualquery"
+	"github.com/dpsql/dpsql/synth/fem"
 	"github.com/dpsql/dpsql/synth/gaussian"
 	"github.com/dpsql/dpsql/synth/gem"
 	"github.com/dpsql/dpsql/synth/independent"
@@ -37,6 +39,9 @@ func All() []synth.Mechanism {
 		gem.PubMechanism{},
 		rap.Mechanism{},
 		rap.SoftmaxMechanism{},
+		dualquery.Mechanism{},
+		dualquery.PGM{},
+		fem.Mechanism{},
 	}
 }
 
