@@ -1,0 +1,124 @@
+package engine
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/dolthub/go-mysql-server/sql"
+
+	"github.com/dpsql/dpsql/engine/dpparse"
+	"github.com/dpsql/dpsql/internal/hhgen"
+)
+
+// hhFixture: census.households and census.persons from internal/hhgen,
+// linked as a privacy unit with K = 8, with a budget on the households.
+func hhFixture(t *testing.T, households int) (*Engine, *sql.Context, tableRef) {
+	t.Helper()
+	e := openDiskEngine(t, t.TempDir(), nil)
+	root := sessionCtx(e, 1, RootUser, localhost)
+	run := func(qs ...string) {
+		t.Helper()
+		for _, q := range qs {
+			if _, _, err := query(e, root, q); err != nil {
+				t.Fatalf("%.200s: %v", q, err)
+			}
+		}
+	}
+	run("CREATE DATABASE census", "CREATE DATABASE syn")
+	run(hhgen.DDL("census.households", "census.persons")...)
+	g, err := hhgen.Generate(hhgen.Config{Households: households, Seed: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	run(g.Inserts("census.households", "census.persons", 500)...)
+	run("SET PRIVACY BUDGET FOR census.households WITH EPSILON = 10, DELTA = 1e-6")
+	unit, err := e.resolveTable(root, dpparse.TableName{DB: "census", Name: "households"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e, root, unit
+}
+
+func TestHierarchicalSynthesisSQL(t *testing.T) {
+	e, root, unit := hhFixture(t, 300)
+	q := func(s string) []sql.Row {
+		t.Helper()
+		_, rows, err := query(e, root, s)
+		if err != nil {
+			t.Fatalf("%s: %v", s, err)
+		}
+		return rows
+	}
+	// Before the link, the two tables are no unit.
+	if _, _, err := query(e, root, "CREATE SYNTHETIC TABLES syn.h, syn.p FROM census.households, census.persons USING hpd_fixed WITH EPSILON = 1"); err == nil || !strings.Contains(err.Error(), "privacy unit") {
+		t.Fatalf("synthesis without a unit: %v", err)
+	}
+	for _, bad := range []string{
+		"ALTER TABLE census.persons SET PRIVACY UNIT census.households ON persons.hh_id = households.urban MAX 8",
+		"ALTER TABLE census.persons SET PRIVACY UNIT census.households ON persons.nope = households.hh_id MAX 8",
+		"ALTER TABLE census.persons SET PRIVACY UNIT census.persons ON persons.hh_id = persons.person_id MAX 8",
+	} {
+		if _, _, err := query(e, root, bad); err == nil {
+			t.Errorf("%s: accepted", bad)
+		}
+	}
+	q("CALL dpsql_set_privacy_unit('census.persons', 'census.households', 'hh_id', 'hh_id', 4)")
+	q("ALTER TABLE census.persons SET PRIVACY UNIT census.households ON persons.hh_id = households.hh_id MAX 8")
+
+	before, err := e.dp.ledger.Budget(unit.LedgerKey())
+	if err != nil {
+		t.Fatal(err)
+	}
+	q("CREATE SYNTHETIC TABLES syn.households, syn.persons FROM census.households, census.persons USING hpd_fixed " +
+		"WITH EPSILON = 1, ROUNDS = 10, ITERS = 20, COMPONENTS = 20 " +
+		"WORKLOAD (SELECT h.urban, COUNT(*) FROM households h WHERE EXISTS (SELECT 1 FROM persons p WHERE p.hh_id = h.hh_id AND p.sex = 'F') GROUP BY h.urban, " +
+		"SELECT p.sex, h.urban, COUNT(*) FROM persons p JOIN households h ON p.hh_id = h.hh_id GROUP BY p.sex, h.urban)")
+	after, err := e.dp.ledger.Budget(unit.LedgerKey())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := after.RhoSpent - before.RhoSpent; d <= 0 || d > 0.1 {
+		t.Errorf("unit ledger charged ρ = %v", d)
+	}
+	nh := toInt(q("SELECT COUNT(*) FROM syn.households")[0][0])
+	np := toInt(q("SELECT COUNT(*) FROM syn.persons")[0][0])
+	if nh < 200 || nh > 400 || np < nh {
+		t.Errorf("%d households, %d persons", nh, np)
+	}
+	// Every person in exactly one existing household, sizes ≤ K, fresh keys.
+	if n := toInt(q("SELECT COUNT(*) FROM syn.persons p LEFT JOIN syn.households h ON p.hh_id = h.hh_id WHERE h.hh_id IS NULL")[0][0]); n != 0 {
+		t.Errorf("%d persons without a household", n)
+	}
+	if n := toInt(q("SELECT COUNT(*) FROM (SELECT hh_id FROM syn.persons GROUP BY hh_id HAVING COUNT(*) > 8) x")[0][0]); n != 0 {
+		t.Errorf("%d households above K", n)
+	}
+	if n := toInt(q("SELECT COUNT(*) FROM syn.households h WHERE NOT EXISTS (SELECT 1 FROM syn.persons p WHERE p.hh_id = h.hh_id)")[0][0]); n != 0 {
+		t.Errorf("%d empty households", n)
+	}
+	if n := toInt(q("SELECT MAX(person_id) FROM syn.persons")[0][0]); n != np {
+		t.Errorf("person keys not 1..%d (max %d)", np, n)
+	}
+	// The ledger entry names the statement, the unit and K.
+	es, err := e.dp.ledger.Entries(unit.LedgerKey(), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := es[len(es)-1]
+	if !strings.Contains(last.Note, "K = 8") || !strings.Contains(last.Statement, "CREATE SYNTHETIC TABLES") {
+		t.Errorf("ledger entry %+v", last)
+	}
+	// mwem refuses a universe too large, before any charge.
+	if _, _, err := query(e, root, "CREATE SYNTHETIC TABLES syn.h2, syn.p2 FROM census.households, census.persons USING mwem WITH EPSILON = 1"); err == nil || !strings.Contains(err.Error(), "universe") {
+		t.Errorf("mwem on the full domain: %v", err)
+	}
+	if b, _ := e.dp.ledger.Budget(unit.LedgerKey()); b.RhoSpent != after.RhoSpent {
+		t.Errorf("a refused request charged ρ = %v", b.RhoSpent-after.RhoSpent)
+	}
+	// The default workload and hpd_gen.
+	q("CREATE SYNTHETIC TABLES syn.h3, syn.p3 FROM census.households, census.persons USING hpd_gen WITH EPSILON = 1, ROUNDS = 5, ITERS = 10, COMPONENTS = 16, HOUSEHOLDS = 50")
+	if n := toInt(q("SELECT COUNT(*) FROM syn.h3")[0][0]); n != 50 {
+		t.Errorf("HOUSEHOLDS = 50 gave %d", n)
+	}
+	_ = context.Background
+}
