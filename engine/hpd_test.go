@@ -122,3 +122,40 @@ func TestHierarchicalSynthesisSQL(t *testing.T) {
 	}
 	_ = context.Background
 }
+
+// A single-table synthesis of the child alone is charged to the unit's
+// ledger and runs at ρ/K²; its keys are not attributes.
+func TestUnitChildAloneSQL(t *testing.T) {
+	e, root, unit := hhFixture(t, 200)
+	q := func(s string) []sql.Row {
+		t.Helper()
+		_, rows, err := query(e, root, s)
+		if err != nil {
+			t.Fatalf("%s: %v", s, err)
+		}
+		return rows
+	}
+	q("ALTER TABLE census.persons SET PRIVACY UNIT census.households ON households.hh_id = persons.hh_id MAX 2")
+	q("CREATE SYNTHETIC TABLE syn.pa FROM census.persons USING independent WITH EPSILON = 1")
+	b, err := e.dp.ledger.Budget(unit.LedgerKey())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b.RhoSpent <= 0 {
+		t.Fatal("the unit's ledger was not charged")
+	}
+	es, _ := e.dp.ledger.Entries(unit.LedgerKey(), "")
+	if note := es[len(es)-1].Note; !strings.Contains(note, "ρ/K²") {
+		t.Errorf("note %q", note)
+	}
+	// Truncation: at most 2 persons per household were read.
+	n := toInt(q("SELECT COUNT(*) FROM syn.pa")[0][0])
+	trunc := toInt(q("SELECT SUM(LEAST(c, 2)) FROM (SELECT COUNT(*) c FROM census.persons GROUP BY hh_id) x")[0][0])
+	if n < trunc-40 || n > trunc+40 {
+		t.Errorf("%d synthetic persons, %d after truncation", n, trunc)
+	}
+	// The key columns are row numbers.
+	if got := toInt(q("SELECT MAX(person_id) FROM syn.pa")[0][0]); got != n {
+		t.Errorf("person_id max %d of %d rows", got, n)
+	}
+}

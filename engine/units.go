@@ -1,14 +1,18 @@
 package engine
 
 import (
+	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"time"
 
 	"github.com/dolthub/go-mysql-server/sql"
 
 	"github.com/dpsql/dpsql/catalog"
+	"github.com/dpsql/dpsql/catalog/domain"
 	"github.com/dpsql/dpsql/engine/dpparse"
+	"github.com/dpsql/dpsql/synth/pgm"
 )
 
 // Privacy units:
@@ -199,4 +203,112 @@ func (e *Engine) setPrivacyUnitProcedure() sql.ExternalStoredProcedureDetails {
 			return procResult(e.setPrivacyUnitNode(s).run(ctx))
 		},
 	}
+}
+
+// ledgerKey is the ledger a synthesis of r's source is charged to: the
+// privacy unit's when the source is a unit's child, else its own.
+func (r *synthRequest) ledgerKey() string {
+	if r.unit != nil {
+		return r.unit.unit.LedgerKey()
+	}
+	return r.src.LedgerKey()
+}
+
+// mechRho is the ρ a single-table mechanism runs at for a charge of rho:
+// rho/K² for a unit's child (one unit moves up to K rows; zCDP group
+// privacy), rho otherwise.
+func (r *synthRequest) mechRho(rho float64) float64 {
+	if r.unit != nil {
+		k := float64(r.unit.rec.K)
+		return rho / (k * k)
+	}
+	return rho
+}
+
+// unitNote is the ledger note's addition for a unit's child.
+func (r *synthRequest) unitNote() string {
+	if r.unit == nil {
+		return ""
+	}
+	return fmt.Sprintf("; privacy unit %s, K = %d: the mechanism ran at ρ/K² = %.6g", r.unit.unit, r.unit.rec.K, r.mechRho(r.rho))
+}
+
+// unitChildDomain sets the domain of a unit's child for a single-table
+// synthesis: every column but its keys (link and primary key), which the
+// synthetic table numbers 1, 2, … like a surrogate key.
+func (e *Engine) unitChildDomain(ctx *sql.Context, r *synthRequest) error {
+	link, keys := childKeys(r.src, r.unit)
+	if link < 0 {
+		return ErrDomain.New("%s lost its link column %s", r.src, quoteIdent(r.unit.rec.ChildCol))
+	}
+	dom, pos, err := e.keyDomain(ctx, r.src, keys)
+	if err != nil {
+		return err
+	}
+	if len(dom.Columns) == 0 {
+		return ErrDomain.New("%s has no attribute besides its keys", r.src)
+	}
+	r.dom, r.pos, r.serial = dom, pos, keys
+	return nil
+}
+
+// encodeUnitChild reads a unit's child for a single-table synthesis: its
+// rows in key order, at most K per unit (the truncation rule), rows that
+// link to no unit left out.
+func (e *Engine) encodeUnitChild(ctx context.Context, r *synthRequest) (*pgm.Dataset, error) {
+	pd, err := pgmDomain(r.dom)
+	if err != nil {
+		return nil, err
+	}
+	unit := r.unit.unit
+	uk := columnCI(unit.Table.Schema(), r.unit.rec.UnitCol)
+	link := columnCI(r.src.Table.Schema(), r.unit.rec.ChildCol)
+	if uk < 0 || link < 0 {
+		return nil, fmt.Errorf("the link of %s to %s changed", r.src, unit)
+	}
+	keyOf := func(v any) string { return fmt.Sprintf("%T:%v", v, v) }
+	count := map[string]int{}
+	if err := e.dp.cat.ScanTable(ctx, unit.DB, unit.Name, func(row sql.Row) error {
+		if len(row) <= uk {
+			return catalog.ErrSchemaChanged
+		}
+		count[keyOf(row[uk])] = 0
+		return nil
+	}); err != nil {
+		return nil, fmt.Errorf("reading %s: %w", unit, err)
+	}
+	ukType := unit.Table.Schema()[uk].Type
+	sctx := sql.NewContext(ctx)
+	cols := make([][]uint16, len(r.dom.Columns))
+	width := len(r.src.Table.Schema())
+	if err := e.dp.cat.ScanTable(ctx, r.src.DB, r.src.Name, func(row sql.Row) error {
+		if len(row) != width {
+			return catalog.ErrSchemaChanged
+		}
+		if row[link] == nil {
+			return nil
+		}
+		kv, _, err := ukType.Convert(sctx, row[link])
+		if err != nil {
+			return nil
+		}
+		k := keyOf(kv)
+		n, ok := count[k]
+		if !ok || n >= r.unit.rec.K {
+			return nil
+		}
+		count[k] = n + 1
+		for i := range r.dom.Columns {
+			c := &r.dom.Columns[i]
+			code, st := c.Encode(row[r.pos[i]])
+			if st == domain.Invalid {
+				code = max(c.NullCode(), 0)
+			}
+			cols[i] = append(cols[i], uint16(code))
+		}
+		return nil
+	}); err != nil {
+		return nil, fmt.Errorf("reading %s: %w", r.src, err)
+	}
+	return pgm.NewDataset(pd, cols)
 }
