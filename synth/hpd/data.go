@@ -14,7 +14,22 @@ type Domain struct {
 	IndivNames []string
 	Indiv      []int // code counts of the individual attributes
 	K          int   // maximum persons per household (larger ones are truncated)
+
+	// Typed households (seed 003 §6): individual attribute Rel is each
+	// person's relationship, with codes RelCodes = {head, spouse, child};
+	// every household has exactly one head (its first person), then at
+	// most one spouse, then at most K−2 children.
+	Typed    bool
+	Rel      int
+	RelCodes [3]int
 }
+
+// Relationship slots of typed households.
+const (
+	Head = iota
+	Spouse
+	Child
+)
 
 // Check validates d.
 func (d *Domain) Check() error {
@@ -33,8 +48,20 @@ func (d *Domain) Check() error {
 			return fmt.Errorf("hpd: attribute with %d codes", n)
 		}
 	}
+	if d.Typed {
+		if d.Rel < 0 || d.Rel >= len(d.Indiv) || d.K < 2 {
+			return fmt.Errorf("hpd: typed households need a relationship attribute and K ≥ 2")
+		}
+		c := d.RelCodes
+		if c[0] == c[1] || c[0] == c[2] || c[1] == c[2] || slices.ContainsFunc(c[:], func(x int) bool { return x < 0 || x >= d.Indiv[d.Rel] }) {
+			return fmt.Errorf("hpd: relationship codes %v are not three distinct codes of %s", c, d.IndivNames[d.Rel])
+		}
+	}
 	return nil
 }
+
+// slotType is the relationship of slot k of a typed household.
+func slotType(k int) int { return min(k, Child) }
 
 // Records are encoded households: household i has group codes
 // G[i·nG:(i+1)·nG] and persons Off[i]..Off[i+1]−1, person j with codes
@@ -72,6 +99,11 @@ func (r *Records) Check(d *Domain) error {
 		if s < 1 || int(s) > d.K {
 			return fmt.Errorf("hpd: household %d has %d persons (want 1..%d)", i, s, d.K)
 		}
+		if d.Typed {
+			if err := r.checkTyped(d, i); err != nil {
+				return err
+			}
+		}
 	}
 	for i, c := range r.G {
 		if int(c) >= d.Group[i%r.NG] {
@@ -84,6 +116,41 @@ func (r *Records) Check(d *Domain) error {
 		}
 	}
 	return nil
+}
+
+// checkTyped checks that household h is head, [spouse], children….
+func (r *Records) checkTyped(d *Domain, h int) error {
+	k := 0
+	for p := r.Off[h]; p < r.Off[h+1]; p++ {
+		rel := int(r.P[int(p)*r.NI+d.Rel])
+		switch {
+		case k == 0 && rel == d.RelCodes[Head], k == 1 && rel == d.RelCodes[Spouse]:
+			k++
+		case k >= 1 && rel == d.RelCodes[Child]:
+			k = 2
+		default:
+			return fmt.Errorf("hpd: typed household %d is not one head, at most one spouse, then children", h)
+		}
+	}
+	return nil
+}
+
+// types returns the relationship slot of each person of household h (typed
+// domains).
+func (r *Records) types(d *Domain, h int, out []int) []int {
+	out = out[:0]
+	for p := r.Off[h]; p < r.Off[h+1]; p++ {
+		rel := int(r.P[int(p)*r.NI+d.Rel])
+		t := Child
+		switch rel {
+		case d.RelCodes[Head]:
+			t = Head
+		case d.RelCodes[Spouse]:
+			t = Spouse
+		}
+		out = append(out, t)
+	}
+	return out
 }
 
 // Source is the narrow interface through which a mechanism reads private
@@ -106,13 +173,35 @@ const (
 	GroupLevel Kind = iota
 	// IndivLevel (Q_I) counts persons.
 	IndivLevel
+	// RelationLevel (Q_R, typed households) counts persons with the I values
+	// who have a relative (by Rel) with the I2 values.
+	RelationLevel
 )
 
+// Relation is an intra-household relationship of Q_R.
+type Relation uint8
+
+const (
+	// MarriedTo: heads and spouses whose spouse (head) matches.
+	MarriedTo Relation = iota
+	// HasChild: heads and spouses with at least one matching child.
+	HasChild
+	// HasParent: children whose head or spouse matches.
+	HasParent
+)
+
+func (r Relation) String() string {
+	return [...]string{"married-to", "has-child", "has-parent"}[r]
+}
+
 func (k Kind) String() string {
-	if k == GroupLevel {
+	switch k {
+	case GroupLevel:
 		return "Q_G"
+	case IndivLevel:
+		return "Q_I"
 	}
-	return "Q_I"
+	return "Q_R"
 }
 
 // Cond fixes attribute Attr (of the group attributes if Group, else of the
@@ -129,13 +218,22 @@ type Cond struct {
 // in G or I). Group-level: households with those G values that contain at
 // least one person with all those I values. Individual-level: persons with
 // those I values in a household with those G values.
+//
+// A RelationLevel set counts the persons with the I values, in a household
+// with the G values, who have a relative (Rel) with the I2 values; its
+// cells run over G, then I, then I2. Where is not supported on it.
 type QuerySet struct {
 	Kind  Kind
 	G, I  []int
 	Where []Cond
+	Rel   Relation
+	I2    []int
 }
 
 func (q *QuerySet) String() string {
+	if q.Kind == RelationLevel {
+		return fmt.Sprintf("Q_R(G%v I%v %v I%v)", q.G, q.I, q.Rel, q.I2)
+	}
 	return fmt.Sprintf("%v(G%v I%v where %v)", q.Kind, q.G, q.I, q.Where)
 }
 
@@ -149,13 +247,22 @@ func (q *QuerySet) cells(d *Domain) (nG, nI int) {
 	for _, b := range q.I {
 		nI *= d.Indiv[b]
 	}
+	for _, b := range q.I2 {
+		nI *= d.Indiv[b]
+	}
 	return nG, nI
 }
 
-// decode writes the G and I values of cell c.
+// decode writes the G and I values of cell c (then the I2 values, after
+// the I ones in vI).
 func (q *QuerySet) decode(d *Domain, c int, vG, vI []int) {
 	_, nI := q.cells(d)
 	g, i := c/nI, c%nI
+	for j := len(q.I2) - 1; j >= 0; j-- {
+		n := d.Indiv[q.I2[j]]
+		vI[len(q.I)+j] = i % n
+		i /= n
+	}
 	for j := len(q.I) - 1; j >= 0; j-- {
 		n := d.Indiv[q.I[j]]
 		vI[j] = i % n
@@ -185,8 +292,20 @@ func (q *QuerySet) matches(d *Domain, c int, vG, vI []int) bool {
 
 // Validate checks q against d.
 func (q *QuerySet) Validate(d *Domain) error {
-	if q.Kind > IndivLevel {
+	if q.Kind > RelationLevel {
 		return fmt.Errorf("hpd: query kind %d", q.Kind)
+	}
+	if q.Kind == RelationLevel {
+		if !d.Typed || q.Rel > HasParent || len(q.Where) > 0 {
+			return fmt.Errorf("hpd: relationship queries need typed households (and take no conditions)")
+		}
+		for j, b := range q.I2 {
+			if b < 0 || b >= len(d.Indiv) || (j > 0 && q.I2[j-1] >= b) {
+				return fmt.Errorf("hpd: relative attributes %v are not increasing indexes", q.I2)
+			}
+		}
+	} else if len(q.I2) > 0 {
+		return fmt.Errorf("hpd: only relationship queries have relative attributes")
 	}
 	check := func(attrs []int, n int, what string) error {
 		for j, a := range attrs {
@@ -254,6 +373,10 @@ func AllKWay(d *Domain, k int) []QuerySet {
 func Answers(d *Domain, r *Records, q *QuerySet) []float64 {
 	nG, nI := q.cells(d)
 	tab := make([]float64, nG*nI)
+	if q.Kind == RelationLevel {
+		relationAnswers(d, r, q, tab)
+		return tab
+	}
 	var seen []int
 	for h := range r.Households() {
 		w := 1.0
@@ -287,4 +410,77 @@ func Answers(d *Domain, r *Records, q *QuerySet) []float64 {
 		}
 	}
 	return tab
+}
+
+// relationAnswers counts a relationship set on typed records into tab.
+func relationAnswers(d *Domain, r *Records, q *QuerySet, tab []float64) {
+	_, nI := q.cells(d)
+	n2 := 1
+	for _, b := range q.I2 {
+		n2 *= d.Indiv[b]
+	}
+	cell := func(p int32, attrs []int) int {
+		c := 0
+		for _, b := range attrs {
+			c = c*d.Indiv[b] + int(r.P[int(p)*r.NI+b])
+		}
+		return c
+	}
+	var types, seen []int
+	for h := range r.Households() {
+		w := 1.0
+		if r.W != nil {
+			w = r.W[h]
+		}
+		g := 0
+		for _, a := range q.G {
+			g = g*d.Group[a] + int(r.G[h*r.NG+a])
+		}
+		types = r.types(d, h, types)
+		off := r.Off[h]
+		for i, t1 := range types {
+			var want [3]bool // relative types that count
+			switch {
+			case q.Rel == MarriedTo && t1 == Head:
+				want[Spouse] = true
+			case q.Rel == MarriedTo && t1 == Spouse:
+				want[Head] = true
+			case q.Rel == HasChild && t1 != Child:
+				want[Child] = true
+			case q.Rel == HasParent && t1 == Child:
+				want[Head], want[Spouse] = true, true
+			default:
+				continue
+			}
+			c1 := cell(off+int32(i), q.I)
+			seen = seen[:0]
+			for j, t2 := range types {
+				if j == i || !want[t2] {
+					continue
+				}
+				c2 := cell(off+int32(j), q.I2)
+				if !slices.Contains(seen, c2) {
+					seen = append(seen, c2)
+					tab[g*nI+c1*n2+c2] += w
+				}
+			}
+		}
+	}
+}
+
+// AllRelations returns the default Q_R workload of a typed domain: every
+// relation with one person attribute and one relative attribute (other than
+// the relationship itself).
+func AllRelations(d *Domain) []QuerySet {
+	var out []QuerySet
+	for rel := MarriedTo; rel <= HasParent; rel++ {
+		for b := range d.Indiv {
+			for b2 := range d.Indiv {
+				if b != d.Rel && b2 != d.Rel {
+					out = append(out, QuerySet{Kind: RelationLevel, Rel: rel, I: []int{b}, I2: []int{b2}})
+				}
+			}
+		}
+	}
+	return out
 }

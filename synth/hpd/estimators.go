@@ -83,6 +83,16 @@ func (f *fixedHPD) expectedSize() float64 { return expectedSize(f.l, f.p) }
 func expectedSize(l *layout, p []float64) float64 {
 	M := len(p) / l.L
 	e := 0.0
+	if l.typed {
+		for m := range M {
+			c := p[m*l.L:]
+			e += 1 + c[l.psOff+1]
+			for n := range l.d.K - 1 {
+				e += float64(n) * c[l.ncOff+n]
+			}
+		}
+		return e / float64(M)
+	}
 	for m := range M {
 		for s := range l.d.K {
 			e += float64(s+1) * p[m*l.L+l.sOff+s]
@@ -110,7 +120,30 @@ func sampleHPD(l *layout, p []float64, n int, r *rand.Rand) *Records {
 	}
 	for range n {
 		c := p[r.IntN(M)*l.L:]
-		s := int(draw(c, l.sOff, d.K)) + 1
+		var s int
+		if l.typed {
+			// head, then spouse slot 1 if present, then children from slot 2.
+			sp := int(draw(c, l.psOff, 2))
+			nc := int(draw(c, l.ncOff, d.K-1))
+			for a, sz := range d.Group {
+				out.G = append(out.G, draw(c, l.gOff[a], sz))
+			}
+			slots := []int{0}
+			if sp == 1 {
+				slots = append(slots, 1)
+			}
+			for j := range nc {
+				slots = append(slots, 2+j)
+			}
+			for _, k := range slots {
+				for b, sz := range d.Indiv {
+					out.P = append(out.P, draw(c, l.iOff[k][b], sz))
+				}
+			}
+			out.Off = append(out.Off, out.Off[len(out.Off)-1]+int32(len(slots)))
+			continue
+		}
+		s = int(draw(c, l.sOff, d.K)) + 1
 		for a, sz := range d.Group {
 			out.G = append(out.G, draw(c, l.gOff[a], sz))
 		}

@@ -15,6 +15,13 @@ type layout struct {
 	L    int     // entries per component
 	// blocks lists (offset, size) of every softmax block.
 	blocks [][2]int
+	// Typed households replace the size block by a spouse block (absent,
+	// present) at psOff and a number-of-children block (0..K−2) at ncOff;
+	// fixed[i] ≥ 0 pins block i to that code (the relationship attribute
+	// of each slot: head, spouse, child).
+	typed        bool
+	psOff, ncOff int
+	fixed        []int
 }
 
 func newLayout(d *Domain) *layout {
@@ -25,13 +32,32 @@ func newLayout(d *Domain) *layout {
 		l.blocks = append(l.blocks, [2]int{o, n})
 		o += n
 	}
-	l.sOff = o
-	l.blocks = append(l.blocks, [2]int{o, d.K})
-	o += d.K
+	if d.Typed {
+		l.typed = true
+		l.psOff = o
+		l.blocks = append(l.blocks, [2]int{o, 2})
+		o += 2
+		l.ncOff = o
+		l.blocks = append(l.blocks, [2]int{o, d.K - 1})
+		o += d.K - 1
+	} else {
+		l.sOff = o
+		l.blocks = append(l.blocks, [2]int{o, d.K})
+		o += d.K
+	}
+	l.fixed = make([]int, len(l.blocks))
+	for i := range l.fixed {
+		l.fixed[i] = -1
+	}
 	l.iOff = make([][]int, d.K)
 	for k := range d.K {
-		for _, n := range d.Indiv {
+		for b, n := range d.Indiv {
 			l.iOff[k] = append(l.iOff[k], o)
+			fix := -1
+			if d.Typed && b == d.Rel {
+				fix = d.RelCodes[slotType(k)]
+			}
+			l.fixed = append(l.fixed, fix)
 			l.blocks = append(l.blocks, [2]int{o, n})
 			o += n
 		}
@@ -43,8 +69,13 @@ func newLayout(d *Domain) *layout {
 // softmax maps logits theta to probabilities p block by block (both M·L).
 func (l *layout) softmax(theta, p []float64) {
 	for m := 0; m < len(theta); m += l.L {
-		for _, b := range l.blocks {
+		for bi, b := range l.blocks {
 			t, q := theta[m+b[0]:m+b[0]+b[1]], p[m+b[0]:m+b[0]+b[1]]
+			if f := l.fixed[bi]; f >= 0 {
+				clear(q)
+				q[f] = 1
+				continue
+			}
 			mx := math.Inf(-1)
 			for _, x := range t {
 				mx = max(mx, x)
@@ -65,8 +96,12 @@ func (l *layout) softmax(theta, p []float64) {
 // respect to the logits, in place: dθ_j = p_j (g_j − Σ_k p_k g_k).
 func (l *layout) softmaxBack(p, gp []float64) {
 	for m := 0; m < len(p); m += l.L {
-		for _, b := range l.blocks {
+		for bi, b := range l.blocks {
 			q, g := p[m+b[0]:m+b[0]+b[1]], gp[m+b[0]:m+b[0]+b[1]]
+			if l.fixed[bi] >= 0 {
+				clear(g)
+				continue
+			}
 			s := 0.0
 			for i := range q {
 				s += q[i] * g[i]
@@ -84,6 +119,9 @@ func (l *layout) softmaxBack(p, gp []float64) {
 func (l *layout) setAnswers(p []float64, q *QuerySet) []float64 {
 	d := l.d
 	nG, nI := q.cells(d)
+	if l.typed {
+		return l.setAnswersTyped(p, q)
+	}
 	out := make([]float64, nG*nI)
 	M := len(p) / l.L
 	pg := make([]float64, nG)
@@ -154,7 +192,10 @@ func outer(dst []float64, attrs []int, val func(j, v int) float64, sizes []int) 
 type query struct {
 	kind   Kind
 	gA, iA []int   // attributes
-	gV, iV []int   // values
+	gV, iV []int // values
+	rel    Relation
+	i2A    []int // relative's attributes (Q_R)
+	i2V    []int
 	scale  float64 // loss scale: 1 for Q_G, the expected household size for Q_I
 	bound  float64 // largest per-household value: 1 for Q_G, K for Q_I
 }
@@ -162,6 +203,9 @@ type query struct {
 // value returns the model answer of q (per household) and, if gp is
 // non-nil, adds coef·∂answer/∂p to gp.
 func (l *layout) value(p []float64, q *query, coef float64, gp []float64, rk, e, tt []float64) float64 {
+	if l.typed {
+		return l.valueTyped(p, q, coef, gp)
+	}
 	d := l.d
 	K := d.K
 	M := len(p) / l.L

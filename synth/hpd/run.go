@@ -105,6 +105,16 @@ type Input struct {
 	Progress func(synth.Status)
 }
 
+// DefaultWorkload is all 3-way Q_G and Q_I query sets, plus, for typed
+// households, AllRelations.
+func DefaultWorkload(d *Domain) []QuerySet {
+	w := AllKWay(d, 3)
+	if d.Typed {
+		w = append(w, AllRelations(d)...)
+	}
+	return w
+}
+
 // Result is a release.
 type Result struct {
 	// Households are the synthetic households (household i gets key i+1,
@@ -185,6 +195,9 @@ func (r *Runner) Check(in *Input) error {
 		return fmt.Errorf("hpd: %d households requested", in.Households)
 	}
 	if r.m.name == "mwem" {
+		if in.Domain.Typed {
+			return fmt.Errorf("hpd: mwem's explicit universe does not model typed households: use hpd_fixed or hpd_gen")
+		}
 		if _, err := universeSize(in.Domain); err != nil {
 			return err
 		}
@@ -223,13 +236,13 @@ func (r *Runner) Run(ctx context.Context, in *Input) (*Result, error) {
 	}
 	work := in.Workload
 	if work == nil {
-		work = AllKWay(d, 3)
+		work = DefaultWorkload(d)
 	}
 	// Exact answers and the candidate queries (cells satisfying Where).
 	type cand struct{ set, cell int }
 	truth := make([][]float64, len(work))
 	var cands []cand
-	vG, vI := make([]int, len(d.Group)), make([]int, len(d.Indiv))
+	vG, vI := make([]int, len(d.Group)), make([]int, 2*len(d.Indiv))
 	for s := range work {
 		truth[s] = Answers(d, recs, &work[s])
 		for c := range truth[s] {
@@ -298,15 +311,17 @@ func (r *Runner) Run(ctx context.Context, in *Input) (*Result, error) {
 			chosen[i] = true
 			q := cands[i]
 			set := &work[q.set]
+			// Q_I and Q_R count persons: up to K per household.
 			sigma, bound := pl.sigmaG, 1.0
-			if set.Kind == IndivLevel {
+			if set.Kind != GroupLevel {
 				sigma, bound = pl.sigmaI, float64(K)
 			}
 			y := truth[q.set][q.cell] + float64(in.Noise.DiscreteGaussian(sigma))
 			res.Measurements = append(res.Measurements, Measurement{Round: t, Set: q.set, Cell: q.cell, Count: y, Sigma: sigma})
-			mq := query{kind: set.Kind, gA: set.G, iA: set.I, gV: make([]int, len(set.G)), iV: make([]int, len(set.I)), scale: 1, bound: bound}
-			set.decode(d, q.cell, mq.gV, mq.iV)
-			if set.Kind == IndivLevel {
+			mq := set.query(d)
+			mq.bound = bound
+			set.decodeQuery(d, q.cell, &mq)
+			if set.Kind != GroupLevel {
 				mq.scale = c
 			}
 			ms = append(ms, measured{q: mq, a: math.Min(math.Max(y/ng, 0), bound)})
