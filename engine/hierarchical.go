@@ -42,6 +42,10 @@ import (
 // count).
 const optHouseholds = "HOUSEHOLDS"
 
+// optRelationship names the child's relationship column (values 'head',
+// 'spouse', 'child'): households are then typed (seed 003 §6).
+const optRelationship = "RELATIONSHIP"
+
 // hierRequest is a validated CREATE SYNTHETIC TABLES.
 type hierRequest struct {
 	stmt           *dpparse.CreateSyntheticTables
@@ -55,6 +59,7 @@ type hierRequest struct {
 	seed           *int64
 	households     int
 	user           string
+	relCol         string // RELATIONSHIP = col: typed households
 
 	unitDom, childDom *domain.Table
 	unitPos, childPos []int // source column of each attribute
@@ -204,6 +209,11 @@ func (r *hierRequest) parseOptions(opts []dpparse.Option) error {
 				return err
 			}
 			r.seed = &n
+		case optRelationship:
+			if o.Value.Kind != dpparse.ValueString && o.Value.Kind != dpparse.ValueIdent {
+				return ErrBadParameter.New("RELATIONSHIP = %s: name the persons' relationship column", o.Value)
+			}
+			r.relCol = o.Value.Text
 		case optHouseholds:
 			n, err := integer(o)
 			if err != nil {
@@ -224,7 +234,7 @@ func (r *hierRequest) parseOptions(opts []dpparse.Option) error {
 	if err != nil {
 		var oe *synth.OptionError
 		if errors.As(err, &oe) && errors.Is(err, synth.ErrUnknownOption) {
-			valid := append([]string{optEpsilon, optDelta, optSeed, optHouseholds}, r.method.Schema().Names()...)
+			valid := append([]string{optEpsilon, optDelta, optSeed, optHouseholds, optRelationship}, r.method.Schema().Names()...)
 			return ErrBadParameter.New("unknown option %s for mechanism %s (valid options: %s)", strings.ToUpper(oe.Name), r.method.Name(), strings.Join(valid, ", "))
 		}
 		return ErrBadParameter.Wrap(err, "mechanism options")
@@ -312,6 +322,25 @@ func (e *Engine) hierDomains(ctx *sql.Context, r *hierRequest) error {
 		d.IndivNames = append(d.IndivNames, r.childDom.Columns[i].Name())
 		d.Indiv = append(d.Indiv, r.childDom.Columns[i].Size())
 	}
+	if r.relCol != "" {
+		d.Typed, d.Rel = true, -1
+		for i, n := range d.IndivNames {
+			if strings.EqualFold(n, r.relCol) {
+				d.Rel = i
+			}
+		}
+		if d.Rel < 0 {
+			return ErrBadParameter.New("RELATIONSHIP = %s: %s has no such attribute", r.relCol, r.child)
+		}
+		col := &r.childDom.Columns[d.Rel]
+		for t, v := range []string{"head", "spouse", "child"} {
+			code, st := col.Encode(v)
+			if st != domain.InDomain {
+				return ErrBadParameter.New("RELATIONSHIP = %s: its domain has no value '%s' (typed households need head, spouse and child)", r.relCol, v)
+			}
+			d.RelCodes[t] = code
+		}
+	}
 	if err := d.Check(); err != nil {
 		return ErrDomain.Wrap(err, "hierarchical domain")
 	}
@@ -382,6 +411,15 @@ func (s *hierSource) Households(ctx context.Context) (*hpd.Records, error) {
 	members := make([][]uint16, len(gcodes))
 	sizes := make([]int, len(gcodes))
 	K := r.domain.K
+	d := r.domain
+	// Typed households keep, in key order, the first head, the first
+	// spouse and the first K−2 children; other persons are not read.
+	var typed [][3][]uint16
+	var nchild []int
+	if d.Typed {
+		typed = make([][3][]uint16, len(gcodes))
+		nchild = make([]int, len(gcodes))
+	}
 	sctx := sql.NewContext(ctx)
 	err = cat.ScanTable(ctx, r.child.DB, r.child.Name, func(row sql.Row) error {
 		if len(row) != len(r.child.Table.Schema()) {
@@ -399,8 +437,19 @@ func (s *hierSource) Households(ctx context.Context) (*hpd.Records, error) {
 		if !ok || sizes[h] >= K {
 			return nil // no household, or truncated (the public MAX rule)
 		}
+		codes := encode(r.childDom, r.childPos, row)
+		if d.Typed {
+			t := slices.Index(d.RelCodes[:], int(codes[d.Rel]))
+			switch {
+			case t < 0, t != hpd.Child && typed[h][t] != nil, t == hpd.Child && nchild[h] >= K-2:
+				return nil
+			case t == hpd.Child:
+				nchild[h]++
+			}
+			typed[h][t] = append(typed[h][t], codes...)
+		}
 		sizes[h]++
-		members[h] = append(members[h], encode(r.childDom, r.childPos, row)...)
+		members[h] = append(members[h], codes...)
 		return nil
 	})
 	if err != nil {
@@ -408,6 +457,12 @@ func (s *hierSource) Households(ctx context.Context) (*hpd.Records, error) {
 	}
 	rec := &hpd.Records{NG: len(r.domain.Group), NI: len(r.domain.Indiv), Off: []int32{0}}
 	for h, g := range gcodes {
+		if d.Typed {
+			if typed[h][hpd.Head] == nil {
+				continue // no head: not a valid typed household
+			}
+			members[h] = slices.Concat(typed[h][hpd.Head], typed[h][hpd.Spouse], typed[h][hpd.Child])
+		}
 		if sizes[h] == 0 {
 			continue
 		}

@@ -120,6 +120,18 @@ func TestHierarchicalSynthesisSQL(t *testing.T) {
 	if n := toInt(q("SELECT COUNT(*) FROM syn.h3")[0][0]); n != 50 {
 		t.Errorf("HOUSEHOLDS = 50 gave %d", n)
 	}
+	// Typed households: every synthetic household has one head and at
+	// most one spouse.
+	q("CREATE SYNTHETIC TABLES syn.ht, syn.pt FROM census.households, census.persons USING hpd_fixed WITH EPSILON = 1, RELATIONSHIP = 'rel', ROUNDS = 10, ITERS = 10, COMPONENTS = 16")
+	if n := toInt(q("SELECT COUNT(*) FROM (SELECT hh_id, SUM(CASE WHEN rel = 'head' THEN 1 ELSE 0 END) h, SUM(CASE WHEN rel = 'spouse' THEN 1 ELSE 0 END) s FROM syn.pt GROUP BY hh_id HAVING h <> 1 OR s > 1) x")[0][0]); n != 0 {
+		t.Errorf("%d invalid typed households", n)
+	}
+	if n := toInt(q("SELECT COUNT(*) FROM syn.ht")[0][0]); n < 200 {
+		t.Errorf("%d typed households", n)
+	}
+	if _, _, err := query(e, root, "CREATE SYNTHETIC TABLES syn.hx, syn.px FROM census.households, census.persons USING hpd_fixed WITH EPSILON = 1, RELATIONSHIP = 'sex'"); err == nil {
+		t.Error("RELATIONSHIP = 'sex' accepted")
+	}
 	_ = context.Background
 }
 
