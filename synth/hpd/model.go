@@ -191,7 +191,7 @@ func outer(dst []float64, attrs []int, val func(j, v int) float64, sizes []int) 
 // query is one measured query: a cell of a set, with its decoded values.
 type query struct {
 	kind   Kind
-	gA, iA []int   // attributes
+	gA, iA []int // attributes
 	gV, iV []int // values
 	rel    Relation
 	i2A    []int // relative's attributes (Q_R)
