@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"strconv"
 	"strings"
 
 	"github.com/dpsql/dpsql/synth"
@@ -52,7 +53,7 @@ func (m Method) Schema() synth.Schema {
 		s = append(s,
 			synth.Param{Name: "COMPONENTS", Kind: synth.Int, Default: "100", Min: 1, Max: 100000, Doc: "mixture components M"},
 			synth.Param{Name: "ITERS", Kind: synth.Int, Default: "50", Min: 1, Max: 100000, Doc: "Adam steps per round S"},
-			synth.Param{Name: "LR", Kind: synth.Float, Default: m.defaultLR(), Min: 1e-6, Max: 10, Doc: "Adam learning rate"})
+			synth.Param{Name: "LR", Kind: synth.Float, Default: strconv.FormatFloat(m.defaultLR(), 'g', -1, 64), Min: 1e-6, Max: 10, Doc: "Adam learning rate"})
 		if m.name == "hpd_gen" {
 			s = append(s, synth.Param{Name: "HIDDEN", Kind: synth.Int, Default: "64", Min: 1, Max: 4096, Doc: "hidden units of the generator"})
 		}
@@ -60,11 +61,11 @@ func (m Method) Schema() synth.Schema {
 	return s
 }
 
-func (m Method) defaultLR() string {
+func (m Method) defaultLR() float64 {
 	if m.name == "hpd_gen" {
-		return "0.01" // the generator's weights are shared by all components
+		return 0.01 // the generator's weights are shared by all components
 	}
-	return "0.05"
+	return 0.05
 }
 
 // Runner is a method with its options fixed.
@@ -82,7 +83,7 @@ func (m Method) New(opts []synth.Option) (*Runner, error) {
 		return nil, err
 	}
 	return &Runner{m: m, rounds: v.Int("ROUNDS", 50), alpha: v.Float("ALPHA", 0.5), comps: v.Int("COMPONENTS", 100),
-		iters: v.Int("ITERS", 50), lr: v.Float("LR", map[string]float64{"0.01": 0.01, "0.05": 0.05}[m.defaultLR()]), passes: v.Int("PASSES", 10), hidden: v.Int("HIDDEN", 64)}, nil
+		iters: v.Int("ITERS", 50), lr: v.Float("LR", m.defaultLR()), passes: v.Int("PASSES", 10), hidden: v.Int("HIDDEN", 64)}, nil
 }
 
 // Input is everything a run needs.
