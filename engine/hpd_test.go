@@ -171,3 +171,39 @@ func TestUnitChildAloneSQL(t *testing.T) {
 		t.Errorf("person_id max %d of %d rows", got, n)
 	}
 }
+
+// An analyst needs SYNTHESIZE on both tables and cannot link them.
+func TestHierarchicalAccess(t *testing.T) {
+	e, root, _ := hhFixture(t, 60)
+	for _, s := range []string{
+		"ALTER TABLE census.persons SET PRIVACY UNIT census.households ON persons.hh_id = households.hh_id MAX 8",
+		"CREATE USER analyst IDENTIFIED BY 'pw'",
+		"CREATE DATABASE lab",
+		"GRANT CREATE, SELECT ON lab.* TO analyst",
+		"GRANT SYNTHESIZE ON census.households TO analyst",
+	} {
+		if _, _, err := query(e, root, s); err != nil {
+			t.Fatalf("%s: %v", s, err)
+		}
+	}
+	analyst := sessionCtx(e, 2, "analyst", localhost)
+	const stmt = "CREATE SYNTHETIC TABLES lab.h, lab.p FROM census.households, census.persons USING hpd_fixed WITH EPSILON = 0.5, ROUNDS = 3, ITERS = 5, COMPONENTS = 4"
+	if _, _, err := query(e, analyst, stmt); err == nil {
+		t.Fatal("synthesis without SYNTHESIZE on persons")
+	}
+	if _, _, err := query(e, analyst, "ALTER TABLE census.persons SET PRIVACY UNIT census.households ON persons.hh_id = households.hh_id MAX 1"); err == nil {
+		t.Fatal("an analyst changed the privacy unit")
+	}
+	if _, _, err := query(e, root, "GRANT SYNTHESIZE ON census.persons TO analyst"); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := query(e, analyst, stmt); err != nil {
+		t.Fatal(err)
+	}
+	if _, rows, err := query(e, analyst, "SELECT COUNT(*) FROM lab.p"); err != nil || toInt(rows[0][0]) == 0 {
+		t.Fatalf("reading the synthetic persons: %v %v", rows, err)
+	}
+	if _, _, err := query(e, analyst, "SELECT COUNT(*) FROM census.persons"); err == nil {
+		t.Fatal("the analyst read the raw persons")
+	}
+}
