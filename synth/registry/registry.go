@@ -13,6 +13,7 @@ import (
 	"github.com/dpsql/dpsql/synth/independent"
 	"github.com/dpsql/dpsql/synth/mst"
 	"github.com/dpsql/dpsql/synth/mwem"
+	"github.com/dpsql/dpsql/synth/privbayes"
 )
 
 // ErrUnknownMechanism is wrapped by Lookup's error for an unknown name.
@@ -26,6 +27,8 @@ func All() []synth.Mechanism {
 		mwem.Mechanism{},
 		independent.Mechanism{},
 		gaussian.Mechanism{},
+		privbayes.Mechanism{},
+		privbayes.PGM{},
 	}
 }
 
