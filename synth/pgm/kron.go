@@ -147,8 +147,11 @@ func (k *kronOp) apply(dst, x []float64, transpose bool) []float64 {
 // KronMul returns Q·x for the Kronecker product Q = factors[0] ⊗ … of
 // per-attribute factors (nil = identity) over attributes of the given
 // sizes, x laid out row-major over the attributes; with transpose, Qᵀ·x for
-// x over the queries.
+// x over the queries. A nil factors slice is the identity.
 func KronMul(factors []*mat.Dense, sizes []int, x []float64, transpose bool) []float64 {
+	if factors == nil {
+		factors = make([]*mat.Dense, len(sizes))
+	}
 	if len(factors) != len(sizes) {
 		panic("pgm: one Kronecker factor per attribute")
 	}

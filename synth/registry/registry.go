@@ -10,6 +10,7 @@ import (
 	"github.com/dpsql/dpsql/synth"
 	"github.com/dpsql/dpsql/synth/aim"
 	"github.com/dpsql/dpsql/synth/gaussian"
+	"github.com/dpsql/dpsql/synth/hdmm"
 	"github.com/dpsql/dpsql/synth/independent"
 	"github.com/dpsql/dpsql/synth/mst"
 	"github.com/dpsql/dpsql/synth/mwem"
@@ -29,6 +30,8 @@ func All() []synth.Mechanism {
 		gaussian.Mechanism{},
 		privbayes.Mechanism{},
 		privbayes.PGM{},
+		hdmm.Mechanism{},
+		hdmm.LLS{},
 	}
 }
 
