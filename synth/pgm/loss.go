@@ -19,7 +19,7 @@ type compiled struct {
 	red    *kernel.Reduction // source → attrs reduction; nil with idx
 	c      float64           // 1/σ
 	q      *mat.Dense
-	kq     *kronOp   // Kronecker query (Measurement.Kron), or nil
+	kq     *kronOp // Kronecker query (Measurement.Kron), or nil
 	y      []float64
 	x      []float64 // projected marginal (probabilities)
 	xAcc   []float64 // x at the last accepted point (see accept)

@@ -133,7 +133,9 @@ func (Mechanism) Output() synth.Output { return synth.RowsOnly }
 func (Mechanism) Schema() synth.Schema { return schema(false) }
 
 // New parses opts.
-func (Mechanism) New(opts []synth.Option) (synth.Runner, error) { return parse("privbayes", opts, false) }
+func (Mechanism) New(opts []synth.Option) (synth.Runner, error) {
+	return parse("privbayes", opts, false)
+}
 
 // Name returns "privbayes_pgm".
 func (PGM) Name() string { return "privbayes_pgm" }
