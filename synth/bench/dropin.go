@@ -28,6 +28,9 @@ import (
 // attributes, the median of several runs of seed 001's error metric.
 type DropInConfig struct {
 	CSV, Domain string
+	// Attrs, if set, restricts and coarsens the columns as Config.Attrs
+	// does ("name:k" bins a column into k equal-width bins).
+	Attrs []string
 	// Numeric names the binned numeric attributes: the workload asks for
 	// their prefix ranges [0, z] instead of their unit cells.
 	Numeric []string
@@ -172,6 +175,9 @@ func DropIn(ctx context.Context, cfg DropInConfig, w io.Writer) ([]DropInResult,
 		cfg.Delta = DefaultDelta
 	}
 	data, err := pgmcsv.Load(cfg.CSV, cfg.Domain)
+	if err == nil {
+		data, err = Restrict(data, cfg.Attrs)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("dropin: %w", err)
 	}

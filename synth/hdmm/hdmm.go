@@ -60,6 +60,8 @@ import (
 // Defaults.
 const (
 	DefaultIters = 1000
+	// DefaultMaxModelSize bounds the junction tree of hdmm_pgm, in MB.
+	DefaultMaxModelSize = 1024
 	// L1Step is the fixed mirror-descent step of the L1 loss, as a
 	// multiple of the smallest σ.
 	L1Step = 0.05
@@ -81,6 +83,8 @@ var pgmSchema = synth.Schema{
 		Doc: "Private-PGM estimation iterations"},
 	{Name: "LOSS", Kind: synth.Int, Default: "2", Min: 1, Max: 2,
 		Doc: "estimation loss: 2 = L2 (accelerated), 1 = L1 (mirror descent, fixed step)"},
+	{Name: "MAX_MODEL_SIZE", Kind: synth.Float, Default: "1024", Min: 1e-6,
+		Doc: "refuse a workload whose junction tree would exceed this many MB (checked before any measurement)"},
 }
 
 // Name returns "hdmm_pgm".
@@ -103,7 +107,7 @@ func (Mechanism) New(opts []synth.Option) (synth.Runner, error) {
 	if err != nil {
 		return nil, err
 	}
-	o := &Options{PGM: true, Iters: v.Int("ITERS", DefaultIters)}
+	o := &Options{PGM: true, Iters: v.Int("ITERS", DefaultIters), MaxModelSize: v.Float("MAX_MODEL_SIZE", DefaultMaxModelSize)}
 	if v.Int("LOSS", 2) == 1 {
 		o.Loss = pgm.L1
 	}
@@ -134,9 +138,10 @@ func (LLS) New(opts []synth.Option) (synth.Runner, error) {
 
 // Options configures a run.
 type Options struct {
-	PGM   bool
-	Iters int
-	Loss  pgm.Loss
+	PGM          bool
+	Iters        int
+	Loss         pgm.Loss
+	MaxModelSize float64 // MB; 0 means DefaultMaxModelSize
 }
 
 // Plan is the strategy of one workload marginal.
@@ -244,6 +249,17 @@ func (o *Options) Run(ctx context.Context, in *synth.Input) (*synth.Result, erro
 	}
 	if err := synth.CheckNoise(sigmas, nil); err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	if o.PGM {
+		// The model's cliques follow from the (public) workload alone, so
+		// an intractable one is refused before anything is measured.
+		limit := o.MaxModelSize
+		if limit <= 0 {
+			limit = DefaultMaxModelSize
+		}
+		if size := pgm.ModelSize(dom, sets); size > limit {
+			return nil, fmt.Errorf("%s: %w: the workload's marginals make a %.0f MB model, more than MAX_MODEL_SIZE = %v MB (use fewer or smaller overlapping marginals, or hdmm_lls)", name, synth.ErrInvalidInput, size, limit)
+		}
 	}
 	res := &synth.Result{}
 	fail := func(err error) (*synth.Result, error) {

@@ -298,6 +298,10 @@ func TestL1AndCancel(t *testing.T) {
 		r, _ := m.New(nil)
 		synthtest.CheckCancel(t, r, rangeInput(4, 0.1))
 	}
+	r, _ = Mechanism{}.New([]synth.Option{{Name: "MAX_MODEL_SIZE", Value: 1e-5}})
+	if res, err := r.Run(context.Background(), rangeInput(5, 0.1)); err == nil || res != nil {
+		t.Errorf("a model over MAX_MODEL_SIZE: result %v, err %v; want a refusal before any spending", res, err)
+	}
 	if _, err := (LLS{}).New([]synth.Option{{Name: "ITERS", Value: 3}}); err == nil {
 		t.Error("hdmm_lls accepted ITERS")
 	}

@@ -47,6 +47,7 @@ func fig1(ctx context.Context, args []string) error {
 	var cfg bench.DropInConfig
 	fs.StringVar(&cfg.CSV, "csv", "", "integer-coded CSV")
 	fs.StringVar(&cfg.Domain, "domain", "", "domain JSON")
+	attrs := fs.String("attrs", "", "restrict/coarsen columns: a,b:k,... (see dpsql bench --attrs)")
 	numeric := fs.String("numeric", "", "comma-separated numeric (binned) attributes: prefix ranges")
 	mechs := fs.String("mechs", "privbayes,privbayes_pgm,hdmm_lls,hdmm_pgm,mwem", "mechanisms")
 	opts := fs.String("options", "", "per-mechanism options: mech:NAME=V,NAME=V;mech2:...")
@@ -64,6 +65,9 @@ func fig1(ctx context.Context, args []string) error {
 		return fmt.Errorf("fig1 needs --csv and --domain")
 	}
 	cfg.Numeric = strings.Split(*numeric, ",")
+	if *attrs != "" {
+		cfg.Attrs = strings.Split(*attrs, ",")
+	}
 	cfg.Mechanisms = strings.Split(*mechs, ",")
 	var err error
 	if cfg.Options, err = bench.ParseOptions(*opts); err != nil {
