@@ -163,7 +163,7 @@ func TestLLSStatistics(t *testing.T) {
 	truth, _ := in.Data.Marginals(context.Background(), [][]int{{0, 1}, {1, 2}, {2, 3}})
 	sizes := [][]int{{3, 12}, {12, 2}, {2, 4}}
 	var sq [3]float64
-	var bias [3][]float64
+	var bias, sqq [3][]float64
 	for run := range runs {
 		in := rangeInput(int64(run), 0.05)
 		r, _ := LLS{}.New(nil)
@@ -178,12 +178,13 @@ func TestLLSStatistics(t *testing.T) {
 			wx := pgm.KronMul(w[c].Kron, sizes[c], m.Y, false)
 			wt := pgm.KronMul(w[c].Kron, sizes[c], truth[c], false)
 			if bias[c] == nil {
-				bias[c] = make([]float64, len(wx))
+				bias[c], sqq[c] = make([]float64, len(wx)), make([]float64, len(wx))
 			}
 			for i := range wx {
 				d := wx[i] - wt[i]
 				sq[c] += d * d
 				bias[c][i] += d
+				sqq[c][i] += d * d
 			}
 		}
 	}
@@ -194,6 +195,18 @@ func TestLLSStatistics(t *testing.T) {
 		// standard errors for these sizes.
 		if math.Abs(got-want) > 0.15*want {
 			t.Errorf("entry %d: mean squared workload error %.1f, predicted %.1f", c, got, want)
+		}
+		// Per query, the predicted standard deviation (the error bound of
+		// a range query) matches: ±35% on the variance is > 4 standard
+		// errors (√(2/300) ≈ 8% relative) at 300 runs.
+		std := p.QueryStd(w[c].Kron, sizes[c])
+		if len(std) != len(sqq[c]) {
+			t.Fatalf("entry %d: %d query deviations for %d queries", c, len(std), len(sqq[c]))
+		}
+		for i, s := range std {
+			if v := sqq[c][i] / runs; math.Abs(v-s*s) > 0.35*s*s {
+				t.Errorf("entry %d query %d: variance %.1f, predicted %.1f", c, i, v, s*s)
+			}
 		}
 		for i, b := range bias[c] {
 			// Per query, the mean of 300 errors has sd ≤ √(want/300).

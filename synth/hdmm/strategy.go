@@ -179,3 +179,65 @@ func Allocate(rho float64, weights, sens2, errs []float64) []float64 {
 	}
 	return sig
 }
+
+// QueryStd returns, for every query of the entry's workload W_C = ⊗ W_j
+// (row-major over the factors' rows), the standard deviation of its LLS
+// answer W_C·A_C⁺·y_C: σ_C·∏_j ‖(W_j A_j⁺)_{i_j,·}‖₂, since the noise is
+// independent with variance σ_C² per measured query. The answers are
+// unbiased, so z·QueryStd is a two-sided Gaussian confidence interval:
+// the error bounds of range (and any factored) queries under hdmm_lls.
+// w is the entry's workload factors (nil entries, or w nil, mean the
+// identity).
+func (p *Plan) QueryStd(w []*mat.Dense, sizes []int) []float64 {
+	norms := make([][]float64, len(p.Factors))
+	for j, f := range p.Factors {
+		var wf *mat.Dense
+		if w != nil {
+			wf = w[j]
+		}
+		switch {
+		case wf == nil && f.Pinv == nil:
+			norms[j] = ones(sizes[j])
+		case f.Pinv == nil:
+			norms[j] = rowNorms(wf)
+		case wf == nil:
+			norms[j] = rowNorms(f.Pinv)
+		default:
+			var m mat.Dense
+			m.Mul(wf, f.Pinv)
+			norms[j] = rowNorms(&m)
+		}
+	}
+	out := []float64{p.Sigma}
+	for _, nj := range norms {
+		next := make([]float64, 0, len(out)*len(nj))
+		for _, v := range out {
+			for _, x := range nj {
+				next = append(next, v*x)
+			}
+		}
+		out = next
+	}
+	return out
+}
+
+func ones(n int) []float64 {
+	x := make([]float64, n)
+	for i := range x {
+		x[i] = 1
+	}
+	return x
+}
+
+func rowNorms(m *mat.Dense) []float64 {
+	r, c := m.Dims()
+	out := make([]float64, r)
+	for i := range r {
+		s := 0.0
+		for j := range c {
+			s += m.At(i, j) * m.At(i, j)
+		}
+		out[i] = math.Sqrt(s)
+	}
+	return out
+}
