@@ -63,7 +63,7 @@ const (
 	DefaultDegree        = 2
 	DefaultMaxCells      = 1000
 	DefaultStructure     = 0.5
-	DefaultMaxCandidates = 2000
+	DefaultMaxCandidates = 1000
 	DefaultMaxRows       = 1 << 32
 	DefaultIters         = 1000
 	// L1Step is the fixed mirror-descent step of the L1 loss, as a
@@ -79,7 +79,7 @@ func schema(pgmOpts bool) synth.Schema {
 			Doc: "largest marginal over an attribute and its parents"},
 		{Name: "STRUCTURE", Kind: synth.Float, Default: "0.5", Min: 0.01, Max: 0.99,
 			Doc: "fraction β of ρ spent on the structure"},
-		{Name: "MAX_CANDIDATES", Kind: synth.Int, Default: "2000", Min: 1, Max: 1e7,
+		{Name: "MAX_CANDIDATES", Kind: synth.Int, Default: "1000", Min: 1, Max: 1e7,
 			Doc: "candidate (attribute, parents) pairs scored per step, sampled uniformly beyond"},
 		{Name: "MAX_ROWS", Kind: synth.Float, Default: "2^32", Min: 1, Max: 1 << 53,
 			Doc: "public bound N̄ in the score min(n, N̄)·I(X; Π)"},

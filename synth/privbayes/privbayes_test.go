@@ -323,3 +323,19 @@ func TestOptionsAndCancel(t *testing.T) {
 		synthtest.CheckCancel(t, r, testInput(2, 0.5))
 	}
 }
+
+// Candidate scoring reads the cache's source directly: the cache holds only
+// the measured marginals afterwards, not the thousands of scored ones.
+func TestCacheHoldsMeasurementsOnly(t *testing.T) {
+	in := testInput(6, 0.5)
+	cache := synth.NewCache(in.Data)
+	in.Data = cache
+	r, _ := Mechanism{}.New(nil)
+	res, err := r.Run(context.Background(), in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cache.Fetched() > len(res.Measurements) {
+		t.Errorf("the cache fetched %d marginals for %d measurements", cache.Fetched(), len(res.Measurements))
+	}
+}

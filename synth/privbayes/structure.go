@@ -25,6 +25,13 @@ func greedyBayes(ctx context.Context, in *synth.Input, opt Options, eps, delta f
 	// Structure choices that read no data use the noise source too: they
 	// need no secrecy, but nothing about them may be user-seeded.
 	rng := in.Noise.Rand()
+	// The candidates' marginals are read once each and never again: ask
+	// the cache's source directly, so that the cache neither keeps them
+	// (up to MAX_CANDIDATES per step) nor scans them on every later call.
+	src := in.Data
+	if c, ok := src.(*synth.Cache); ok {
+		src = c.Source()
+	}
 	first := rng.IntN(d)
 	nodes := []Node{{Attr: first}}
 	placed := []int{first}
@@ -46,7 +53,7 @@ func greedyBayes(ctx context.Context, in *synth.Input, opt Options, eps, delta f
 			for i, c := range cands {
 				sets[i] = append(slices.Clone(c.parents), c.attr) // X fastest
 			}
-			margs, err := in.Data.Marginals(ctx, sets)
+			margs, err := src.Marginals(ctx, sets)
 			if err != nil {
 				return nodes, rho, fmt.Errorf("structure step %d: %w", step, err)
 			}
