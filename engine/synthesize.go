@@ -482,7 +482,7 @@ func (r *synthRequest) compileWorkload() error {
 		return ErrWorkload.Wrap(err, "")
 	}
 	for _, m := range r.workload.Marginals() {
-		r.margs = append(r.margs, synth.Marginal{Attrs: m.Attrs, Weight: m.Weight})
+		r.margs = append(r.margs, synth.Marginal{Attrs: m.Attrs, Weight: m.Weight, Kron: m.Kron})
 	}
 	if len(r.margs) == 0 {
 		return ErrWorkload.New("the workload counts no column (only total counts): give at least one query with GROUP BY or WHERE")

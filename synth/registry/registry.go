@@ -18,6 +18,8 @@ import (
 	"github.com/dpsql/dpsql/synth/mwem"
 	"github.com/dpsql/dpsql/synth/pep"
 	"github.com/dpsql/dpsql/synth/rap"
+	"github.com/dpsql/dpsql/synth/hdmm"
+	"github.com/dpsql/dpsql/synth/privbayes"
 )
 
 // ErrUnknownMechanism is wrapped by Lookup's error for an unknown name.
@@ -42,6 +44,10 @@ func All() []synth.Mechanism {
 		dualquery.Mechanism{},
 		dualquery.PGM{},
 		fem.Mechanism{},
+		privbayes.Mechanism{},
+		privbayes.PGM{},
+		hdmm.Mechanism{},
+		hdmm.LLS{},
 	}
 }
 
