@@ -604,6 +604,9 @@ func (e *Engine) runSynthetic(ctx *sql.Context, r *synthRequest) (_ *catalog.Syn
 	if err != nil {
 		return nil, e.ledgerError(err)
 	}
+	rounds := 0
+	synthDone := e.metrics.synthesisStarted(r.mech.Name())
+	defer func() { synthDone(rounds, err) }() // after recoverCharged has set err
 	defer e.recoverCharged(res, &err)
 	failpoint(failpointAfterReserve)
 	log.Info("synthesis started", "rho", res.Rho(), "ledger_entry", res.ID())
@@ -634,7 +637,7 @@ func (e *Engine) runSynthetic(ctx *sql.Context, r *synthRequest) (_ *catalog.Syn
 		}
 		if err == nil {
 			// The table may have been dropped and re-created while it was read.
-			if id, ok, _ := e.dp.cat.TableID(r.src.DB, r.src.Name); !ok || id != r.src.ID {
+			if id, ok, _ := e.dp.cat.TableID(r.src.DB, r.src.Name); !isHostTable(r.src) && (!ok || id != r.src.ID) {
 				err = fmt.Errorf("%s changed while it was read", r.src)
 			}
 		}
@@ -654,6 +657,9 @@ func (e *Engine) runSynthetic(ctx *sql.Context, r *synthRequest) (_ *catalog.Syn
 		Public: r.publicData,
 	}
 	out, err := r.runner.Run(ctx, in)
+	if out != nil {
+		rounds = len(out.Rounds)
+	}
 	if err != nil {
 		if r.remote != nil {
 			err = r.remote.error(ctx, err)
