@@ -280,9 +280,10 @@ func modelSizeCap(req *synthRequest) (mb float64, ok bool) {
 }
 
 // explainCandidates lists the sets the mechanism would choose among: the
-// workload's downward closure (aim), the workload (mwem, gaussian), the
-// 1-way marginals (independent), all pairs (mst); for another mechanism,
-// the workload, said to be so.
+// workload's downward closure (aim), the 1-way marginals (independent),
+// all pairs (mst), the workload (gaussian, and the adaptive mechanisms
+// that select workload marginals); PrivBayes and HDMM have no such set,
+// which is said.
 func explainCandidates(req *synthRequest, capMB float64, hasCap bool, add func(section, item, value string)) error {
 	d := len(req.dom.Columns)
 	var cands [][]int
@@ -326,13 +327,14 @@ func explainCandidates(req *synthRequest, capMB float64, hasCap bool, add func(s
 		for _, m := range req.margs {
 			cands = append(cands, m.Attrs)
 		}
-	case "mwem":
-		what = "the workload marginals"
-		for _, m := range req.margs {
-			cands = append(cands, m.Attrs)
-		}
+	case "privbayes", "privbayes_pgm":
+		what = "pairs (attribute, parent set) of a Bayesian network chosen step by step, not the workload: not listed"
+	case "hdmm_pgm", "hdmm_lls":
+		what = "a measurement strategy optimised for the workload before any data is read, not a selection: not listed"
 	default:
-		what = "the workload marginals (the mechanism's own selection rule applies)"
+		// mwem, pep, pmw, gem, rap, dualquery, fem and the public-data
+		// variants select among (or weigh) the workload's marginals.
+		what = "the workload marginals, among which " + req.mech.Name() + " selects from the data"
 		for _, m := range req.margs {
 			cands = append(cands, m.Attrs)
 		}

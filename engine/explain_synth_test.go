@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/dolthub/go-mysql-server/sql"
+
+	"github.com/dpsql/dpsql/synth/registry"
 )
 
 // explainMap turns EXPLAIN CREATE SYNTHETIC TABLE rows into section/item →
@@ -167,5 +169,30 @@ func TestStatementKind(t *testing.T) {
 		if got := statementKind(q); got != want {
 			t.Errorf("%q: %q, want %q", q, got, want)
 		}
+	}
+}
+
+// Every registered mechanism is explained (or refused in phase 1, as its
+// CREATE SYNTHETIC TABLE would be), never failed internally.
+func TestExplainSyntheticEveryMechanism(t *testing.T) {
+	f := newSynthFixture(t)
+	before := f.budget()
+	for _, m := range registry.All() {
+		q := "EXPLAIN CREATE SYNTHETIC TABLE syn.e FROM raw.people USING " + m.Name() + " WITH EPSILON = 1"
+		_, rows, err := query(f.e, f.root, q)
+		if err != nil {
+			if code := errCode(err); code == 1105 || code == ErrInternal.Code() {
+				t.Errorf("%s: %v", m.Name(), err)
+			}
+			t.Logf("%s refused in phase 1: %v", m.Name(), err)
+			continue
+		}
+		em := explainMap(rows)
+		if em["cost/rho"] == "" || em["candidates/set"] == "" || em["error/basis"] == "" {
+			t.Errorf("%s: incomplete explanation %v", m.Name(), em)
+		}
+	}
+	if after := f.budget(); after.RhoSpent != before.RhoSpent {
+		t.Errorf("rho spent %v → %v", before.RhoSpent, after.RhoSpent)
 	}
 }
