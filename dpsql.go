@@ -57,6 +57,10 @@ type Options struct {
 	Logger *slog.Logger
 	// Version is reported by SHOW DPSQL STATUS; default "embedded".
 	Version string
+	// Listener, if set, also serves network clients (e.g. the MySQL port
+	// of an application that installs dpsql): connections accepted on it
+	// are served beside the in-memory ones. Close closes it.
+	Listener net.Listener
 }
 
 // Server is an embedded dpsql server.
@@ -140,6 +144,9 @@ func open(ctx context.Context, o Options, host *Host) (*Server, error) {
 	}
 	ln := newPipeListener(name)
 	cfg.Listener = ln
+	if o.Listener != nil {
+		ln.also(o.Listener)
+	}
 	s := &Server{ln: ln, name: name, done: make(chan error, 1)}
 	if s.unregister, err = driver.Register(name, ln.Dial); err != nil {
 		return nil, err
@@ -215,6 +222,7 @@ func (s *Server) Close() error {
 // pipeListener is a net.Listener whose connections are in-memory pipes
 // made by Dial.
 type pipeListener struct {
+	net    net.Listener // also accepted from, if set
 	name   string
 	conns  chan net.Conn
 	closed chan struct{}
@@ -235,10 +243,34 @@ func (l *pipeListener) Accept() (net.Conn, error) {
 	}
 }
 
-// Close implements net.Listener.
+// Close implements net.Listener. It closes the network listener too.
 func (l *pipeListener) Close() error {
-	l.once.Do(func() { close(l.closed) })
+	l.once.Do(func() {
+		close(l.closed)
+		if l.net != nil {
+			l.net.Close()
+		}
+	})
 	return nil
+}
+
+// also serves the connections accepted on ln beside the pipes.
+func (l *pipeListener) also(ln net.Listener) {
+	l.net = ln
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return // closed
+			}
+			select {
+			case l.conns <- c:
+			case <-l.closed:
+				c.Close()
+				return
+			}
+		}
+	}()
 }
 
 // Addr implements net.Listener.

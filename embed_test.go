@@ -4,9 +4,12 @@ import (
 	"context"
 	"database/sql"
 	"io"
+	"net"
 	"net/http/httptest"
 	"strings"
 	"testing"
+
+	"github.com/go-sql-driver/mysql"
 
 	"github.com/dpsql/dpsql"
 	_ "github.com/dpsql/dpsql/driver"
@@ -83,4 +86,41 @@ func TestEmbeddedServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	again.Close()
+}
+
+// TestEmbeddedWithNetworkListener: a server opened with a listener serves
+// network clients and in-process ones alike.
+func TestEmbeddedWithNetworkListener(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := dpsql.Open(context.Background(), dpsql.Options{DataDir: t.TempDir(), RootPassword: "pw", Listener: ln})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := mysql.NewConfig()
+	cfg.User, cfg.Passwd, cfg.Net, cfg.Addr = "root", "pw", "tcp", ln.Addr().String()
+	conn, err := mysql.NewConnector(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tcp := sql.OpenDB(conn)
+	defer tcp.Close()
+	if _, err := tcp.Exec("CREATE DATABASE viatcp"); err != nil {
+		t.Fatal(err)
+	}
+	pipe := srv.OpenDB("root", "pw", "")
+	defer pipe.Close()
+	var name string
+	if err := pipe.QueryRow("SHOW DATABASES LIKE 'viatcp'").Scan(&name); err != nil || name != "viatcp" {
+		t.Errorf("database made over TCP, seen in process: %q, %v", name, err)
+	}
+	if err := srv.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if c, err := net.Dial("tcp", ln.Addr().String()); err == nil {
+		c.Close()
+		t.Error("network listener still open after Close")
+	}
 }
