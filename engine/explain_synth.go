@@ -14,6 +14,7 @@ import (
 	"github.com/dpsql/dpsql/engine/dpparse"
 	"github.com/dpsql/dpsql/synth"
 	"github.com/dpsql/dpsql/synth/gaussian"
+	"github.com/dpsql/dpsql/synth/hdmm"
 	"github.com/dpsql/dpsql/synth/pgm"
 )
 
@@ -40,9 +41,11 @@ import (
 //	            whether it alone fits the model-size cap
 //	model       output, max_model_size_mb (or "none")
 //	error       for mechanisms whose noise does not depend on the data
-//	            (gaussian; independent for 1-way marginals): one row per
-//	            workload marginal, "sigma=σ expected_l1=E" in counts, from
-//	            σ alone; otherwise one row saying the error is data-dependent
+//	            (gaussian, hdmm_lls, hdmm_pgm; independent for 1-way
+//	            marginals): one row per workload marginal, "sigma=σ
+//	            expected_l1=E" in counts (and expected_l2 for HDMM's
+//	            strategies), from σ alone; otherwise one row saying the
+//	            error is data-dependent
 //
 // EXPLAIN cannot take ? placeholders; the CALL twin can.
 
@@ -405,6 +408,31 @@ func explainError(req *synthRequest, cells func([]int) float64, add func(section
 		}
 		add("error", "basis", "data-independent: answers are the noisy marginals; expected L1 error in counts from σ alone")
 		return
+	case "hdmm_pgm", "hdmm_lls":
+		w, err := synth.CanonicalWorkload(len(req.dom.Columns), req.margs)
+		if err != nil {
+			break
+		}
+		pd, err := pgmDomain(req.dom)
+		if err != nil {
+			break
+		}
+		for _, p := range hdmm.Strategy(pd, w, req.rho) {
+			// ‖W A⁺‖²_F·σ² is the expected squared L2 error of the
+			// workload entry's answers (A⁺y); for a plain marginal (the
+			// identity strategy) each cell has noise σ.
+			v := fmt.Sprintf("sigma=%s expected_l2=%s", g(p.Sigma), g(p.Sigma*math.Sqrt(p.Err)))
+			if plain(p) {
+				v += " expected_l1=" + g(l1(cells(p.Attrs), p.Sigma))
+			}
+			add("error", attrNames(req.dom, p.Attrs), v)
+		}
+		basis := "data-independent: the strategy and its noise are fixed before any data is read; expected error in counts from σ alone"
+		if req.mech.Name() == "hdmm_pgm" {
+			basis += ", of the measurements (the model's estimate is usually closer)"
+		}
+		add("error", "basis", basis)
+		return
 	case "independent":
 		d := float64(len(req.dom.Columns))
 		sigma := math.Sqrt(d / (2 * req.rho))
@@ -436,4 +464,15 @@ func explainEnd(query, parsed string) int {
 		end++
 	}
 	return end
+}
+
+// plain reports whether p measures its marginal's cells directly (every
+// factor the identity).
+func plain(p hdmm.Plan) bool {
+	for _, f := range p.Factors {
+		if f.A != nil {
+			return false
+		}
+	}
+	return true
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"reflect"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -99,28 +100,36 @@ func TestExplainSyntheticChargesNothing(t *testing.T) {
 	}
 }
 
-func TestExplainSyntheticGaussianError(t *testing.T) {
+func TestExplainSyntheticExpectedError(t *testing.T) {
 	f := newSynthFixture(t)
-	m := explainMap(f.rows("EXPLAIN CREATE SYNTHETIC TABLE syn.g FROM raw.people USING gaussian WITH EPSILON = 2 WORKLOAD ALL 1-WAY"))
-	rho, _ := strconv.ParseFloat(m["cost/rho"], 64)
-	// 1-way marginals sex (2), age (10), city (3, plus NULL: 4) with σ_i
-	// from gaussian.Sigmas: check Σ 1/(2σ²) = ρ and the expected L1.
-	var spent float64
-	for _, a := range []string{"sex", "age", "city"} {
-		v := m["error/"+a]
-		var sigma, l1 float64
-		if _, err := fmt.Sscanf(v, "sigma=%g expected_l1=%g", &sigma, &l1); err != nil {
-			t.Fatalf("%s: %q: %v", a, v, err)
+	sigmaRe := regexp.MustCompile(`sigma=(\S+) .*expected_l1=(\S+)`)
+	for _, mech := range []string{"gaussian", "hdmm_lls", "hdmm_pgm"} {
+		m := explainMap(f.rows("EXPLAIN CREATE SYNTHETIC TABLE syn.g FROM raw.people USING " + mech + " WITH EPSILON = 2 WORKLOAD ALL 1-WAY"))
+		rho, _ := strconv.ParseFloat(m["cost/rho"], 64)
+		// 1-way marginals sex (2), age (10), city (3, plus NULL: 4), each
+		// measured cell by cell: Σ 1/(2σ²) = ρ, and the expected L1 is
+		// cells·σ·sqrt(2/π).
+		var spent float64
+		for _, a := range []string{"sex", "age", "city"} {
+			v := sigmaRe.FindStringSubmatch(m["error/"+a])
+			if v == nil {
+				t.Fatalf("%s %s: %q", mech, a, m["error/"+a])
+			}
+			sigma, _ := strconv.ParseFloat(v[1], 64)
+			l1, _ := strconv.ParseFloat(v[2], 64)
+			var cells float64
+			fmt.Sscanf(m["workload/"+a], "weight=1 cells=%g", &cells)
+			if want := cells * sigma * math.Sqrt(2/math.Pi); math.Abs(l1-want) > 1e-3*want {
+				t.Errorf("%s %s: expected L1 %v, want %v", mech, a, l1, want)
+			}
+			spent += 1 / (2 * sigma * sigma)
 		}
-		var cells float64
-		fmt.Sscanf(m["workload/"+a], "weight=1 cells=%g", &cells)
-		if want := cells * sigma * math.Sqrt(2/math.Pi); math.Abs(l1-want) > 1e-3*want {
-			t.Errorf("%s: expected L1 %v, want %v", a, l1, want)
+		if math.Abs(spent-rho) > 1e-3*rho {
+			t.Errorf("%s: Σ 1/(2σ²) = %v, ρ = %v", mech, spent, rho)
 		}
-		spent += 1 / (2 * sigma * sigma)
-	}
-	if math.Abs(spent-rho) > 1e-3*rho {
-		t.Errorf("Σ 1/(2σ²) = %v, ρ = %v", spent, rho)
+		if !strings.HasPrefix(m["error/basis"], "data-independent") {
+			t.Errorf("%s: basis %q", mech, m["error/basis"])
+		}
 	}
 }
 
