@@ -120,6 +120,9 @@ func Collect(ctx context.Context, conn *sql.Conn, table string) (*Report, error)
 	if _, err := queryStrings(ctx, conn, "SELECT 1 FROM "+quoteTable(r.Source)+" LIMIT 1"); err == nil {
 		r.Owner = true
 	}
+	if r.answersOnly() {
+		r.Notes = append(r.Notes, r.Table+" holds noisy answers, not rows: the “model” columns are its answers, and there are no synthetic rows")
+	}
 	if err := r.workload(ctx, conn); err != nil {
 		return nil, err
 	}
@@ -171,6 +174,17 @@ func (r *Report) workload(ctx context.Context, q querier) error {
 		}
 		return nil
 	}
+	if r.answersOnly() {
+		// The released marginals are the workload's: read their list.
+		rows, err := queryStrings(ctx, q, "SELECT DISTINCT dp_columns FROM "+quoteTable(r.Table)+" ORDER BY dp_marginal")
+		if err != nil {
+			return fmt.Errorf("the released marginals of %s: %w", r.Table, err)
+		}
+		for _, row := range rows {
+			r.Marginals = append(r.Marginals, &Marginal{Attrs: strings.Split(row[0], ","), Weight: math.NaN(), Bound: math.NaN()})
+		}
+		return nil
+	}
 	r.Notes = append(r.Notes, "no error bounds for this table ("+err.Error()+"); the marginals shown are the pairs of its columns, not necessarily its workload")
 	crow, ccols, err := queryNamed(ctx, q, "SHOW COLUMNS FROM "+quoteTable(r.Table))
 	if err != nil {
@@ -193,6 +207,11 @@ func (r *Report) workload(ctx context.Context, q querier) error {
 	}
 	return nil
 }
+
+// answersOnly reports whether the table holds noisy answers, not rows
+// (gaussian, hdmm_lls): its "model" is the noisy answers, and it has no
+// synthetic rows to compare.
+func (r *Report) answersOnly() bool { return strings.Contains(r.Output, "answers") }
 
 // attrs lists the attributes of the workload in order of appearance.
 func (r *Report) attrs() []string {
@@ -232,6 +251,11 @@ func (r *Report) oneWay(ctx context.Context, q querier) map[string][]float64 {
 				}
 			}
 		}
+		if r.answersOnly() {
+			if vals, err := r.cellValues(ctx, q, a); err == nil && len(vals) > 0 {
+				bins[a] = vals
+			}
+		}
 		r.OneWay = append(r.OneWay, m)
 	}
 	for _, m := range r.OneWay {
@@ -244,9 +268,12 @@ func (r *Report) oneWay(ctx context.Context, q querier) map[string][]float64 {
 func (r *Report) fill(ctx context.Context, q querier, m *Marginal, bins map[string][]float64) {
 	var model map[string]float64
 	var err error
-	if r.HasBounds {
+	switch {
+	case r.HasBounds:
 		model, err = r.dpMarginal(ctx, q, m.Attrs)
-	} else {
+	case r.answersOnly() && len(m.Attrs) > 1:
+		model, err = r.answerCells(ctx, q, m.Attrs)
+	default:
 		model, err = r.groupBy(ctx, q, r.Table, m.Attrs, "model", bins)
 	}
 	if err != nil {
@@ -254,11 +281,13 @@ func (r *Report) fill(ctx context.Context, q querier, m *Marginal, bins map[stri
 		m.ErrSynth, m.ErrModel = math.NaN(), math.NaN()
 		return
 	}
-	synth, err := r.groupBy(ctx, q, r.Table, m.Attrs, "rows", bins)
-	if err != nil {
-		m.Failed = "synthetic rows: " + err.Error()
-		m.ErrSynth, m.ErrModel = math.NaN(), math.NaN()
-		return
+	var synth map[string]float64
+	if !r.answersOnly() {
+		if synth, err = r.groupBy(ctx, q, r.Table, m.Attrs, "rows", bins); err != nil {
+			m.Failed = "synthetic rows: " + err.Error()
+			m.ErrSynth, m.ErrModel = math.NaN(), math.NaN()
+			return
+		}
 	}
 	var real map[string]float64
 	if r.Owner {
@@ -272,6 +301,7 @@ func (r *Report) fill(ctx context.Context, q querier, m *Marginal, bins map[stri
 			keys[k] = true
 		}
 	}
+	m.ErrSynth, m.ErrModel = math.NaN(), math.NaN()
 	get := func(src map[string]float64, k string) float64 {
 		if src == nil {
 			return math.NaN()
@@ -284,12 +314,14 @@ func (r *Report) fill(ctx context.Context, q querier, m *Marginal, bins map[stri
 	sort.Slice(m.Cells, func(i, j int) bool {
 		return strings.Join(m.Cells[i].Key, keySep) < strings.Join(m.Cells[j].Key, keySep)
 	})
-	if real != nil {
-		m.ErrSynth = l1(m.Cells, func(c Cell) float64 { return c.Synth }, func(c Cell) float64 { return c.Real })
+	switch {
+	case real != nil:
 		m.ErrModel = l1(m.Cells, func(c Cell) float64 { return c.Model }, func(c Cell) float64 { return c.Real })
-	} else {
+		if synth != nil {
+			m.ErrSynth = l1(m.Cells, func(c Cell) float64 { return c.Synth }, func(c Cell) float64 { return c.Real })
+		}
+	case synth != nil:
 		m.ErrSynth = l1(m.Cells, func(c Cell) float64 { return c.Synth }, func(c Cell) float64 { return c.Model })
-		m.ErrModel = math.NaN()
 	}
 }
 
@@ -312,6 +344,52 @@ func l1(cells []Cell, a, b func(Cell) float64) float64 {
 
 // keySep joins a cell's values into a map key.
 const keySep = "\x1f"
+
+// cellValues returns the sorted numeric values attr takes in the cells
+// of an answers-only table (a binned column's bin lower bounds), or nil
+// if they are not numbers.
+func (r *Report) cellValues(ctx context.Context, q querier, attr string) ([]float64, error) {
+	if _, err := q.ExecContext(ctx, "SET SESSION dpsql_answer_source = 'rows'"); err != nil {
+		return nil, err
+	}
+	rows, err := queryStrings(ctx, q, "SELECT DISTINCT "+quoteIdent(attr)+" FROM "+quoteTable(r.Table)+" WHERE "+quoteIdent(attr)+" IS NOT NULL")
+	if err != nil {
+		return nil, err
+	}
+	var vals []float64
+	for _, row := range rows {
+		x, err := strconv.ParseFloat(row[0], 64)
+		if err != nil {
+			return nil, nil
+		}
+		vals = append(vals, x)
+	}
+	sort.Float64s(vals)
+	return vals, nil
+}
+
+// answerCells reads the released noisy marginal on attrs of an
+// answers-only table, cell by cell.
+func (r *Report) answerCells(ctx context.Context, q querier, attrs []string) (map[string]float64, error) {
+	if _, err := q.ExecContext(ctx, "SET SESSION dpsql_answer_source = 'rows'"); err != nil {
+		return nil, err
+	}
+	cols := make([]string, len(attrs))
+	for i, a := range attrs {
+		cols[i] = quoteIdent(a)
+	}
+	rows, err := queryStrings(ctx, q, "SELECT "+strings.Join(cols, ", ")+", dp_noisy_count FROM "+quoteTable(r.Table)+
+		" WHERE dp_columns = "+quoteString(strings.Join(attrs, ",")))
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]float64{}
+	for _, row := range rows {
+		x, _ := strconv.ParseFloat(row[len(attrs)], 64)
+		out[strings.Join(row[:len(attrs)], keySep)] += x
+	}
+	return out, nil
+}
 
 // dpMarginal reads the model's marginal on attrs with dp_marginal.
 func (r *Report) dpMarginal(ctx context.Context, q querier, attrs []string) (map[string]float64, error) {

@@ -63,6 +63,7 @@ func TestCollect(t *testing.T) {
 		"SET PRIVACY BUDGET FOR raw.t WITH EPSILON = 20, DELTA = 1e-6",
 		"CREATE SYNTHETIC TABLE lab.aim FROM raw.t USING aim WITH EPSILON = 8, ROWS = 2000, ROUNDS = 12, PGM_ITERS = 20, FINAL_ITERS = 200",
 		"CREATE SYNTHETIC TABLE lab.ind FROM raw.t USING independent WITH EPSILON = 2, PGM_ITERS = 20",
+		"CREATE SYNTHETIC TABLE lab.g FROM raw.t USING gaussian WITH EPSILON = 4",
 		"CREATE USER analyst IDENTIFIED BY 'apw'",
 		"GRANT SELECT ON lab.* TO analyst",
 	)
@@ -133,6 +134,15 @@ func TestCollect(t *testing.T) {
 	ind := collect(root, "lab.ind")
 	if ind.HasBounds || len(ind.Marginals) != 3 || len(ind.Notes) == 0 {
 		t.Errorf("independent report: bounds %v, %d marginals, notes %v", ind.HasBounds, len(ind.Marginals), ind.Notes)
+	}
+	g := collect(root, "lab.g")
+	if g.HasBounds || len(g.Marginals) != 3 {
+		t.Fatalf("gaussian report: bounds %v, %d marginals", g.HasBounds, len(g.Marginals))
+	}
+	for _, m := range g.Marginals {
+		if m.Failed != "" || !math.IsNaN(m.ErrSynth) || !(m.ErrModel >= 0 && m.ErrModel < 0.2) {
+			t.Errorf("gaussian %s: failed %q, synthetic %v (want none), answers' error %v", m.Name(), m.Failed, m.ErrSynth, m.ErrModel)
+		}
 	}
 	if _, err := Collect(ctx, mustConn(t, root), "raw.t"); err == nil {
 		t.Error("report of a raw table")
