@@ -124,3 +124,48 @@ func TestEmbeddedWithNetworkListener(t *testing.T) {
 		t.Error("network listener still open after Close")
 	}
 }
+
+// TestPreparedExplainSynthetic: EXPLAIN CREATE SYNTHETIC TABLE prepares
+// over the wire (COM_STMT_PREPARE) without parameters; with parameters it
+// points to its CALL twin, which takes them.
+func TestPreparedExplainSynthetic(t *testing.T) {
+	srv, err := dpsql.Open(context.Background(), dpsql.Options{DataDir: t.TempDir(), RootPassword: "pw", Demo: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	db := srv.OpenDB("root", "pw", "")
+	defer db.Close()
+	for _, q := range []string{"SET PRIVACY BUDGET FOR demo.census WITH EPSILON = 5, DELTA = 1e-6", "CREATE DATABASE lab"} {
+		if _, err := db.Exec(q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const stmt = "CREATE SYNTHETIC TABLE lab.x FROM demo.census USING gaussian WITH EPSILON = 1 WORKLOAD ALL 1-WAY"
+	st, err := db.Prepare("EXPLAIN " + stmt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	count := func(rows *sql.Rows, err error) int {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rows.Close()
+		n := 0
+		for rows.Next() {
+			n++
+		}
+		return n
+	}
+	prepared := count(st.Query())
+	called := count(db.Query("CALL dpsql_explain_synthetic_table(?)", stmt))
+	if prepared < 10 || prepared != called {
+		t.Errorf("prepared EXPLAIN: %d rows, CALL twin %d", prepared, called)
+	}
+	if _, err := db.Query("EXPLAIN CREATE SYNTHETIC TABLE lab.x FROM demo.census USING gaussian WITH EPSILON = ?", 1); err == nil ||
+		!strings.Contains(err.Error(), "dpsql_explain_synthetic_table") {
+		t.Errorf("EXPLAIN with a placeholder: %v", err)
+	}
+}
