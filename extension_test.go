@@ -37,6 +37,8 @@ func TestInstallIsolatesHostTables(t *testing.T) {
 		"INSERT INTO app.open VALUES (7)",
 		"CREATE USER u IDENTIFIED BY 'upw'",
 		"GRANT SELECT ON app.open TO u",
+		"CREATE TABLE app.made (y INT PRIMARY KEY)", // in the host's database
+		"INSERT INTO app.made VALUES (3)",
 	} {
 		if _, err := root.Exec(q); err != nil {
 			t.Fatalf("%s: %v", q, err)
@@ -45,6 +47,9 @@ func TestInstallIsolatesHostTables(t *testing.T) {
 	var n int
 	if err := root.QueryRow("SELECT COUNT(*) FROM app.secret").Scan(&n); err != nil || n != 2 {
 		t.Fatalf("host rows written through dpsql: %d, %v", n, err)
+	}
+	if _, ok, _ := db.GetTableInsensitive(newHostCtx(pro), "made"); !ok {
+		t.Error("CREATE TABLE through dpsql did not reach the host's database")
 	}
 	u := srv.OpenDB("u", "upw", "app")
 	defer u.Close()
@@ -73,4 +78,8 @@ func TestInstallIsolatesHostTables(t *testing.T) {
 	if _, err := root.Exec("DROP DATABASE app"); err == nil {
 		t.Error("dpsql dropped the host's database")
 	}
+}
+
+func newHostCtx(pro *memory.DbProvider) *gms.Context {
+	return gms.NewContext(context.Background(), gms.WithSession(memory.NewSession(gms.NewBaseSession(), pro)))
 }

@@ -355,6 +355,8 @@ var (
 	_ sql.StoredProcedureDatabase = isolatedHostDB{}
 	_ sql.EventDatabase           = isolatedHostDB{}
 	_ sql.TableRenamer            = isolatedHostDB{}
+	_ sql.TableCreator            = isolatedHostDB{}
+	_ sql.TableDropper            = isolatedHostDB{}
 )
 
 // RenameTable passes on to the host database, if it can.
