@@ -13,13 +13,13 @@ import (
 	"github.com/dpsql/dpsql/synth/fem"
 	"github.com/dpsql/dpsql/synth/gaussian"
 	"github.com/dpsql/dpsql/synth/gem"
+	"github.com/dpsql/dpsql/synth/hdmm"
 	"github.com/dpsql/dpsql/synth/independent"
 	"github.com/dpsql/dpsql/synth/mst"
 	"github.com/dpsql/dpsql/synth/mwem"
 	"github.com/dpsql/dpsql/synth/pep"
-	"github.com/dpsql/dpsql/synth/rap"
-	"github.com/dpsql/dpsql/synth/hdmm"
 	"github.com/dpsql/dpsql/synth/privbayes"
+	"github.com/dpsql/dpsql/synth/rap"
 )
 
 // ErrUnknownMechanism is wrapped by Lookup's error for an unknown name.
