@@ -83,3 +83,51 @@ func TestInstallIsolatesHostTables(t *testing.T) {
 func newHostCtx(pro *memory.DbProvider) *gms.Context {
 	return gms.NewContext(context.Background(), gms.WithSession(memory.NewSession(gms.NewBaseSession(), pro)))
 }
+
+// TestInstallRefusesHostUnits: a privacy unit declared on host tables is
+// never dropped silently; the synthesis is refused before any charge.
+func TestInstallRefusesHostUnits(t *testing.T) {
+	db := memory.NewDatabase("app")
+	pro := memory.NewDBProvider(db)
+	db.AddTable("households", memory.NewTable(db, "households", gms.NewPrimaryKeySchema(gms.Schema{
+		{Name: "id", Type: types.Int64, Source: "households", PrimaryKey: true},
+	}), db.GetForeignKeyCollection()))
+	db.AddTable("people", memory.NewTable(db, "people", gms.NewPrimaryKeySchema(gms.Schema{
+		{Name: "id", Type: types.Int64, Source: "people", PrimaryKey: true, AutoIncrement: true},
+		{Name: "hh", Type: types.Int64, Source: "people"},
+		{Name: "sex", Type: types.MustCreateEnumType([]string{"F", "M"}, gms.Collation_Default), Source: "people"},
+	}), db.GetForeignKeyCollection()))
+	srv, err := dpsql.Install(context.Background(), dpsql.Host{
+		Provider:   pro,
+		NewSession: func(b *gms.BaseSession) gms.Session { return memory.NewSession(b, pro) },
+	}, dpsql.Options{DataDir: t.TempDir(), RootPassword: "pw"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	root := srv.OpenDB("root", "pw", "")
+	defer root.Close()
+	for _, q := range []string{
+		"INSERT INTO app.households VALUES (1), (2)",
+		"INSERT INTO app.people (hh, sex) VALUES (1, 'F'), (1, 'M'), (2, 'F')",
+		"CREATE DATABASE lab",
+	} {
+		if _, err := root.Exec(q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	if _, err := root.Exec("ALTER TABLE app.people SET PRIVACY UNIT app.households ON people.hh = households.id MAX 4"); err != nil {
+		t.Logf("SET PRIVACY UNIT on host tables refused: %v", err)
+		return
+	}
+	if _, err := root.Exec("SET PRIVACY BUDGET FOR app.people WITH EPSILON = 1, DELTA = 1e-6"); err != nil {
+		t.Logf("budget on a unit's child refused: %v", err)
+	}
+	_, err = root.Exec("CREATE SYNTHETIC TABLE lab.p FROM app.people USING independent WITH EPSILON = 0.5")
+	if err == nil || !strings.Contains(err.Error(), "privacy unit") {
+		t.Fatalf("synthesis of a host table with a privacy unit: %v", err)
+	}
+	if strings.Contains(err.Error(), "stays spent") {
+		t.Errorf("refused after the charge: %v", err)
+	}
+}

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"hash/fnv"
 	"io"
@@ -480,4 +481,27 @@ func (isolatedHostDB) UpdateLastExecuted(*sql.Context, string, time.Time) error 
 // NeedsToReloadEvents implements sql.EventDatabase.
 func (isolatedHostDB) NeedsToReloadEvents(*sql.Context, interface{}) (bool, error) {
 	return false, nil
+}
+
+// refuseHostUnits fails when a privacy unit links src and a host table:
+// units read their tables from the catalog (units.go), and a unit that
+// cannot be read must never be dropped silently (the synthesis would
+// protect rows, not units). Checked in phase 1, before any charge.
+func (e *Engine) refuseHostUnits(ctx *sql.Context, src tableRef) error {
+	var rec *unitRecord
+	err := e.dp.cat.View(ctx, func(tx *catalog.Tx) error {
+		v, err := tx.Get(unitBucket, publicKey(src.ID))
+		if err != nil || v == nil {
+			return err
+		}
+		rec = new(unitRecord)
+		return json.Unmarshal(v, rec)
+	})
+	if err != nil {
+		return ErrInternal.Wrap(err, "reading the privacy unit of %s", src)
+	}
+	if rec != nil && (isHostTable(src) || rec.UnitID&hostIDBit != 0) {
+		return ErrUnsupported.New("%s has a privacy unit, and privacy units over tables of the host application are not supported: synthesize it from tables in dpsql's own databases", src)
+	}
+	return nil
 }

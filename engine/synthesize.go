@@ -194,6 +194,9 @@ func (e *Engine) validateSynthetic(ctx *sql.Context, stmt *dpparse.CreateSynthet
 	if req.unit, err = e.privacyUnitOf(ctx, src); err != nil {
 		return nil, false, err
 	}
+	if err := e.refuseHostUnits(ctx, src); err != nil {
+		return nil, false, err // extension.go
+	}
 
 	req.mech, err = registry.Lookup(stmt.Mechanism)
 	if err != nil {
