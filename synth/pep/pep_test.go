@@ -108,7 +108,9 @@ func TestEnginesAgree(t *testing.T) {
 		// MWEM steps too (whole-set updates).
 		for _, r := range runs {
 			r.cfg.past = true
-			r.mw()
+			if err := r.mw(context.Background()); err != nil {
+				t.Fatal(err)
+			}
 		}
 		var ms [2]*pgm.Model
 		for e, r := range runs {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"sort"
 
 	"gonum.org/v1/gonum/mat"
 
@@ -169,7 +170,7 @@ func (c *config) run(ctx context.Context, in *synth.Input) (*synth.Result, error
 	measuredCell := make([][]bool, len(w))
 	var (
 		eligible []int
-		cand     []cellRef
+		offs     []int
 		scores   []float64
 	)
 	for t := 1; t <= T; t++ {
@@ -200,19 +201,32 @@ func (c *config) run(ctx context.Context, in *synth.Input) (*synth.Result, error
 		for k, i := range eligible {
 			esets[k] = sets[i]
 		}
-		cand, scores = cand[:0], scores[:0]
+		// Scores go to fixed slots: MarginalsFunc calls back concurrently.
+		// Cell k·c of eligible marginal k is scores[offs[k]+c]; a measured
+		// cell scores −Inf (never selected).
 		delta := 0.0
+		offs = slices.Grow(offs[:0], len(eligible)+1)[:len(eligible)+1]
+		offs[0] = 0
+		for k, i := range eligible {
+			delta = max(delta, w[i].Weight)
+			n := 1
+			if c.cells {
+				n = dom.Cells(sets[i])
+			}
+			offs[k+1] = offs[k] + n
+		}
+		scores = slices.Grow(scores[:0], offs[len(eligible)])[:offs[len(eligible)]]
 		err := r.fam.marginals(ctx, esets, func(k int, x []float64) {
 			i := eligible[k]
 			wt := w[i].Weight
-			delta = max(delta, wt)
 			if c.cells {
+				sc := scores[offs[k]:offs[k+1]]
 				for cell, v := range x {
 					if measuredCell[i] != nil && measuredCell[i][cell] {
-						continue
+						sc[cell] = math.Inf(-1)
+					} else {
+						sc[cell] = wt * math.Abs(answers[i][cell]-r.total*v)
 					}
-					cand = append(cand, cellRef{i, cell})
-					scores = append(scores, wt*math.Abs(answers[i][cell]-r.total*v))
 				}
 				return
 			}
@@ -220,17 +234,27 @@ func (c *config) run(ctx context.Context, in *synth.Input) (*synth.Result, error
 			for cell, v := range x {
 				worst = max(worst, math.Abs(answers[i][cell]-r.total*v))
 			}
-			cand = append(cand, cellRef{i, -1})
-			scores = append(scores, wt*worst)
+			scores[k] = wt * worst
 		})
 		if err != nil {
 			return fail(err)
 		}
-		if len(cand) == 0 {
+		ncands := 0
+		for _, v := range scores {
+			if !math.IsInf(v, -1) {
+				ncands++
+			}
+		}
+		if ncands == 0 {
 			continue
 		}
 		tracker.Round(t, eligible, nil)
-		pick := cand[in.Noise.Exponential(scores, eps, delta)]
+		j := in.Noise.Exponential(scores, eps, delta)
+		k := sort.SearchInts(offs, j+1) - 1 // offs[k] ≤ j < offs[k+1]
+		pick := cellRef{eligible[k], -1}
+		if c.cells {
+			pick.cell = j - offs[k]
+		}
 		s := sets[pick.set]
 		idx, err := r.fam.addSet(s)
 		if err != nil {
@@ -273,10 +297,12 @@ func (c *config) run(ctx context.Context, in *synth.Input) (*synth.Result, error
 				return fail(err)
 			}
 		case algoMWEM:
-			r.mw()
+			if err := r.mw(ctx); err != nil {
+				return fail(err)
+			}
 		}
 		res.Rounds = append(res.Rounds, synth.Round{Round: t, Epsilon: eps, Sigma: sigma, Sensitivity: delta,
-			Candidates: len(cand), Selected: s, RhoUsed: res.RhoUsed, ModelSize: r.fam.size()})
+			Candidates: ncands, Selected: s, RhoUsed: res.RhoUsed, ModelSize: r.fam.size()})
 		in.Report(synth.Status{Phase: "round", Round: t, RhoUsed: res.RhoUsed, ModelSize: r.fam.size()})
 	}
 	if err := ctx.Err(); err != nil {
@@ -379,7 +405,7 @@ func (r *run) project(ctx context.Context) error {
 // measured query whose error is at least half the new one's gets the same
 // step, all computed from the answers at the start of the update (stale,
 // as in the reference), so their order does not matter.
-func (r *run) mw() {
+func (r *run) mw(ctx context.Context) error {
 	cur, _ := r.current(nil, nil)
 	errOf := func(g group) float64 {
 		e := 0.0
@@ -406,11 +432,15 @@ func (r *run) mw() {
 	if r.cfg.past {
 		bar := 0.5 * errOf(newest)
 		for _, g := range r.groups[:len(r.groups)-1] {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
 			if errOf(g) >= bar {
 				step(g)
 			}
 		}
 	}
+	return nil
 }
 
 // group is one measurement's queries, r.qs[lo:hi].

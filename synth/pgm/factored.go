@@ -27,6 +27,7 @@ type Factored struct {
 	sets  [][]int
 	home  []int     // clique holding set i
 	maps  [][]int32 // clique cells of home[i] → cells of set i
+	plans []cellPlan
 	theta []float64 // log potentials, arena layout
 	p     []float64 // clique marginals (probabilities), arena layout
 	bp    *bpWork
@@ -61,6 +62,7 @@ func NewFactored(dom *Domain, sets [][]int) (*Factored, error) {
 		f.sets[i] = slices.Clone(s)
 		f.home[i] = jt.containing(s)
 		f.maps[i] = jt.projMap(f.home[i], s)
+		f.plans = append(f.plans, newCellPlan(dom, jt.cliques[f.home[i]], s))
 	}
 	return f, nil
 }
@@ -77,16 +79,71 @@ func (f *Factored) Add(i int, delta []float64) {
 	f.stale = true
 }
 
-// AddCell adds d to θ_i[cell].
+// AddCell adds d to θ_i[cell]. It visits only the clique cells that
+// project to that cell (the clique's size over the set's), not the clique.
 func (f *Factored) AddCell(i, cell int, d float64) {
 	th := f.jt.block(f.theta, f.home[i])
-	c := int32(cell)
-	for j, m := range f.maps[i] {
-		if m == c {
-			th[j] += d
+	pl := &f.plans[i]
+	off := 0
+	for j := len(pl.setSize) - 1; j >= 0; j-- {
+		off += (cell % pl.setSize[j]) * pl.setStride[j]
+		cell /= pl.setSize[j]
+	}
+	var buf [16]int
+	idx := buf[:0]
+	if len(pl.otherSize) > len(buf) {
+		idx = make([]int, len(pl.otherSize))
+	} else {
+		idx = buf[:len(pl.otherSize)]
+	}
+	for {
+		th[off] += d
+		k := len(idx) - 1
+		for ; k >= 0; k-- {
+			idx[k]++
+			off += pl.otherStride[k]
+			if idx[k] < pl.otherSize[k] {
+				break
+			}
+			off -= idx[k] * pl.otherStride[k]
+			idx[k] = 0
+		}
+		if k < 0 {
+			break
 		}
 	}
 	f.stale = true
+}
+
+// cellPlan locates a set's cells inside its home clique (row-major, last
+// attribute fastest): the strides of the set's attributes, and the sizes
+// and strides of the clique's other attributes.
+type cellPlan struct {
+	setSize, setStride     []int
+	otherSize, otherStride []int
+}
+
+func newCellPlan(dom *Domain, clique, set []int) cellPlan {
+	var pl cellPlan
+	stride := 1
+	strides := make([]int, len(clique))
+	for j := len(clique) - 1; j >= 0; j-- {
+		strides[j] = stride
+		stride *= dom.Size(clique[j])
+	}
+	for j, a := range clique {
+		if slices.Contains(set, a) {
+			continue
+		}
+		pl.otherSize = append(pl.otherSize, dom.Size(a))
+		pl.otherStride = append(pl.otherStride, strides[j])
+	}
+	for _, a := range set {
+		j := slices.Index(clique, a)
+		pl.setSize = append(pl.setSize, dom.Size(a))
+		pl.setStride = append(pl.setStride, strides[j])
+	}
+	return pl
 }
 
 // Calibrate runs belief propagation on the current potentials.

@@ -26,11 +26,14 @@ func TestFactoredBrute(t *testing.T) {
 			}
 			f.Add(i, thetas[i])
 		}
-		// A cell update must equal adding a one-hot table.
-		i := rng.IntN(len(sets))
-		c := rng.IntN(dom.Cells(sets[i]))
-		f.AddCell(i, c, 0.7)
-		thetas[i][c] += 0.7
+		// Cell updates must equal adding one-hot tables.
+		for range 8 {
+			i := rng.IntN(len(sets))
+			c := rng.IntN(dom.Cells(sets[i]))
+			d := rng.NormFloat64()
+			f.AddCell(i, c, d)
+			thetas[i][c] += d
+		}
 
 		var joint []float64
 		var z float64
