@@ -209,12 +209,24 @@ func (o *Options) Run(ctx context.Context, in *synth.Input) (*synth.Result, erro
 	for a := range sizes {
 		sizes[a] = dom.Size(a)
 	}
+	arch := o.Arch(sizes)
+	B := float64(o.Batch)
+	// Parameters with gradients, Adam's moments and the EMA; activations
+	// and their gradients; probabilities and theirs; the scratch.
+	mem := 8*(5*float64(arch.NumParams())+2*B*float64(arch.Width())+2*B*float64(arch.Out())+B*float64(o.Latent)) +
+		amloop.ScratchBytes(sizes, w, o.Batch)
+	if err := amloop.CheckMemory(name, mem); err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return &synth.Result{}, fmt.Errorf("%s: %w", name, err)
+	}
 	rng := in.Post()
 	z := make([]float64, o.Batch*o.Latent)
 	for i := range z {
 		z[i] = rng.NormFloat64()
 	}
-	net, err := nn.New(o.Arch(sizes), z, rng)
+	net, err := nn.New(arch, z, rng)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w: %v", name, synth.ErrInvalidInput, err)
 	}
