@@ -185,7 +185,7 @@ func Run(ctx context.Context, in *synth.Input, cfg Config, w []synth.Marginal, m
 			}
 			scores[i] = m.Weight * e
 		}
-		var selected []int
+		var selected []int // the round's first selection (all K are in Measurements)
 		for range K {
 			pick := in.Noise.Exponential(scores, eps, delta)
 			scores[pick] = math.Inf(-1)
@@ -198,7 +198,9 @@ func Run(ctx context.Context, in *synth.Input, cfg Config, w []synth.Marginal, m
 			st.Attrs = append(st.Attrs, sets[pick])
 			st.Noisy = append(st.Noisy, y)
 			st.Target = append(st.Target, nil)
-			selected = append(selected, sets[pick]...)
+			if selected == nil {
+				selected = sets[pick]
+			}
 		}
 		st.retarget()
 		candidates := 0
