@@ -80,3 +80,30 @@ func TestCreateSyntheticGEMCancelled(t *testing.T) {
 		t.Errorf("entry %+v, want failed", last)
 	}
 }
+
+// TestCreateSyntheticGEMPub: gem_pub reads a table declared public beside
+// the private source (PUBLIC = db.t), at no extra charge, and is refused
+// without one before anything is charged.
+func TestCreateSyntheticGEMPub(t *testing.T) {
+	f := newSynthFixture(t)
+	f.exec("CREATE TABLE raw.pubpeople (id INT NOT NULL AUTO_INCREMENT PRIMARY KEY, sex ENUM('F','M') NOT NULL,"+
+		" age INT NOT NULL CHECK (age BETWEEN 0 AND 9), city VARCHAR(10) CHECK (city IN ('a','b','c')))",
+		"INSERT INTO raw.pubpeople (sex, age, city) SELECT sex, age, city FROM raw.people WHERE id % 4 = 0",
+		"ALTER TABLE raw.pubpeople SET PUBLIC")
+	before := f.budget()
+	if _, _, err := query(f.e, f.root, "CREATE SYNTHETIC TABLE syn.gp FROM raw.people USING gem_pub WITH EPSILON = 1"); err == nil {
+		t.Fatal("gem_pub without PUBLIC ran")
+	}
+	if b := f.budget(); b.RhoSpent != before.RhoSpent {
+		t.Errorf("refused gem_pub spent ρ %g", b.RhoSpent-before.RhoSpent)
+	}
+	f.exec("CREATE SYNTHETIC TABLE syn.gp FROM raw.people USING gem_pub WITH EPSILON = 1, ROWS = 200, PUBLIC = raw.pubpeople," +
+		" ROUNDS = 2, BATCH = 100, LATENT = 8, HIDDEN = 16, PRETRAIN_ITERS = 50")
+	spent := f.budget().RhoSpent - before.RhoSpent
+	if rho := wantRho(t, 1); spent < rho || spent > rho+math.Ldexp(1, -40) {
+		t.Errorf("ρ spent %.15g, want %.15g rounded up", spent, rho)
+	}
+	if n := f.rows("SELECT COUNT(*) FROM syn.gp"); toInt(n[0][0]) != 200 {
+		t.Errorf("COUNT(*) = %v, want 200", n)
+	}
+}

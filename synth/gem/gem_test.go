@@ -5,6 +5,7 @@ import (
 	"context"
 	"math"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/dpsql/dpsql/synth"
@@ -229,5 +230,15 @@ func TestBudget(t *testing.T) {
 			t.Errorf("%v measured twice", m.Attrs)
 		}
 		seen[k] = true
+	}
+}
+
+// TestMemoryRefused: a network that would not fit is refused before any
+// noise is drawn (the engine's preflight sees the error).
+func TestMemoryRefused(t *testing.T) {
+	in := testInput(6)
+	r, _ := Mechanism{}.New([]synth.Option{{Name: "BATCH", Value: 100000}, {Name: "HIDDEN", Value: 4096}, {Name: "LAYERS", Value: 8}})
+	if _, err := r.Run(context.Background(), in); err == nil || !strings.Contains(err.Error(), "memory") {
+		t.Errorf("huge network: %v, want a memory error", err)
 	}
 }

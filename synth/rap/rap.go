@@ -205,6 +205,12 @@ func (o *Options) Run(ctx context.Context, in *synth.Input) (*synth.Result, erro
 		t.blocks = append(t.blocks, dom.Size(a))
 	}
 	l := prodq.NewLayout(t.blocks)
+	if err := amloop.CheckMemory(name, 8*6*float64(o.Relaxed)*float64(l.Width)+amloop.ScratchBytes(t.blocks, w, o.Relaxed)); err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return &synth.Result{}, fmt.Errorf("%s: %w", name, err)
+	}
 	t.params = make([]float64, o.Relaxed*l.Width)
 	t.grads = make([]float64, len(t.params))
 	rng := in.Post()

@@ -185,7 +185,7 @@ func Run(ctx context.Context, in *synth.Input, cfg Config, w []synth.Marginal, m
 			}
 			scores[i] = m.Weight * e
 		}
-		var selected []int
+		var selected []int // the round's first selection (all K are in Measurements)
 		for range K {
 			pick := in.Noise.Exponential(scores, eps, delta)
 			scores[pick] = math.Inf(-1)
@@ -198,7 +198,9 @@ func Run(ctx context.Context, in *synth.Input, cfg Config, w []synth.Marginal, m
 			st.Attrs = append(st.Attrs, sets[pick])
 			st.Noisy = append(st.Noisy, y)
 			st.Target = append(st.Target, nil)
-			selected = append(selected, sets[pick]...)
+			if selected == nil {
+				selected = sets[pick]
+			}
 		}
 		st.retarget()
 		candidates := 0
@@ -280,4 +282,34 @@ func OutRows(in *synth.Input, nHat float64) int {
 		return in.Rows
 	}
 	return int(min(math.Round(nHat), synth.MaxRows))
+}
+
+// MaxBytes bounds the memory a mechanism may plan for (its matrices and
+// the product-query scratch): a request above it is refused before the run.
+const MaxBytes = 2 << 30
+
+// ScratchBytes is the memory of the product-query scratch for answering
+// and differentiating the workload's marginals on a mixture of B rows:
+// the outer product and its gradient (B × c each, c the cells of all but
+// the smallest attribute) and the transposed answer.
+func ScratchBytes(sizes []int, w []synth.Marginal, B int) float64 {
+	worst := 0.0
+	for _, m := range w {
+		cells, small := 1.0, math.Inf(1)
+		for _, a := range m.Attrs {
+			cells *= float64(sizes[a])
+			small = min(small, float64(sizes[a]))
+		}
+		worst = max(worst, 8*(2*float64(B)*cells/small+2*cells))
+	}
+	return worst
+}
+
+// CheckMemory refuses a plan of more than MaxBytes.
+func CheckMemory(name string, bytes float64) error {
+	if bytes > MaxBytes {
+		return fmt.Errorf("%s: %w: needs about %.0f MB of memory, above the limit of %d MB (lower BATCH, HIDDEN, LATENT or RELAXED)",
+			name, synth.ErrInvalidInput, bytes/(1<<20), MaxBytes>>20)
+	}
+	return nil
 }
