@@ -64,8 +64,8 @@ const (
 	DefaultEta           = 2.0
 	DefaultCountFraction = 0.05
 	DefaultMaxRounds     = 2000
-	DefaultPGMIters      = 300
-	DefaultMaxModelSize  = 25
+	DefaultPGMIters      = 100
+	DefaultMaxModelSize  = 2
 )
 
 // Slack of the per-draw ε against float rounding of the exponents.
@@ -103,9 +103,9 @@ func params(pgm bool) synth.Schema {
 			Doc: "largest product of domain sizes searched exactly by the best-response oracle; beyond it greedy + local search"},
 	}
 	if pgm {
-		s = append(s, synth.Param{Name: "PGM_ITERS", Kind: synth.Int, Default: "300", Min: 1, Max: 1e6,
+		s = append(s, synth.Param{Name: "PGM_ITERS", Kind: synth.Int, Default: "100", Min: 1, Max: 1e6,
 			Doc: "mirror-descent iterations of the DualQuery-likelihood estimation"},
-			synth.Param{Name: "MAX_MODEL_SIZE", Kind: synth.Float, Default: "25", Min: 1e-3,
+			synth.Param{Name: "MAX_MODEL_SIZE", Kind: synth.Float, Default: "2", Min: 1e-3,
 				Doc: "junction-tree size limit in MB: beyond it the model covers the most drawn workload marginals that fit"})
 	}
 	return s

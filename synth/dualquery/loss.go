@@ -2,6 +2,7 @@ package dualquery
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"slices"
 
@@ -169,9 +170,12 @@ func (l *Loss) Eval(x, grad [][]float64) float64 {
 }
 
 // modelMarginals picks S: every workload marginal if the model over all of
-// them is within limit MB, otherwise the marginals in decreasing order of
-// their draws (ties by workload order), each kept if the model stays within
-// limit. The draws are released, so this is post-processing.
+// them is within limit MB; otherwise first, smallest first, the marginals
+// that cover an attribute no earlier one covers (an attribute in no
+// marginal of S would be uniform in the model), then the rest in
+// decreasing order of their draws (ties by workload order), each kept if
+// the model stays within limit.
+// The draws are released, so this is post-processing.
 func (g *game) modelMarginals(dom *pgm.Domain, limit float64) []int {
 	q := g.q
 	all := make([]int, len(q.Sets))
@@ -190,21 +194,65 @@ func (g *game) modelMarginals(dom *pgm.Domain, limit float64) []int {
 	slices.SortStableFunc(all, func(a, b int) int { return n[b] - n[a] })
 	var sel []int
 	var cliques [][]int
-	for _, m := range all {
-		if pgm.ModelSize(dom, append(cliques, q.Sets[m])) <= limit {
+	taken := make([]bool, len(q.Sets))
+	covered := make([]bool, dom.Len())
+	try := func(m int) {
+		if !taken[m] && pgm.ModelSize(dom, append(cliques, q.Sets[m])) <= limit {
 			cliques = append(cliques, q.Sets[m])
 			sel = append(sel, m)
+			taken[m] = true
+			for _, a := range q.Sets[m] {
+				covered[a] = true
+			}
 		}
+	}
+	// Coverage first, smallest marginals first (the most drawn ones are
+	// the largest and would exhaust the limit before every attribute is
+	// covered).
+	small := slices.Clone(all)
+	slices.SortStableFunc(small, func(a, b int) int { return dom.Cells(q.Sets[a]) - dom.Cells(q.Sets[b]) })
+	for _, m := range small {
+		if slices.ContainsFunc(q.Sets[m], func(a int) bool { return !covered[a] }) {
+			try(m)
+		}
+	}
+	for _, m := range all {
+		try(m)
 	}
 	slices.Sort(sel)
 	return sel
 }
 
-// estimate fits the model to the draws' likelihood.
+// estimate fits the model to the draws' likelihood. The fit starts from a
+// model of the records themselves (an L2 fit of S's marginals of the
+// records, mixed 9:1 with the uniform distribution, scaled to n̂): the
+// likelihood is convex, so the start changes only how many iterations
+// reach a good fit, and the records are released (post-processing).
 func (g *game) estimate(ctx context.Context, in *synth.Input, nhat float64, iters int, limit float64, round int, rhoUsed float64) (*pgm.Model, error) {
 	dom := in.Data.Domain()
 	sel := g.modelMarginals(dom, limit)
-	return pgm.EstimateCustom(ctx, dom, newLoss(g, sel), &pgm.EstimateOptions{
-		Iters: iters, Total: nhat, Progress: in.FinalProgress(round, rhoUsed),
+	loss := newLoss(g, sel)
+	meas := make([]pgm.Measurement, len(sel))
+	T := float64(len(g.records))
+	for k, m := range sel {
+		n := loss.off[k+1] - loss.off[k]
+		y := make([]float64, n)
+		for i := range y {
+			y[i] = 0.1 * nhat / float64(n)
+		}
+		for _, cs := range loss.cells {
+			y[int(cs[k])-loss.off[k]] += 0.9 * nhat / T
+		}
+		meas[k] = pgm.Measurement{Attrs: g.q.Sets[m], Y: y, Sigma: 1}
+	}
+	start, err := pgm.Estimate(ctx, dom, meas, &pgm.EstimateOptions{Iters: initIters, Total: nhat})
+	if err != nil {
+		return nil, fmt.Errorf("initial model from the records: %w", err)
+	}
+	return pgm.EstimateCustom(ctx, dom, loss, &pgm.EstimateOptions{
+		Iters: iters, Total: nhat, WarmStart: start, Progress: in.FinalProgress(round, rhoUsed),
 	})
 }
+
+// initIters is the number of iterations of the initial fit to the records.
+const initIters = 50
