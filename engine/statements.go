@@ -78,6 +78,6 @@ func (e *Engine) plan(stmt dpparse.Statement) (statementNode, ast.AuthInformatio
 // engine's provider.
 func (e *Engine) procedures() []sql.ExternalStoredProcedureDetails {
 	return append([]sql.ExternalStoredProcedureDetails{
-		e.statusProcedure(), e.backupProcedure(), e.setPrivacyUnitProcedure(),
+		e.statusProcedure(), e.backupProcedure(), e.setPrivacyUnitProcedure(), e.createSyntheticTablesProcedure(),
 	}, append(append(e.privacyProcedures(), e.synthesisProcedures()...), e.showErrorBoundsProcedures()...)...)
 }
