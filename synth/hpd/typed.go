@@ -223,3 +223,25 @@ func (q *QuerySet) decodeQuery(d *Domain, c int, mq *query) {
 	copy(mq.iV, buf[:len(q.I)])
 	copy(mq.i2V, buf[len(q.I):])
 }
+
+// TruncateTyped applies the typed truncation rule to records already in
+// head, spouse, children order: at most K−2 children per household.
+func TruncateTyped(d *Domain, r *Records) *Records {
+	out := &Records{NG: r.NG, NI: r.NI, G: r.G, Off: []int32{0}}
+	for h := range r.Households() {
+		n, children := 0, 0
+		for p := r.Off[h]; p < r.Off[h+1]; p++ {
+			row := r.P[int(p)*r.NI : int(p+1)*r.NI]
+			if int(row[d.Rel]) == d.RelCodes[Child] {
+				if children == d.K-2 {
+					continue
+				}
+				children++
+			}
+			out.P = append(out.P, row...)
+			n++
+		}
+		out.Off = append(out.Off, out.Off[h]+int32(n))
+	}
+	return out
+}
