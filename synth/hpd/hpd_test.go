@@ -325,7 +325,9 @@ func TestRunMethods(t *testing.T) {
 			if res.RhoUsed > in.Rho || res.RhoUsed < 0.999*in.Rho {
 				t.Errorf("spent %v of %v", res.RhoUsed, in.Rho)
 			}
-			if rounds != c.opts["ROUNDS"] {
+			// T is capped by the number of candidates; ρ is split over
+			// the rounds that run.
+			if rounds < 1 || rounds > c.opts["ROUNDS"].(int) {
 				t.Errorf("last round reported %d", rounds)
 			}
 			syn := res.Households

@@ -190,14 +190,17 @@ type plan struct {
 	sigmaG, sigmaI                      float64
 }
 
-func (r *Runner) plan(rho float64, K int) (plan, error) {
+func (r *Runner) plan(rho float64, K int) (plan, error) { return r.planT(rho, K, r.rounds) }
+
+// planT is the plan for T rounds.
+func (r *Runner) planT(rho float64, K, T int) (plan, error) {
 	if !(rho > 0) || math.IsInf(rho, 1) {
 		return plan{}, fmt.Errorf("hpd: budget ρ = %g must be positive and finite", rho)
 	}
 	var p plan
 	p.rho0 = 0.02 * rho
 	p.sigma0 = 1 / math.Sqrt(2*p.rho0)
-	p.rhoRound = (rho - p.rho0) / float64(r.rounds)
+	p.rhoRound = (rho - p.rho0) / float64(T)
 	a := r.alpha
 	p.eps0 = math.Sqrt(2 * p.rhoRound / (a*a + (1-a)*(1-a)))
 	// noise.Exponential at ε costs ε²/8: ε = 2αε0 costs (αε0)²/2.
@@ -334,6 +337,8 @@ func (r *Runner) Run(ctx context.Context, in *Input) (*Result, error) {
 	scores := make([]float64, len(cands))
 	model := make([][]float64, len(work))
 	var ms []measured
+	// T is capped by the number of candidates (public: it depends on the
+	// domain and workload only), and ρ split over the rounds that run.
 	rounds := min(r.rounds, len(cands))
 	var chosenSet []bool
 	if r.marginals {
@@ -347,7 +352,12 @@ func (r *Runner) Run(ctx context.Context, in *Input) (*Result, error) {
 		}
 		rounds = min(r.rounds, n)
 	}
-	for t := 1; t <= r.rounds; t++ {
+	if rounds < r.rounds {
+		if pl, err = r.planT(in.Rho, K, rounds); err != nil {
+			return nil, err
+		}
+	}
+	for t := 1; t <= rounds; t++ {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
@@ -434,8 +444,6 @@ func (r *Runner) Run(ctx context.Context, in *Input) (*Result, error) {
 				return nil, err
 			}
 		}
-		// A round past the number of candidates still spends its share, so
-		// that RhoUsed follows the plan exactly.
 		rhoUsed += pl.emEps*pl.emEps/8 + 1/(2*pl.sigmaG*pl.sigmaG)
 		report(synth.Status{Phase: "round", Round: t, RhoUsed: rhoUsed})
 	}
@@ -443,7 +451,7 @@ func (r *Runner) Run(ctx context.Context, in *Input) (*Result, error) {
 	if n == 0 {
 		n = int(math.Round(ng))
 	}
-	report(synth.Status{Phase: "sample", Round: r.rounds, RhoUsed: rhoUsed})
+	report(synth.Status{Phase: "sample", Round: rounds, RhoUsed: rhoUsed})
 	res.Households = est.sample(n, post)
 	res.RhoUsed = rhoUsed
 	if rhoUsed > in.Rho*(1+1e-9) {
