@@ -595,3 +595,37 @@ func (r *hierRequest) release(ctx context.Context, syn *hpd.Records) (hrows, pro
 	}
 	return
 }
+
+// createSyntheticTablesProcedure is CALL dpsql_create_synthetic_tables('CREATE
+// SYNTHETIC TABLES …'), the preparable twin of the statement: one row with
+// the two new tables and their total number of rows.
+func (e *Engine) createSyntheticTablesProcedure() sql.ExternalStoredProcedureDetails {
+	return sql.ExternalStoredProcedureDetails{
+		Name: "dpsql_create_synthetic_tables",
+		Schema: sql.Schema{
+			{Name: "Tables", Type: types.LongText},
+			{Name: "Rows", Type: types.Int64},
+		},
+		Function: func(ctx *sql.Context, statement string) (sql.RowIter, error) {
+			parsed, n, ok, err := dpparse.Parse(statement)
+			stmt, isCreate := parsed.(*dpparse.CreateSyntheticTables)
+			switch {
+			case !ok || (err == nil && !isCreate):
+				return nil, SQLError(ErrBadParameter.New("dpsql_create_synthetic_tables expects a CREATE SYNTHETIC TABLES statement"))
+			case err != nil:
+				return nil, SQLError(ErrSyntax.Wrap(err, ""))
+			case !isBlank(statement[n:], ';'):
+				return nil, SQLError(ErrSyntax.New("unexpected text after %s: %s", stmt, abbrev(statement[n:])))
+			}
+			rows, err := e.createSyntheticTables(ctx, stmt)
+			if err != nil {
+				return nil, SQLError(err)
+			}
+			names := make([]string, len(stmt.Tables))
+			for i, t := range stmt.Tables {
+				names[i] = t.String()
+			}
+			return sql.RowsToRowIter(sql.Row{strings.Join(names, ", "), int64(rows)}), nil
+		},
+	}
+}

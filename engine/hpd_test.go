@@ -120,6 +120,10 @@ func TestHierarchicalSynthesisSQL(t *testing.T) {
 	if n := toInt(q("SELECT COUNT(*) FROM syn.h3")[0][0]); n != 50 {
 		t.Errorf("HOUSEHOLDS = 50 gave %d", n)
 	}
+	// The CALL twin.
+	if rows := q("CALL dpsql_create_synthetic_tables('CREATE SYNTHETIC TABLES syn.h4, syn.p4 FROM census.households, census.persons USING hpd_fixed WITH EPSILON = 0.5, ROUNDS = 3, ITERS = 5, COMPONENTS = 4')"); len(rows) != 1 || toInt(rows[0][1]) < 200 {
+		t.Errorf("CALL dpsql_create_synthetic_tables: %v", rows)
+	}
 	// Typed households: every synthetic household has one head and at
 	// most one spouse.
 	q("CREATE SYNTHETIC TABLES syn.ht, syn.pt FROM census.households, census.persons USING hpd_fixed WITH EPSILON = 1, RELATIONSHIP = 'rel', ROUNDS = 10, ITERS = 10, COMPONENTS = 16")

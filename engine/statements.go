@@ -79,5 +79,6 @@ func (e *Engine) plan(stmt dpparse.Statement) (statementNode, ast.AuthInformatio
 func (e *Engine) procedures() []sql.ExternalStoredProcedureDetails {
 	return append([]sql.ExternalStoredProcedureDetails{
 		e.statusProcedure(), e.backupProcedure(), e.setPrivacyUnitProcedure(), e.explainSyntheticProcedure(),
+		e.createSyntheticTablesProcedure(),
 	}, append(append(e.privacyProcedures(), e.synthesisProcedures()...), e.showErrorBoundsProcedures()...)...)
 }

@@ -120,7 +120,7 @@ func (r *Records) Check(d *Domain) error {
 
 // checkTyped checks that household h is head, [spouse], children….
 func (r *Records) checkTyped(d *Domain, h int) error {
-	k := 0
+	k, children := 0, 0
 	for p := r.Off[h]; p < r.Off[h+1]; p++ {
 		rel := int(r.P[int(p)*r.NI+d.Rel])
 		switch {
@@ -128,9 +128,13 @@ func (r *Records) checkTyped(d *Domain, h int) error {
 			k++
 		case k >= 1 && rel == d.RelCodes[Child]:
 			k = 2
+			children++
 		default:
 			return fmt.Errorf("hpd: typed household %d is not one head, at most one spouse, then children", h)
 		}
+	}
+	if children > d.K-2 {
+		return fmt.Errorf("hpd: typed household %d has %d children (at most K−2 = %d)", h, children, d.K-2)
 	}
 	return nil
 }

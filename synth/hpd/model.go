@@ -22,6 +22,7 @@ type layout struct {
 	typed        bool
 	psOff, ncOff int
 	fixed        []int
+	ts           *typedScratch // valueTyped's buffers (a layout is used by one goroutine)
 }
 
 func newLayout(d *Domain) *layout {

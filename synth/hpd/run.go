@@ -45,6 +45,7 @@ func (m Method) Schema() synth.Schema {
 	s := synth.Schema{
 		{Name: "ROUNDS", Kind: synth.Int, Default: "50", Min: 1, Max: 10000, Doc: "adaptive rounds T (one query selected and measured per round)"},
 		{Name: "ALPHA", Kind: synth.Float, Default: "0.5", Min: 0.01, Max: 0.99, Doc: "share of each round's ε0 spent on selection"},
+		{Name: "MARGINALS", Kind: synth.Int, Default: "1", Min: 0, Max: 1, Doc: "1: each round selects and measures a whole query set (all its cells); 0: a single query, as in the paper"},
 	}
 	switch m.name {
 	case "mwem":
@@ -52,7 +53,7 @@ func (m Method) Schema() synth.Schema {
 	default:
 		s = append(s,
 			synth.Param{Name: "COMPONENTS", Kind: synth.Int, Default: "100", Min: 1, Max: 100000, Doc: "mixture components M"},
-			synth.Param{Name: "ITERS", Kind: synth.Int, Default: "50", Min: 1, Max: 100000, Doc: "Adam steps per round S"},
+			synth.Param{Name: "ITERS", Kind: synth.Int, Default: "25", Min: 1, Max: 100000, Doc: "Adam steps per round S"},
 			synth.Param{Name: "LR", Kind: synth.Float, Default: strconv.FormatFloat(m.defaultLR(), 'g', -1, 64), Min: 1e-6, Max: 10, Doc: "Adam learning rate"})
 		if m.name == "hpd_gen" {
 			s = append(s, synth.Param{Name: "HIDDEN", Kind: synth.Int, Default: "64", Min: 1, Max: 4096, Doc: "hidden units of the generator"})
@@ -74,6 +75,7 @@ type Runner struct {
 	rounds, comps, iters int
 	passes, hidden       int
 	alpha, lr            float64
+	marginals            bool
 }
 
 // New validates opts.
@@ -83,7 +85,7 @@ func (m Method) New(opts []synth.Option) (*Runner, error) {
 		return nil, err
 	}
 	return &Runner{m: m, rounds: v.Int("ROUNDS", 50), alpha: v.Float("ALPHA", 0.5), comps: v.Int("COMPONENTS", 100),
-		iters: v.Int("ITERS", 50), lr: v.Float("LR", m.defaultLR()), passes: v.Int("PASSES", 10), hidden: v.Int("HIDDEN", 64)}, nil
+		iters: v.Int("ITERS", 25), lr: v.Float("LR", m.defaultLR()), passes: v.Int("PASSES", 10), hidden: v.Int("HIDDEN", 64), marginals: v.Int("MARGINALS", 1) == 1}, nil
 }
 
 // Input is everything a run needs.
@@ -104,6 +106,49 @@ type Input struct {
 	Households int
 	// Progress, if set, gets a status per round.
 	Progress func(synth.Status)
+}
+
+// setSensitivity returns the L1 and L2 sensitivities of the vector of
+// counts of q's cells when one household (at most K persons) is added or
+// removed:
+//
+//	Q_G: the household adds 1 to each distinct person-value cell it holds:
+//	     k = min(K, cells of I) (1 without I): L1 = k, L2 = √k;
+//	Q_I: each of ≤ K persons adds 1 to one cell: L1 = L2 = K;
+//	Q_R: each of n qualifying persons adds 1 to ≤ r distinct relative cells:
+//	     married-to n = 2, r = 1; has-child n = 2, r = min(K−2, cells of I2);
+//	     has-parent n = K−2, r = min(2, cells of I2): L1 = n·r, L2 = n·√r.
+func setSensitivity(d *Domain, q *QuerySet) (l1, l2 float64) {
+	K := d.K
+	prod := func(attrs []int) int {
+		n := 1
+		for _, b := range attrs {
+			n *= d.Indiv[b]
+		}
+		return n
+	}
+	switch q.Kind {
+	case GroupLevel:
+		k := 1
+		if len(q.I) > 0 {
+			k = min(K, prod(q.I))
+		}
+		return float64(k), math.Sqrt(float64(k))
+	case IndivLevel:
+		return float64(K), float64(K)
+	}
+	n2 := prod(q.I2)
+	var n, r int
+	switch q.Rel {
+	case MarriedTo:
+		n, r = 2, 1
+	case HasChild:
+		n, r = 2, min(K-2, n2)
+	default:
+		n, r = K-2, min(2, n2)
+	}
+	n, r = max(n, 1), max(r, 1)
+	return float64(n * r), float64(n) * math.Sqrt(float64(r))
 }
 
 // DefaultWorkload is all 3-way Q_G and Q_I query sets, plus, for typed
@@ -145,24 +190,30 @@ type plan struct {
 	sigmaG, sigmaI                      float64
 }
 
-func (r *Runner) plan(rho float64, K int) (plan, error) {
+func (r *Runner) plan(rho float64, K int) (plan, error) { return r.planT(rho, K, r.rounds) }
+
+// planT is the plan for T rounds.
+func (r *Runner) planT(rho float64, K, T int) (plan, error) {
 	if !(rho > 0) || math.IsInf(rho, 1) {
 		return plan{}, fmt.Errorf("hpd: budget ρ = %g must be positive and finite", rho)
 	}
 	var p plan
 	p.rho0 = 0.02 * rho
 	p.sigma0 = 1 / math.Sqrt(2*p.rho0)
-	p.rhoRound = (rho - p.rho0) / float64(r.rounds)
+	p.rhoRound = (rho - p.rho0) / float64(T)
 	a := r.alpha
 	p.eps0 = math.Sqrt(2 * p.rhoRound / (a*a + (1-a)*(1-a)))
 	// noise.Exponential at ε costs ε²/8: ε = 2αε0 costs (αε0)²/2.
 	p.emEps = 2 * a * p.eps0
 	p.sigmaG = 1 / ((1 - a) * p.eps0)
 	p.sigmaI = float64(K) / ((1 - a) * p.eps0)
-	for _, s := range []float64{p.sigma0, p.sigmaG, p.sigmaI} {
+	for _, s := range []float64{p.sigma0, p.sigmaG, p.sigmaI, p.sigmaG * float64(K*K)} {
 		if err := noise.CheckSigma(s); err != nil {
 			return plan{}, fmt.Errorf("hpd: %w", err)
 		}
+	}
+	if err := noise.CheckExponential(p.emEps, 1); err != nil {
+		return plan{}, fmt.Errorf("hpd: %w", err)
 	}
 	if err := noise.CheckExponential(p.emEps, float64(K)); err != nil {
 		return plan{}, fmt.Errorf("hpd: %w", err)
@@ -243,12 +294,14 @@ func (r *Runner) Run(ctx context.Context, in *Input) (*Result, error) {
 	type cand struct{ set, cell int }
 	truth := make([][]float64, len(work))
 	var cands []cand
+	setCells := make([][]int, len(work)) // candidate cells of each set
 	vG, vI := make([]int, len(d.Group)), make([]int, 2*len(d.Indiv))
 	for s := range work {
 		truth[s] = Answers(d, recs, &work[s])
 		for c := range truth[s] {
 			if len(work[s].Where) == 0 || work[s].matches(d, c, vG, vI) {
 				cands = append(cands, cand{s, c})
+				setCells[s] = append(setCells[s], c)
 			}
 		}
 		if s%16 == 0 {
@@ -284,12 +337,73 @@ func (r *Runner) Run(ctx context.Context, in *Input) (*Result, error) {
 	scores := make([]float64, len(cands))
 	model := make([][]float64, len(work))
 	var ms []measured
+	// T is capped by the number of candidates (public: it depends on the
+	// domain and workload only), and ρ split over the rounds that run.
 	rounds := min(r.rounds, len(cands))
-	for t := 1; t <= r.rounds; t++ {
+	var chosenSet []bool
+	if r.marginals {
+		chosenSet = make([]bool, len(work))
+		scores = make([]float64, len(work))
+		n := 0
+		for s := range work {
+			if len(setCells[s]) > 0 {
+				n++
+			}
+		}
+		rounds = min(r.rounds, n)
+	}
+	if rounds < r.rounds {
+		if pl, err = r.planT(in.Rho, K, rounds); err != nil {
+			return nil, err
+		}
+	}
+	for t := 1; t <= rounds; t++ {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		if t <= rounds {
+		if t <= rounds && r.marginals {
+			// Whole query sets: score = (L1 error − expected L1 noise) in
+			// units of the set's L1 sensitivity (so the exponential
+			// mechanism's sensitivity is 1); measure every candidate cell
+			// with σ = Δ₂·σ_base.
+			c := math.Min(math.Max(est.expectedSize(), 1), float64(K))
+			for s := range work {
+				if chosenSet[s] || len(setCells[s]) == 0 {
+					scores[s] = math.Inf(-1)
+					continue
+				}
+				m := est.answers(&work[s])
+				l1 := 0.0
+				for _, cell := range setCells[s] {
+					l1 += math.Abs(m[cell]*ng - truth[s][cell])
+				}
+				s1, s2 := setSensitivity(d, &work[s])
+				sigma := s2 * pl.sigmaG
+				scores[s] = (l1 - math.Sqrt(2/math.Pi)*sigma*float64(len(setCells[s]))) / s1
+			}
+			s := in.Noise.Exponential(scores, pl.emEps, 1)
+			chosenSet[s] = true
+			set := &work[s]
+			_, s2 := setSensitivity(d, set)
+			sigma, bound := s2*pl.sigmaG, 1.0
+			if set.Kind != GroupLevel {
+				bound = float64(K)
+			}
+			for _, cell := range setCells[s] {
+				y := truth[s][cell] + float64(in.Noise.DiscreteGaussian(sigma))
+				res.Measurements = append(res.Measurements, Measurement{Round: t, Set: s, Cell: cell, Count: y, Sigma: sigma})
+				mq := set.query(d)
+				mq.bound = bound
+				set.decodeQuery(d, cell, &mq)
+				if set.Kind != GroupLevel {
+					mq.scale = c
+				}
+				ms = append(ms, measured{q: mq, a: math.Min(math.Max(y/ng, 0), bound)})
+			}
+			if err := est.fit(ctx, ms); err != nil {
+				return nil, err
+			}
+		} else if t <= rounds {
 			c := math.Min(math.Max(est.expectedSize(), 1), float64(K))
 			for s := range work {
 				model[s] = est.answers(&work[s])
@@ -330,8 +444,6 @@ func (r *Runner) Run(ctx context.Context, in *Input) (*Result, error) {
 				return nil, err
 			}
 		}
-		// A round past the number of candidates still spends its share, so
-		// that RhoUsed follows the plan exactly.
 		rhoUsed += pl.emEps*pl.emEps/8 + 1/(2*pl.sigmaG*pl.sigmaG)
 		report(synth.Status{Phase: "round", Round: t, RhoUsed: rhoUsed})
 	}
@@ -339,7 +451,7 @@ func (r *Runner) Run(ctx context.Context, in *Input) (*Result, error) {
 	if n == 0 {
 		n = int(math.Round(ng))
 	}
-	report(synth.Status{Phase: "sample", Round: r.rounds, RhoUsed: rhoUsed})
+	report(synth.Status{Phase: "sample", Round: rounds, RhoUsed: rhoUsed})
 	res.Households = est.sample(n, post)
 	res.RhoUsed = rhoUsed
 	if rhoUsed > in.Rho*(1+1e-9) {

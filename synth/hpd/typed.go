@@ -12,11 +12,12 @@ package hpd
 
 // typedScratch holds per-call buffers.
 type typedScratch struct {
-	r1, r2, u, g1, g2 []float64
+	r1, r2, u, g1, g2, gnc []float64
+	buf                    []int
 }
 
 func newTypedScratch(K int) *typedScratch {
-	return &typedScratch{r1: make([]float64, K), r2: make([]float64, K),
+	return &typedScratch{r1: make([]float64, K), r2: make([]float64, K), gnc: make([]float64, K-1),
 		u: make([]float64, K+1), g1: make([]float64, K), g2: make([]float64, K)}
 }
 
@@ -79,8 +80,11 @@ func (l *layout) valueTyped(p []float64, q *query, coef float64, gp []float64) f
 	d := l.d
 	K := d.K
 	M := len(p) / l.L
-	s := newTypedScratch(K)
-	gnc := make([]float64, K-1)
+	if l.ts == nil {
+		l.ts = newTypedScratch(K)
+	}
+	s := l.ts
+	gnc := s.gnc
 	total := 0.0
 	for m := range M {
 		c := p[m*l.L : (m+1)*l.L]
@@ -218,8 +222,36 @@ func (q *QuerySet) query(d *Domain) query {
 
 // decodeQuery sets mq's values to cell c.
 func (q *QuerySet) decodeQuery(d *Domain, c int, mq *query) {
-	buf := make([]int, len(q.I)+len(q.I2))
+	var small [16]int
+	buf := small[:0]
+	if n := len(q.I) + len(q.I2); n <= len(small) {
+		buf = small[:n]
+	} else {
+		buf = make([]int, n)
+	}
 	q.decode(d, c, mq.gV, buf)
 	copy(mq.iV, buf[:len(q.I)])
 	copy(mq.i2V, buf[len(q.I):])
+}
+
+// TruncateTyped applies the typed truncation rule to records already in
+// head, spouse, children order: at most K−2 children per household.
+func TruncateTyped(d *Domain, r *Records) *Records {
+	out := &Records{NG: r.NG, NI: r.NI, G: r.G, Off: []int32{0}}
+	for h := range r.Households() {
+		n, children := 0, 0
+		for p := r.Off[h]; p < r.Off[h+1]; p++ {
+			row := r.P[int(p)*r.NI : int(p+1)*r.NI]
+			if int(row[d.Rel]) == d.RelCodes[Child] {
+				if children == d.K-2 {
+					continue
+				}
+				children++
+			}
+			out.P = append(out.P, row...)
+			n++
+		}
+		out.Off = append(out.Off, out.Off[h]+int32(n))
+	}
+	return out
 }

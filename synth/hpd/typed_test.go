@@ -146,7 +146,7 @@ func typedFromGen(g *hhgen.Data, K int, ga, ia []int) (*Domain, *Records) {
 			d.Typed, d.Rel, d.RelCodes = true, j, [3]int{hhgen.Head, hhgen.Spouse, hhgen.Child}
 		}
 	}
-	return d, r
+	return d, TruncateTyped(d, r)
 }
 
 func TestTypedRun(t *testing.T) {

@@ -100,6 +100,9 @@ func run(n, K int, reduced, typed bool, methods, flat, epsList string, seeds int
 		ga, ia = []int{hhgen.HUrban, hhgen.HTenure}, []int{hhgen.PSex, hhgen.PEmp}
 	}
 	d, recs := encode(g, K, ga, ia, typed)
+	if typed {
+		recs = hpd.TruncateTyped(d, recs)
+	}
 	if err := recs.Check(d); err != nil {
 		return err
 	}
