@@ -276,6 +276,9 @@ func (o *Options) Run(ctx context.Context, in *synth.Input) (*synth.Result, erro
 	var meas []pgm.Measurement
 	var kinds []string
 	for i := range plans {
+		if err := ctx.Err(); err != nil {
+			return fail(err)
+		}
 		p := &plans[i]
 		factors, pinvs, rows, identity := p.kron(dom)
 		y := answers[i]

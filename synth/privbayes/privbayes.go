@@ -286,8 +286,6 @@ func (o *Options) Run(ctx context.Context, in *synth.Input) (*synth.Result, erro
 	if err != nil {
 		return fail(err)
 	}
-	in.Report(synth.Status{Phase: "round", Round: 1, RhoUsed: res.RhoUsed})
-
 	// Measure the maximal sets among X_i ∪ Π_i.
 	var sets [][]int
 	for _, nd := range nodes {
@@ -316,14 +314,14 @@ func (o *Options) Run(ctx context.Context, in *synth.Input) (*synth.Result, erro
 		y := answers[i]
 		in.Noise.AddDiscreteGaussian(y, sigma)
 		meas[i] = pgm.Measurement{Attrs: s, Y: y, Sigma: sigma}
-		res.Measurements = append(res.Measurements, synth.Measurement{Measurement: meas[i], Round: 2})
+		res.Measurements = append(res.Measurements, synth.Measurement{Measurement: meas[i], Round: d})
 		res.RhoUsed += 1 / (2 * sigma * sigma)
 	}
 	res.Note = fmt.Sprintf("%s network: %s", name, describe(dom, nodes))
-	in.Report(synth.Status{Phase: "round", Round: 2, RhoUsed: res.RhoUsed})
+	in.Report(synth.Status{Phase: "round", Round: d, RhoUsed: res.RhoUsed})
 
 	if opt.PGM {
-		eo := &pgm.EstimateOptions{Iters: opt.Iters, Progress: in.FinalProgress(2, res.RhoUsed)}
+		eo := &pgm.EstimateOptions{Iters: opt.Iters, Progress: in.FinalProgress(d, res.RhoUsed)}
 		if opt.Loss == pgm.L1 {
 			eo.Loss, eo.Method, eo.StepSize = pgm.L1, pgm.MirrorDescent, L1Step*sigma
 		} else {
@@ -333,7 +331,7 @@ func (o *Options) Run(ctx context.Context, in *synth.Input) (*synth.Result, erro
 		if err != nil {
 			return fail(fmt.Errorf("estimation: %w", err))
 		}
-		in.Report(synth.Status{Phase: "final", Round: 2, RhoUsed: res.RhoUsed, ModelSize: model.Size()})
+		in.Report(synth.Status{Phase: "final", Round: d, RhoUsed: res.RhoUsed, ModelSize: model.Size()})
 		res.Model = model
 		if res.Rows, err = synth.Sample(model, in); err != nil {
 			return fail(err)
@@ -348,7 +346,7 @@ func (o *Options) Run(ctx context.Context, in *synth.Input) (*synth.Result, erro
 	if rows == 0 {
 		rows = clampRows(pgm.EstimateTotal(dom, meas))
 	}
-	in.Report(synth.Status{Phase: "sample", Round: 2, RhoUsed: res.RhoUsed})
+	in.Report(synth.Status{Phase: "sample", Round: d, RhoUsed: res.RhoUsed})
 	if res.Rows, err = net.Sample(ctx, in, rows); err != nil {
 		return fail(err)
 	}
@@ -399,9 +397,15 @@ func subset(a, b []int) bool {
 	return true
 }
 
+// describe lists the network's first nodes ("b <- a; c <- a,b; …") for
+// the ledger note.
 func describe(dom *pgm.Domain, nodes []Node) string {
+	const shown = 12
 	s := ""
 	for i, nd := range nodes {
+		if i == shown {
+			return s + fmt.Sprintf("; … (%d nodes)", len(nodes))
+		}
 		if i > 0 {
 			s += "; "
 		}

@@ -73,6 +73,7 @@ func greedyBayes(ctx context.Context, in *synth.Input, opt Options, eps, delta f
 		nodes = append(nodes, Node{Attr: c.attr, Parents: c.parents})
 		placed = append(placed, c.attr)
 		free[c.attr] = false
+		in.Report(synth.Status{Phase: "round", Round: step, RhoUsed: rho})
 	}
 	return nodes, rho, nil
 }
