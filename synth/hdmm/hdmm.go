@@ -64,7 +64,7 @@ const (
 	DefaultMaxModelSize = 1024
 	// L1Step is the fixed mirror-descent step of the L1 loss, as a
 	// multiple of the smallest σ.
-	L1Step = 0.05
+	L1Step = 0.01
 )
 
 // Mechanism is HDMM+PGM.

@@ -75,7 +75,7 @@ const (
 	MaxModelSize = 1024
 	// L1Step is the fixed mirror-descent step of the L1 loss, as a
 	// multiple of the smallest σ (the L1 gradient has entries ±1/σ).
-	L1Step = 0.05
+	L1Step = 0.01
 )
 
 func schema(pgmOpts bool) synth.Schema {
