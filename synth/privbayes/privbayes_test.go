@@ -377,3 +377,35 @@ func TestChordalModelIsMeasured(t *testing.T) {
 	}
 	t.Error("no 3-attribute measurement: the network has no degree-2 node")
 }
+
+// The conditional-table measurements carry discrete Gaussian noise of the
+// declared σ, unbiased (statistical, seeded: 200 runs × the cells).
+func TestMeasurementNoise(t *testing.T) {
+	data := synthtest.Chain(8, 500, []int{3, 4, 2})
+	var sum, sq, n float64
+	var sigma float64
+	for run := range 200 {
+		in := &synth.Input{Data: data, Rho: 0.02, Noise: noise.Derive(secret, int64(run), "noise")}
+		r, _ := Mechanism{}.New([]synth.Option{{Name: "DEGREE", Value: 1}})
+		res, err := r.Run(context.Background(), in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range res.Measurements {
+			sigma = m.Sigma
+			truth := data.MarginalTo(nil, m.Attrs)
+			for i, y := range m.Y {
+				d := y - truth[i]
+				sum += d
+				sq += d * d
+				n++
+			}
+		}
+	}
+	mean, v := sum/n, sq/n
+	// n ≈ 200·(12+8) cells: the mean's sd is σ/√n, the variance's relative
+	// sd √(2/n) ≈ 2%.
+	if math.Abs(mean) > 5*sigma/math.Sqrt(n) || math.Abs(v/(sigma*sigma)-1) > 0.1 {
+		t.Errorf("noise mean %.3f, variance %.1f; want 0 and σ² = %.1f", mean, v, sigma*sigma)
+	}
+}
