@@ -64,7 +64,7 @@ const (
 	DefaultMaxModelSize = 1024
 	// L1Step is the fixed mirror-descent step of the L1 loss, as a
 	// multiple of the smallest σ.
-	L1Step = 0.05
+	L1Step = 0.01
 )
 
 // Mechanism is HDMM+PGM.
@@ -276,6 +276,9 @@ func (o *Options) Run(ctx context.Context, in *synth.Input) (*synth.Result, erro
 	var meas []pgm.Measurement
 	var kinds []string
 	for i := range plans {
+		if err := ctx.Err(); err != nil {
+			return fail(err)
+		}
 		p := &plans[i]
 		factors, pinvs, rows, identity := p.kron(dom)
 		y := answers[i]

@@ -14,6 +14,7 @@ type kronOp struct {
 	rows  []int // r_j (n_j for an identity factor)
 	nz    [][]kronEntry
 	a, b  []float64 // ping-pong buffers for the intermediate tables
+	cur   []int     // the current table's shape (apply's scratch)
 }
 
 type kronEntry struct {
@@ -22,7 +23,7 @@ type kronEntry struct {
 }
 
 func newKronOp(factors []*mat.Dense, sizes []int) *kronOp {
-	k := &kronOp{sizes: sizes, rows: make([]int, len(sizes)), nz: make([][]kronEntry, len(sizes))}
+	k := &kronOp{sizes: sizes, rows: make([]int, len(sizes)), nz: make([][]kronEntry, len(sizes)), cur: make([]int, len(sizes))}
 	for j, f := range factors {
 		k.rows[j] = sizes[j]
 		if f == nil {
@@ -89,7 +90,7 @@ func (k *kronOp) outLen() int {
 // queries) or Qᵀ·x (transpose true) into dst and returns it. It uses the
 // op's buffers, so it is not safe for concurrent use.
 func (k *kronOp) apply(dst, x []float64, transpose bool) []float64 {
-	cur := make([]int, len(k.sizes)) // stack-allocated for small k
+	cur := k.cur
 	if transpose {
 		copy(cur, k.rows)
 	} else {

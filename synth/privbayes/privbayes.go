@@ -25,7 +25,12 @@
 // sensitivity ln(n+1)+1, which depends on the private n). Each of the d−1
 // steps spends ε_s = sqrt(8·β·ρ/(d−1)) (ρ = ε²/8 each), β = STRUCTURE.
 // A step with more than MAX_CANDIDATES candidate pairs scores a uniform
-// random sample of that many (a data-independent choice).
+// random sample of that many (a data-independent choice). With CHORDAL = 1
+// (the default) a parent set must lie inside {X_j} ∪ Π_j of one placed
+// node j: the network's moral graph then stays chordal with exactly the
+// measured sets as maximal cliques, so Private-PGM's junction tree is no
+// larger than the measurements; unrestricted parents (CHORDAL = 0, the
+// paper's PrivBayes) make it intractable on wide tables.
 //
 // # Measurements
 //
@@ -66,9 +71,11 @@ const (
 	DefaultMaxCandidates = 1000
 	DefaultMaxRows       = 1 << 32
 	DefaultIters         = 1000
+	// MaxModelSize bounds privbayes_pgm's junction tree, in MB.
+	MaxModelSize = 1024
 	// L1Step is the fixed mirror-descent step of the L1 loss, as a
 	// multiple of the smallest σ (the L1 gradient has entries ±1/σ).
-	L1Step = 0.05
+	L1Step = 0.01
 )
 
 func schema(pgmOpts bool) synth.Schema {
@@ -83,6 +90,8 @@ func schema(pgmOpts bool) synth.Schema {
 			Doc: "candidate (attribute, parents) pairs scored per step, sampled uniformly beyond"},
 		{Name: "MAX_ROWS", Kind: synth.Float, Default: "2^32", Min: 1, Max: 1 << 53,
 			Doc: "public bound N̄ in the score min(n, N̄)·I(X; Π)"},
+		{Name: "CHORDAL", Kind: synth.Int, Default: "1", Min: 0, Max: 1,
+			Doc: "1: parents only from one earlier node's set, so the Private-PGM model is the measured sets; 0: any parents (the paper's PrivBayes)"},
 	}
 	if pgmOpts {
 		s = append(s,
@@ -101,6 +110,7 @@ type Options struct {
 	Structure     float64
 	MaxCandidates int
 	MaxRows       float64
+	Chordal       bool     // restrict parent sets (CHORDAL = 1)
 	PGM           bool     // estimate with Private-PGM (privbayes_pgm)
 	Iters         int      // PGM only
 	Loss          pgm.Loss // PGM only
@@ -166,6 +176,7 @@ func parse(name string, opts []synth.Option, withPGM bool) (*Options, error) {
 		Structure:     v.Float("STRUCTURE", DefaultStructure),
 		MaxCandidates: v.Int("MAX_CANDIDATES", DefaultMaxCandidates),
 		MaxRows:       v.Float("MAX_ROWS", DefaultMaxRows),
+		Chordal:       v.Int("CHORDAL", 1) == 1,
 		PGM:           withPGM,
 		Iters:         v.Int("ITERS", DefaultIters),
 		degreeSet:     degreeSet,
@@ -275,8 +286,6 @@ func (o *Options) Run(ctx context.Context, in *synth.Input) (*synth.Result, erro
 	if err != nil {
 		return fail(err)
 	}
-	in.Report(synth.Status{Phase: "round", Round: 1, RhoUsed: res.RhoUsed})
-
 	// Measure the maximal sets among X_i ∪ Π_i.
 	var sets [][]int
 	for _, nd := range nodes {
@@ -285,6 +294,13 @@ func (o *Options) Run(ctx context.Context, in *synth.Input) (*synth.Result, erro
 		sets = append(sets, s)
 	}
 	measured := maximal(sets)
+	if opt.PGM {
+		// Unrestricted parents (CHORDAL = 0) can make the junction tree
+		// intractable; refuse before the measurements are spent.
+		if size := pgm.ModelSize(dom, measured); size > MaxModelSize {
+			return fail(fmt.Errorf("the network's junction tree would need %.0f MB, more than %d MB: use CHORDAL = 1 or a smaller DEGREE", size, MaxModelSize))
+		}
+	}
 	_, sigma := Budget(in.Rho, opt.Structure, sel, len(measured))
 	if err := ctx.Err(); err != nil {
 		return fail(err)
@@ -298,14 +314,14 @@ func (o *Options) Run(ctx context.Context, in *synth.Input) (*synth.Result, erro
 		y := answers[i]
 		in.Noise.AddDiscreteGaussian(y, sigma)
 		meas[i] = pgm.Measurement{Attrs: s, Y: y, Sigma: sigma}
-		res.Measurements = append(res.Measurements, synth.Measurement{Measurement: meas[i], Round: 2})
+		res.Measurements = append(res.Measurements, synth.Measurement{Measurement: meas[i], Round: d})
 		res.RhoUsed += 1 / (2 * sigma * sigma)
 	}
 	res.Note = fmt.Sprintf("%s network: %s", name, describe(dom, nodes))
-	in.Report(synth.Status{Phase: "round", Round: 2, RhoUsed: res.RhoUsed})
+	in.Report(synth.Status{Phase: "round", Round: d, RhoUsed: res.RhoUsed})
 
 	if opt.PGM {
-		eo := &pgm.EstimateOptions{Iters: opt.Iters, Progress: in.FinalProgress(2, res.RhoUsed)}
+		eo := &pgm.EstimateOptions{Iters: opt.Iters, Progress: in.FinalProgress(d, res.RhoUsed)}
 		if opt.Loss == pgm.L1 {
 			eo.Loss, eo.Method, eo.StepSize = pgm.L1, pgm.MirrorDescent, L1Step*sigma
 		} else {
@@ -315,7 +331,7 @@ func (o *Options) Run(ctx context.Context, in *synth.Input) (*synth.Result, erro
 		if err != nil {
 			return fail(fmt.Errorf("estimation: %w", err))
 		}
-		in.Report(synth.Status{Phase: "final", Round: 2, RhoUsed: res.RhoUsed, ModelSize: model.Size()})
+		in.Report(synth.Status{Phase: "final", Round: d, RhoUsed: res.RhoUsed, ModelSize: model.Size()})
 		res.Model = model
 		if res.Rows, err = synth.Sample(model, in); err != nil {
 			return fail(err)
@@ -330,7 +346,7 @@ func (o *Options) Run(ctx context.Context, in *synth.Input) (*synth.Result, erro
 	if rows == 0 {
 		rows = clampRows(pgm.EstimateTotal(dom, meas))
 	}
-	in.Report(synth.Status{Phase: "sample", Round: 2, RhoUsed: res.RhoUsed})
+	in.Report(synth.Status{Phase: "sample", Round: d, RhoUsed: res.RhoUsed})
 	if res.Rows, err = net.Sample(ctx, in, rows); err != nil {
 		return fail(err)
 	}
@@ -381,9 +397,15 @@ func subset(a, b []int) bool {
 	return true
 }
 
+// describe lists the network's first nodes ("b <- a; c <- a,b; …") for
+// the ledger note.
 func describe(dom *pgm.Domain, nodes []Node) string {
+	const shown = 12
 	s := ""
 	for i, nd := range nodes {
+		if i == shown {
+			return s + fmt.Sprintf("; … (%d nodes)", len(nodes))
+		}
 		if i > 0 {
 			s += "; "
 		}

@@ -2,11 +2,13 @@ package privbayes
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"slices"
 	"testing"
 
+	"github.com/dpsql/dpsql/internal/widegen"
 	"github.com/dpsql/dpsql/synth"
 	"github.com/dpsql/dpsql/synth/internal/synthtest"
 	"github.com/dpsql/dpsql/synth/noise"
@@ -337,5 +339,73 @@ func TestCacheHoldsMeasurementsOnly(t *testing.T) {
 	}
 	if cache.Fetched() > len(res.Measurements) {
 		t.Errorf("the cache fetched %d marginals for %d measurements", cache.Fetched(), len(res.Measurements))
+	}
+}
+
+// With CHORDAL = 1 (the default) on a wide table, the Private-PGM model's
+// cliques are exactly the measured sets: the junction tree does not grow
+// beyond the measurements.
+func TestChordalModelIsMeasured(t *testing.T) {
+	tab, err := widegen.Generate(widegen.Config{Attrs: 40, Rows: 3000, Bins: 6, Seed: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := &synth.Input{Data: tab.Data, Rho: 0.5, Noise: noise.Derive(secret, 9, "wide")}
+	r, _ := PGM{}.New([]synth.Option{{Name: "ITERS", Value: 20}, {Name: "MAX_CANDIDATES", Value: 200}})
+	res, err := r.Run(context.Background(), in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want []string
+	for _, m := range res.Measurements {
+		want = append(want, fmt.Sprint(m.Attrs))
+	}
+	var got []string
+	for _, c := range res.Model.Cliques() {
+		got = append(got, fmt.Sprint(c))
+	}
+	slices.Sort(want)
+	slices.Sort(got)
+	if !slices.Equal(got, want) {
+		t.Errorf("model cliques %v, measured sets %v", got, want)
+	}
+	for _, m := range res.Measurements {
+		if len(m.Attrs) < 3 {
+			continue
+		}
+		return
+	}
+	t.Error("no 3-attribute measurement: the network has no degree-2 node")
+}
+
+// The conditional-table measurements carry discrete Gaussian noise of the
+// declared σ, unbiased (statistical, seeded: 200 runs × the cells).
+func TestMeasurementNoise(t *testing.T) {
+	data := synthtest.Chain(8, 500, []int{3, 4, 2})
+	var sum, sq, n float64
+	var sigma float64
+	for run := range 200 {
+		in := &synth.Input{Data: data, Rho: 0.02, Noise: noise.Derive(secret, int64(run), "noise")}
+		r, _ := Mechanism{}.New([]synth.Option{{Name: "DEGREE", Value: 1}})
+		res, err := r.Run(context.Background(), in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range res.Measurements {
+			sigma = m.Sigma
+			truth := data.MarginalTo(nil, m.Attrs)
+			for i, y := range m.Y {
+				d := y - truth[i]
+				sum += d
+				sq += d * d
+				n++
+			}
+		}
+	}
+	mean, v := sum/n, sq/n
+	// n ≈ 200·(12+8) cells: the mean's sd is σ/√n, the variance's relative
+	// sd √(2/n) ≈ 2%.
+	if math.Abs(mean) > 5*sigma/math.Sqrt(n) || math.Abs(v/(sigma*sigma)-1) > 0.1 {
+		t.Errorf("noise mean %.3f, variance %.1f; want 0 and σ² = %.1f", mean, v, sigma*sigma)
 	}
 }

@@ -44,7 +44,12 @@ func greedyBayes(ctx context.Context, in *synth.Input, opt Options, eps, delta f
 		if err := ctx.Err(); err != nil {
 			return nodes, rho, err
 		}
-		cands := candidates(dom, placed, free, opt, rng)
+		var cands []candidate
+		if opt.Chordal {
+			cands = chordalCandidates(dom, nodes, free, opt, rng)
+		} else {
+			cands = candidates(dom, placed, free, opt, rng)
+		}
 		pick := 0
 		if opt.Degree == 0 {
 			pick = rng.IntN(len(cands)) // the order does not matter
@@ -68,6 +73,7 @@ func greedyBayes(ctx context.Context, in *synth.Input, opt Options, eps, delta f
 		nodes = append(nodes, Node{Attr: c.attr, Parents: c.parents})
 		placed = append(placed, c.attr)
 		free[c.attr] = false
+		in.Report(synth.Status{Phase: "round", Round: step, RhoUsed: rho})
 	}
 	return nodes, rho, nil
 }
@@ -213,4 +219,74 @@ func xlogx(c float64) float64 {
 		return 0
 	}
 	return c * math.Log(c)
+}
+
+// chordalCandidates lists the (X, Π) pairs of one step whose Π lies inside
+// the attribute set {X_j} ∪ Π_j of some placed node j (any Π of at most one
+// attribute does). Adding X joined to such a Π keeps the network's
+// moral graph chordal with the sets {X_i} ∪ Π_i as its maximal cliques, so
+// Private-PGM's junction tree is exactly those sets and stays as small as
+// the measurements (unrestricted parent sets make it grow without bound on
+// wide tables). Parent sets are of size min(k, placed), falling back per X
+// to the largest smaller size that fits MaxCells; beyond MaxCandidates
+// pairs a uniform sample without replacement is kept.
+func chordalCandidates(dom *pgm.Domain, nodes []Node, free []bool, opt Options, rng *rand.Rand) []candidate {
+	k := min(opt.Degree, len(nodes))
+	// Distinct parent sets of each size, drawn from the node sets.
+	bySize := make([][][]int, k+1)
+	seen := map[string]bool{}
+	for _, nd := range nodes {
+		set := append(slices.Clone(nd.Parents), nd.Attr)
+		slices.Sort(set)
+		for size := 0; size <= min(k, len(set)); size++ {
+			forSubsets(len(set), size, func(idx []int) {
+				ps := make([]int, len(idx))
+				for i, j := range idx {
+					ps[i] = set[j]
+				}
+				key := fmt.Sprint(ps)
+				if !seen[key] {
+					seen[key] = true
+					bySize[size] = append(bySize[size], ps)
+				}
+			})
+		}
+	}
+	fits := func(x int, ps []int) bool {
+		cells := dom.Size(x)
+		for _, p := range ps {
+			cells *= dom.Size(p)
+			if cells > opt.MaxCells {
+				return false
+			}
+		}
+		return true
+	}
+	var out []candidate
+	for x, f := range free {
+		if !f {
+			continue
+		}
+		for size := k; size >= 0; size-- {
+			n := len(out)
+			for _, ps := range bySize[size] {
+				if fits(x, ps) {
+					out = append(out, candidate{x, ps})
+				}
+			}
+			if len(out) > n {
+				break
+			}
+		}
+	}
+	if len(out) > opt.MaxCandidates {
+		perm := rng.Perm(len(out))[:opt.MaxCandidates]
+		slices.Sort(perm)
+		kept := make([]candidate, len(perm))
+		for i, j := range perm {
+			kept[i] = out[j]
+		}
+		out = kept
+	}
+	return out
 }
