@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/dolthub/vitess/go/vt/sqlparser"
+	"gonum.org/v1/gonum/mat"
 
 	"github.com/dpsql/dpsql/catalog/domain"
 	"github.com/dpsql/dpsql/internal/vtparse"
@@ -62,6 +63,12 @@ type Workload struct {
 type Marginal struct {
 	Attrs  []int
 	Weight float64
+	// Kron, if non-nil, is the set's queries as a Kronecker product of
+	// per-attribute factors (Query.Kron; merged across the queries on the
+	// set): range and other single-column WHERE conditions, for the
+	// mechanisms that measure query sets (synth.Marginal.Kron). Nil means
+	// the whole marginal.
+	Kron []*mat.Dense
 }
 
 // Marginals returns the workload's distinct attribute sets with the
@@ -74,11 +81,13 @@ func (w *Workload) Marginals() []Marginal {
 		if len(q.Attrs) == 0 {
 			continue
 		}
+		kron, _ := q.Kron()
 		i := slices.IndexFunc(out, func(m Marginal) bool { return slices.Equal(m.Attrs, q.Attrs) })
 		if i < 0 {
-			out = append(out, Marginal{Attrs: slices.Clone(q.Attrs), Weight: q.Weight})
+			out = append(out, Marginal{Attrs: slices.Clone(q.Attrs), Weight: q.Weight, Kron: kron})
 		} else {
 			out[i].Weight += q.Weight
+			out[i].Kron = mergeKron(out[i].Kron, kron)
 		}
 	}
 	return out

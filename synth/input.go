@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/dpsql/dpsql/synth/noise"
+	"gonum.org/v1/gonum/mat"
 )
 
 // Check validates in and returns its workload in canonical form: attribute
@@ -31,7 +32,22 @@ func (in *Input) Check(needWorkload bool) ([]Marginal, error) {
 	if !needWorkload {
 		return nil, nil
 	}
-	return CanonicalWorkload(in.Data.Domain().Len(), in.Workload)
+	w, err := CanonicalWorkload(in.Data.Domain().Len(), in.Workload)
+	if err != nil {
+		return nil, err
+	}
+	dom := in.Data.Domain()
+	for i, m := range w {
+		for j, f := range m.Kron {
+			if f == nil {
+				continue
+			}
+			if r, c := f.Dims(); r == 0 || c != dom.Size(m.Attrs[j]) {
+				return nil, fmt.Errorf("%w: workload marginal %d: query factor on attribute %d is %d×%d, want %d columns", ErrInvalidInput, i, m.Attrs[j], r, c, dom.Size(m.Attrs[j]))
+			}
+		}
+	}
+	return w, nil
 }
 
 // CheckNoise reports whether the samplers accept every noise scale in
@@ -72,8 +88,18 @@ func CanonicalWorkload(d int, w []Marginal) ([]Marginal, error) {
 		if math.IsNaN(m.Weight) || math.IsInf(m.Weight, 0) || m.Weight < 0 {
 			return nil, fmt.Errorf("%w: workload marginal %d has weight %v", ErrInvalidInput, i, m.Weight)
 		}
+		if m.Kron != nil && len(m.Kron) != len(m.Attrs) {
+			return nil, fmt.Errorf("%w: workload marginal %d has %d query factors for %d attributes", ErrInvalidInput, i, len(m.Kron), len(m.Attrs))
+		}
 		attrs := slices.Clone(m.Attrs)
 		slices.Sort(attrs)
+		var kron []*mat.Dense
+		if m.Kron != nil {
+			kron = make([]*mat.Dense, len(attrs))
+			for j, a := range m.Attrs {
+				kron[slices.Index(attrs, a)] = m.Kron[j]
+			}
+		}
 		for j, a := range attrs {
 			if a < 0 || a >= d {
 				return nil, fmt.Errorf("%w: workload marginal %d: attribute %d outside [0, %d)", ErrInvalidInput, i, a, d)
@@ -85,6 +111,7 @@ func CanonicalWorkload(d int, w []Marginal) ([]Marginal, error) {
 		positive = positive || m.Weight > 0
 		k := Key(attrs)
 		if j, ok := index[k]; ok {
+			out[j].Kron = mergeKron(out[j].Kron, kron)
 			out[j].Weight += m.Weight
 			if math.IsInf(out[j].Weight, 0) {
 				return nil, fmt.Errorf("%w: the weights of the workload marginals on attributes %v sum to +Inf", ErrInvalidInput, attrs)
@@ -92,12 +119,43 @@ func CanonicalWorkload(d int, w []Marginal) ([]Marginal, error) {
 			continue
 		}
 		index[k] = len(out)
-		out = append(out, Marginal{Attrs: attrs, Weight: m.Weight})
+		out = append(out, Marginal{Attrs: attrs, Weight: m.Weight, Kron: kron})
 	}
 	if !positive {
 		return nil, fmt.Errorf("%w: every workload weight is zero", ErrInvalidInput)
 	}
 	return out, nil
+}
+
+// mergeKron merges the query factors of two workload entries on the same
+// attributes: nil (the whole marginal) absorbs anything; factors that differ
+// in one attribute only are stacked there (several thresholds of one range
+// condition become the rows of one factor); otherwise the merged entry is
+// the whole marginal, which answers both.
+func mergeKron(a, b []*mat.Dense) []*mat.Dense {
+	if a == nil || b == nil {
+		return nil
+	}
+	diff := -1
+	for j := range a {
+		if a[j] == b[j] || (a[j] != nil && b[j] != nil && mat.Equal(a[j], b[j])) {
+			continue
+		}
+		if diff >= 0 || a[j] == nil || b[j] == nil {
+			return nil
+		}
+		diff = j
+	}
+	if diff < 0 {
+		return a
+	}
+	out := slices.Clone(a)
+	ra, c := a[diff].Dims()
+	rb, _ := b[diff].Dims()
+	st := mat.NewDense(ra+rb, c, nil)
+	st.Stack(a[diff], b[diff])
+	out[diff] = st
+	return out
 }
 
 // Key is a map key for a sorted attribute set.

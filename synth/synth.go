@@ -8,6 +8,7 @@ import (
 
 	"github.com/dpsql/dpsql/synth/noise"
 	"github.com/dpsql/dpsql/synth/pgm"
+	"gonum.org/v1/gonum/mat"
 )
 
 // Mechanism is a differentially private synthesizer. Implementations are
@@ -67,6 +68,16 @@ func (o Output) String() string {
 type Marginal struct {
 	Attrs  []int
 	Weight float64
+	// Kron, if non-nil, narrows the entry to the linear queries
+	// Q = Kron[0] ⊗ … ⊗ Kron[k−1] on the marginal over Attrs (seed 001,
+	// App. B): Kron[j] has Domain.Size(Attrs[j]) columns and acts on
+	// attribute Attrs[j]; a nil factor is the identity. A prefix-range
+	// workload on a binned attribute is the lower-triangular all-ones
+	// factor; a WHERE condition on an attribute not grouped by is a single
+	// 0/1 row. Kron nil means the marginal itself. A mechanism that does
+	// not read Kron measures the whole marginal over Attrs, which answers
+	// every such query (the fallback); see docs/pgm-dropin.md.
+	Kron []*mat.Dense
 }
 
 // Input is everything a Runner needs. The caller owns it; runners do not

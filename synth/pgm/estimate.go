@@ -19,6 +19,11 @@ type Measurement struct {
 	// Query is the Q matrix (rows × Cells(Attrs)); nil means the identity,
 	// i.e. Y is the noisy marginal itself.
 	Query *mat.Dense
+	// Kron, if non-nil, is the query as a Kronecker product of one factor
+	// per attribute of Attrs (nil = identity), for query sets too large to
+	// hold densely (HDMM's strategies); Query must then be nil and Y has
+	// ∏ rows(Kron[j]) entries, laid out row-major.
+	Kron  []*mat.Dense
 	Y     []float64
 	Sigma float64
 }
@@ -234,6 +239,22 @@ func checkMeasurements(dom *Domain, meas []Measurement) error {
 				return fmt.Errorf("%w %d: query has %d columns, marginal has %d cells", ErrBadMeasurement, i, c, n)
 			}
 			rows = r
+		}
+		if m.Kron != nil {
+			if m.Query != nil || len(m.Kron) != len(m.Attrs) {
+				return fmt.Errorf("%w %d: Kronecker query needs one factor per attribute and no dense query", ErrBadMeasurement, i)
+			}
+			rows = 1
+			for j, f := range m.Kron {
+				r, c := dom.Size(m.Attrs[j]), dom.Size(m.Attrs[j])
+				if f != nil {
+					r, c = f.Dims()
+				}
+				if c != dom.Size(m.Attrs[j]) {
+					return fmt.Errorf("%w %d: Kronecker factor %d has %d columns, attribute has %d values", ErrBadMeasurement, i, j, c, dom.Size(m.Attrs[j]))
+				}
+				rows *= r
+			}
 		}
 		if len(m.Y) != rows {
 			return fmt.Errorf("%w %d: %d answers, want %d", ErrBadMeasurement, i, len(m.Y), rows)
@@ -462,7 +483,12 @@ func EstimateTotal(dom *Domain, meas []Measurement) float64 {
 	var num, den float64
 	for _, m := range meas {
 		var est, variance float64
-		if m.Query == nil {
+		if m.Kron != nil {
+			var ok bool
+			if est, variance, ok = kronTotal(dom, m); !ok {
+				continue
+			}
+		} else if m.Query == nil {
 			for _, y := range m.Y {
 				est += y
 			}
@@ -503,3 +529,45 @@ func EstimateTotal(dom *Domain, meas []Measurement) float64 {
 // of ResetStep, bit for bit, at a third of the oracle calls; with 2 they lag
 // when the acceptable step grows quickly.
 var growFactor = 4.0
+
+// kronTotal is EstimateTotal's estimate from one Kronecker measurement:
+// the all-ones vector is in the row space of Q iff it is in that of every
+// factor, and then v = ⊗ v_j.
+func kronTotal(dom *Domain, m Measurement) (est, variance float64, ok bool) {
+	vs := make([]*mat.Dense, len(m.Kron))
+	sizes := make([]int, len(m.Kron))
+	norm2 := 1.0
+	for j, f := range m.Kron {
+		n := dom.Size(m.Attrs[j])
+		if f == nil {
+			sizes[j] = n
+			v := mat.NewDense(1, n, nil)
+			for i := range n {
+				v.Set(0, i, 1)
+			}
+			vs[j] = v
+			norm2 *= float64(n)
+			continue
+		}
+		r, _ := f.Dims()
+		sizes[j] = r
+		ones := mat.NewVecDense(n, nil)
+		for i := range n {
+			ones.SetVec(i, 1)
+		}
+		var v mat.VecDense
+		if err := v.SolveVec(f.T(), ones); err != nil {
+			return 0, 0, false
+		}
+		var chk mat.VecDense
+		chk.MulVec(f.T(), &v)
+		chk.SubVec(&chk, ones)
+		if mat.Norm(&chk, math.Inf(1)) > 1e-8 {
+			return 0, 0, false
+		}
+		vs[j] = mat.NewDense(1, r, v.RawVector().Data)
+		norm2 *= mat.Dot(&v, &v)
+	}
+	est = KronMul(vs, sizes, m.Y, false)[0]
+	return est, m.Sigma * m.Sigma * norm2, true
+}

@@ -19,6 +19,7 @@ type compiled struct {
 	red    *kernel.Reduction // source → attrs reduction; nil with idx
 	c      float64           // 1/σ
 	q      *mat.Dense
+	kq     *kronOp // Kronecker query (Measurement.Kron), or nil
 	y      []float64
 	x      []float64 // projected marginal (probabilities)
 	xAcc   []float64 // x at the last accepted point (see accept)
@@ -86,6 +87,11 @@ func newObjective(jt *junctionTree, meas []Measurement, loss Loss, total float64
 			cm.idx = kernel.Map(sizes, keep)
 			cm.red = kernel.NewReduction(sizes, keep)
 			scratch = max(scratch, cm.red.Scratch())
+		}
+		if m.Kron != nil {
+			cm.kq = newKronOp(m.Kron, jt.dom.sizesOf(m.Attrs))
+			cm.own = make([]float64, n)
+			cm.qx = mat.NewVecDense(len(m.Y), nil)
 		}
 		if m.Query != nil {
 			cm.own = make([]float64, n)
@@ -190,7 +196,9 @@ func (o *objective) value(p []float64) float64 {
 			continue
 		}
 		qx := m.x
-		if m.q != nil {
+		if m.kq != nil {
+			qx = m.kq.apply(m.qx.RawVector().Data, m.x, false)
+		} else if m.q != nil {
 			m.qx.MulVec(m.q, m.xv)
 			qx = m.qx.RawVector().Data
 		}
@@ -236,7 +244,9 @@ func (o *objective) grad(dst []float64) {
 				}
 			}
 			own := m.r
-			if m.q != nil {
+			if m.kq != nil {
+				own = m.kq.apply(m.own, m.r, true)
+			} else if m.q != nil {
 				m.ov.MulVec(m.q.T(), m.rv)
 				own = m.own
 			}

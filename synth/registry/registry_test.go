@@ -41,8 +41,8 @@ func TestLookup(t *testing.T) {
 			t.Errorf("mechanism %q missing", want)
 		}
 	}
-	if _, err := Lookup("privbayes"); !errors.Is(err, ErrUnknownMechanism) {
-		t.Errorf("Lookup(privbayes): err = %v", err)
+	if _, err := Lookup("no_such_mechanism"); !errors.Is(err, ErrUnknownMechanism) {
+		t.Errorf("Lookup(no_such_mechanism): err = %v", err)
 	}
 	if Default().Name() != "aim" {
 		t.Errorf("default mechanism %q", Default().Name())
