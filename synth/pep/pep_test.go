@@ -341,3 +341,28 @@ func TestMarginalsOnly(t *testing.T) {
 		}
 	}
 }
+
+// TestTooManyCells: single-cell selection over more than maxCellCandidates
+// cells is refused before anything is spent (the engine's preflight).
+func TestTooManyCells(t *testing.T) {
+	names, sizes := make([]string, 6), make([]int, 6)
+	for i := range names {
+		names[i], sizes[i] = fmt.Sprint("a", i), 60
+	}
+	dom, _ := pgm.NewDomain(names, sizes)
+	data, _ := pgm.NewDataset(dom, make([][]uint16, 6))
+	in := &synth.Input{Data: data, Workload: synthtest.AllK(6, 3), Rho: 1,
+		Noise: noise.Derive([]byte("pep test secret, thirty-two bytes"), 1, "t")}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	for _, m := range []synth.Mechanism{PMW{}, PEP{}} {
+		r, _ := m.New(opts("CELLS", 1))
+		if _, err := r.Run(ctx, in); err == nil || !strings.Contains(err.Error(), "CELLS = 0") {
+			t.Errorf("%s over 20·216000 cells: %v", m.Name(), err)
+		}
+	}
+	r, _ := PMW{}.New(opts("CELLS", 0))
+	if _, err := r.Run(ctx, in); !errors.Is(err, context.Canceled) {
+		t.Errorf("whole marginals: %v, want to pass validation", err)
+	}
+}

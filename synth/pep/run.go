@@ -38,6 +38,11 @@ type config struct {
 	maxSize float64 // MB, model engine only
 }
 
+// maxCellCandidates bounds the cells single-cell selection chooses among:
+// on full adult's ~3·10^7 3-way cells one exact exponential-mechanism draw
+// took minutes (see docs/iterative.md).
+const maxCellCandidates = 1 << 22
+
 // totalShare is the fraction of ρ spent on the noisy record count N̂ that
 // turns count marginals into the normalised answers the paper's algorithms
 // use (the paper takes n as public; dpsql does not).
@@ -113,6 +118,10 @@ func (c *config) run(ctx context.Context, in *synth.Input) (*synth.Result, error
 				ncand++
 			}
 		}
+	}
+	if c.cells && ncand > maxCellCandidates {
+		return nil, fmt.Errorf("%w: CELLS = 1 selects among the %d cells of the workload every round, more than %d: the exact exponential mechanism needs about one draw per candidate and cannot be interrupted inside one; use CELLS = 0 (whole marginals) or a smaller workload",
+			synth.ErrInvalidInput, ncand, maxCellCandidates)
 	}
 	// Already-measured candidates are excluded from selection ([code]), so
 	// at most ncand rounds can run; the budget is split over those.
