@@ -142,7 +142,9 @@ func (Mechanism) Output() synth.Output { return synth.RowsOnly }
 func (Mechanism) Schema() synth.Schema { return schema }
 
 // New parses opts.
-func (Mechanism) New(opts []synth.Option) (synth.Runner, error) { return parse("dualquery", schema, opts, false) }
+func (Mechanism) New(opts []synth.Option) (synth.Runner, error) {
+	return parse("dualquery", schema, opts, false)
+}
 
 // Name returns "dualquery_pgm".
 func (PGM) Name() string { return "dualquery_pgm" }

@@ -15,7 +15,7 @@ import (
 
 func TestChargeClosedForm(t *testing.T) {
 	for _, c := range []struct {
-		s, T int
+		s, T   int
 		eta, n float64
 	}{{1000, 22, 2, 30162}, {35, 47, 0.4, 30162}, {1750, 170, 1.2, 494021}, {1, 1, 1, 10}} {
 		got := Charge(c.s, c.T, c.eta, c.n)

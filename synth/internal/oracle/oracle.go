@@ -104,7 +104,7 @@ type Solver struct {
 	dead    []bool
 	trail   []int32
 	order   []int
-	vals    [][]int   // per depth: the value order
+	vals    [][]int     // per depth: the value order
 	gd      [][]float64 // per depth: the optimistic gains
 	x       []int
 	best    []int
