@@ -17,7 +17,8 @@
 //
 // GEM^Pub (gem_pub) first trains the generator without privacy on the
 // public table's workload marginals (PRETRAIN_ITERS steps of the same
-// update with γ = 0), then runs GEM from it.
+// update with γ = 0, each on 32 workload marginals drawn afresh, at a
+// constant learning rate), then runs GEM from it.
 //
 // Training randomness (initial weights, the latent batch z) is
 // post-processing and comes from in.Post(), so SEED reproduces it given
@@ -36,13 +37,15 @@
 //	MAX_ITERS       int, default 100: T_max, GEM-UPDATE steps per round.
 //	TOP_K           int, default 100: cells per step (the code's max_idxs).
 //	EMA_BETA        float, default 0.5: weight EMA over the last T/2 rounds.
-//	PRETRAIN_ITERS  int, default 1000 (gem_pub only).
+//	PRETRAIN_ITERS  int, default 500 (gem_pub only): steps, each on 32
+//	                workload marginals drawn afresh.
 package gem
 
 import (
 	"context"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"slices"
 
 	"github.com/dpsql/dpsql/synth"
@@ -64,7 +67,7 @@ const (
 	DefaultMaxIters      = 100
 	DefaultTopK          = 100
 	DefaultEMABeta       = 0.5
-	DefaultPretrainIters = 1000
+	DefaultPretrainIters = 500
 )
 
 var schema = synth.Schema{
@@ -80,7 +83,7 @@ var schema = synth.Schema{
 	{Name: "EMA_BETA", Kind: synth.Float, Default: "0.5", Min: 0, Max: 0.999, Doc: "β of the weight EMA over the last T/2 rounds"},
 }
 
-var pubSchema = append(slices.Clone(schema), synth.Param{Name: "PRETRAIN_ITERS", Kind: synth.Int, Default: "1000",
+var pubSchema = append(slices.Clone(schema), synth.Param{Name: "PRETRAIN_ITERS", Kind: synth.Int, Default: "500",
 	Min: 0, Max: 1e6, Doc: "non-private training steps on the public table's workload marginals"})
 
 // Options configures GEM; New fills every field.
@@ -230,10 +233,10 @@ func (o *Options) Run(ctx context.Context, in *synth.Input) (*synth.Result, erro
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w: %v", name, synth.ErrInvalidInput, err)
 	}
-	tr := &trainer{o: o, net: net, adam: nn.NewAdam(len(net.Params())), dp: make([]float64, net.B*net.Out())}
+	tr := &trainer{stepOffset: -1, o: o, net: net, adam: nn.NewAdam(len(net.Params())), dp: make([]float64, net.B*net.Out())}
 	in.Report(synth.Status{Phase: "init", ModelSize: float64(8*len(net.Params())) / (1 << 20)})
 	if o.Public && o.PretrainIters > 0 {
-		if err := tr.pretrain(ctx, in, w, prodq.NewLayout(sizes)); err != nil {
+		if err := tr.pretrain(ctx, in, w, prodq.NewLayout(sizes), rng); err != nil {
 			return &synth.Result{}, fmt.Errorf("%s: pretraining: %w", name, err)
 		}
 	}
@@ -266,16 +269,19 @@ func (o *Options) Run(ctx context.Context, in *synth.Input) (*synth.Result, erro
 
 // trainer runs GEM-UPDATE on one network.
 type trainer struct {
-	o       *Options
-	net     *nn.Net
-	adam    *nn.Adam
-	dp      []float64
-	ans     [][]float64
-	grad    [][]float64
-	cells   []cellErr
-	touched []bool
-	emaErr  float64
-	sc      prodq.Scratch
+	o     *Options
+	net   *nn.Net
+	adam  *nn.Adam
+	dp    []float64
+	ans   [][]float64
+	grad  [][]float64
+	cells []cellErr
+	// stepOffset < 0: a GEM round (cosine-annealed learning rate);
+	// otherwise pretraining (constant rate).
+	stepOffset int
+	touched    []bool
+	emaErr     float64
+	sc         prodq.Scratch
 }
 
 type cellErr struct {
@@ -301,7 +307,7 @@ func (tr *trainer) round(ctx context.Context, st *amloop.State) error {
 }
 
 // pretrain fits the generator to the public table's workload marginals.
-func (tr *trainer) pretrain(ctx context.Context, in *synth.Input, w []synth.Marginal, l *prodq.Layout) error {
+func (tr *trainer) pretrain(ctx context.Context, in *synth.Input, w []synth.Marginal, l *prodq.Layout, rng *rand.Rand) error {
 	sets := make([][]int, len(w))
 	for i, m := range w {
 		sets[i] = m.Attrs
@@ -317,8 +323,35 @@ func (tr *trainer) pretrain(ctx context.Context, in *synth.Input, w []synth.Marg
 		}
 	}
 	tr.adam.Reset()
-	return tr.steps(ctx, l, sets, pub, tr.o.PretrainIters, func(float64) float64 { return 0 })
+	tr.stepOffset = 0 // a constant learning rate
+	defer func() { tr.stepOffset = -1 }()
+	if len(sets) <= pretrainBatch {
+		return tr.steps(ctx, l, sets, pub, tr.o.PretrainIters, func(float64) float64 { return 0 })
+	}
+	// Each step looks at pretrainBatch workload marginals drawn afresh
+	// (post-processing randomness): answering all of them every step costs
+	// B·Σ cells, minutes per hundred steps on a wide table.
+	perm := make([]int, len(sets))
+	bs, bt := make([][]int, pretrainBatch), make([][]float64, pretrainBatch)
+	for range tr.o.PretrainIters {
+		for j := range perm {
+			perm[j] = j
+		}
+		for j := range pretrainBatch {
+			k := j + rng.IntN(len(perm)-j)
+			perm[j], perm[k] = perm[k], perm[j]
+			bs[j], bt[j] = sets[perm[j]], pub[perm[j]]
+		}
+		if err := tr.steps(ctx, l, bs, bt, 1, func(float64) float64 { return 0 }); err != nil {
+			return err
+		}
+	}
+	return nil
 }
+
+// pretrainBatch is the number of public workload marginals per pretraining
+// step.
+const pretrainBatch = 32
 
 // steps takes at most iters Adam steps on the mean absolute error of the
 // TOP_K largest-error cells whose error is at least gamma(maxErr), where
@@ -386,7 +419,11 @@ func (tr *trainer) steps(ctx context.Context, l *prodq.Layout, attrs [][]int, ta
 			}
 		}
 		net.Backward(tr.dp)
-		tr.adam.Step(net.Params(), net.Grads(), nn.Cosine(tr.o.LR, 1e-8, i, iters))
+		lr := tr.o.LR
+		if tr.stepOffset < 0 {
+			lr = nn.Cosine(tr.o.LR, 1e-8, i, iters)
+		}
+		tr.adam.Step(net.Params(), net.Grads(), lr)
 	}
 	return nil
 }
