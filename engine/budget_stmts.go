@@ -206,6 +206,11 @@ func (e *Engine) setBudget(ctx *sql.Context, s *dpparse.SetBudget) error {
 	if err != nil {
 		return err
 	}
+	if l, err := e.privacyUnitOf(ctx, t); err != nil {
+		return err
+	} else if l != nil {
+		return ErrBadParameter.New("%s belongs to the privacy unit %s, whose budget and ledger it shares: SET PRIVACY BUDGET FOR %s", t, l.unit, l.unit)
+	}
 	_, err = e.dp.ledger.SetBudget(ctx, t.LedgerKey(), t.DB+"."+t.Name, e.ledgerUser(ctx), s.String(), eps, delta)
 	switch {
 	case errors.Is(err, budget.ErrBelowSpent):

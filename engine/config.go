@@ -40,6 +40,10 @@ type Config struct {
 	TLSCert, TLSKey string
 	// RequireTLS refuses connections that do not switch to TLS.
 	RequireTLS bool
+	// Listener, if set, is where the server accepts connections instead of
+	// binding Host:Port: the embedding API (package dpsql) passes an
+	// in-memory listener, so that no TCP port is opened.
+	Listener net.Listener
 }
 
 // DefaultConfig returns the configuration used when no flags are given.

@@ -28,7 +28,7 @@ type dpState struct {
 // openDP opens the ledger when the storage is the durable catalog.
 func (e *Engine) openDP() error {
 	e.allowDPProcedures()
-	cs, ok := e.store.(catalogStorage)
+	cs, ok := catalogOf(e.store)
 	if !ok {
 		return nil
 	}
@@ -56,7 +56,7 @@ type tableRef struct {
 	// inherits (or resets) its budget.
 	ID uint64
 	// Table is the stored table (schema, checks).
-	Table *catalog.Table
+	Table sourceTable // *catalog.Table, or a host table (extension.go)
 }
 
 // LedgerKey is the table's key in the privacy ledger.
@@ -82,6 +82,9 @@ func (e *Engine) resolveTable(ctx *sql.Context, tn dpparse.TableName) (tableRef,
 		return tableRef{}, ErrInternal.Wrap(err, "looking up %s.%s", quoteIdent(db), quoteIdent(tn.Name))
 	}
 	if !ok {
+		if ref, ok, err := e.hostTableRef(ctx, db, tn.Name); ok || err != nil {
+			return ref, err // extension.go
+		}
 		return tableRef{}, noSuchTable(db, tn.Name)
 	}
 	return tableRef{DB: db, Name: t.Name(), ID: t.ID(), Table: t}, nil

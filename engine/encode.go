@@ -72,7 +72,7 @@ func encodeTable(ctx context.Context, cat *catalog.Store, src tableRef, dom *dom
 		cols[i] = make([]uint16, 0, hint)
 	}
 	width := len(src.Table.Schema())
-	err = cat.ScanTable(ctx, src.DB, src.Name, func(row sql.Row) error {
+	err = scanSource(ctx, cat, src, func(row sql.Row) error {
 		if len(row) != width {
 			return catalog.ErrSchemaChanged
 		}

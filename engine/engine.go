@@ -55,6 +55,9 @@ type Engine struct {
 	// remote connects to the source of a FEDERATED table (federated.go);
 	// tests substitute a fake.
 	remote remoteOpener
+
+	// metrics are the engine's Prometheus instruments (metrics.go).
+	metrics *metrics
 }
 
 // New opens the data directory (creating it on first start), binds the
@@ -73,10 +76,12 @@ func New(ctx context.Context, cfg Config) (*Engine, error) {
 		return nil, err
 	}
 	// Bind before the slow start-up work, so a busy port fails fast.
-	ln, err := listen(cfg.addr())
-	if err != nil {
-		st.Close()
-		return nil, err
+	ln := cfg.Listener
+	if ln == nil {
+		if ln, err = listen(cfg.addr()); err != nil {
+			st.Close()
+			return nil, err
+		}
 	}
 	e, err := build(ctx, cfg, dir, st)
 	if err != nil {
@@ -101,6 +106,7 @@ func build(ctx context.Context, cfg Config, dataDir string, st Storage) (*Engine
 	}
 	e := &Engine{cfg: cfg, dataDir: dataDir, log: log, store: st, started: time.Now(), remote: openFederated}
 	e.internalID.Store(1 << 31)
+	e.metrics = newMetrics(e)
 
 	pro := newProvider(st.Provider(), e.procedures())
 	pro.dropped = func(ctx *sql.Context, name string) error { return e.dropDatabaseGrants(ctx, name) }
@@ -202,7 +208,7 @@ func (e *Engine) newServer(ln net.Listener) error {
 		TLSConfig:               tlsCfg,
 		RequireSecureTransport:  e.cfg.RequireTLS,
 		ProtocolListenerFactory: e.protocolListener,
-	}, e.sqle, sql.NewContext, e.newConnSession, nil, e.recordErrors(e.handlerWrapper))
+	}, e.sqle, sql.NewContext, e.newConnSession, nil, e.countMetrics(e.recordErrors(e.handlerWrapper)))
 	if err != nil {
 		return ErrListen.Wrap(err, "cannot start server on %s", ln.Addr())
 	}

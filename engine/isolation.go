@@ -59,6 +59,9 @@ func isolate(db sql.Database, visible tableFilter, wrap func(sql.Table) sql.Tabl
 	if cdb, ok := db.(catalogDB); ok {
 		return isolatedDB{catalogDB: cdb, visible: visible, wrap: wrap}
 	}
+	if hdb, ok := db.(hostDB); ok {
+		return isolateHost(hdb, visible) // extension.go
+	}
 	return db
 }
 

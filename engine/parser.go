@@ -49,6 +49,9 @@ func (p *parser) Parse(ctx *sql.Context, query string, multi bool) (ast.Statemen
 func (p *parser) ParseWithOptions(ctx context.Context, query string, delimiter rune, multi bool, options ast.ParserOptions) (ast.Statement, string, string, error) {
 	prep, n, ok, err := dpparse.Prepare(query)
 	if !ok {
+		if st, parsed, rest, ok := p.parseExplainSynth(query, delimiter, multi); ok {
+			return st, parsed, rest, nil // explain_synth.go
+		}
 		mstmt, parsed, rest, err := p.mysql.ParseWithOptions(ctx, query, delimiter, multi, options)
 		if err != nil {
 			fixed, _, ok := quoteKeywords(query, err, func(q string) error {
@@ -83,6 +86,9 @@ func (p *parser) ParseWithOptions(ctx context.Context, query string, delimiter r
 func (p *parser) ParseOneWithOptions(ctx context.Context, query string, options ast.ParserOptions) (ast.Statement, int, error) {
 	prep, n, ok, err := dpparse.Prepare(query)
 	if !ok {
+		if st, parsed, _, ok := p.parseExplainSynth(query, ';', true); ok {
+			return st, explainEnd(query, parsed), nil // explain_synth.go
+		}
 		stmt, next, err := p.mysql.ParseOneWithOptions(ctx, query, options)
 		if err != nil {
 			fixed, inserted, ok := quoteKeywords(query, err, func(q string) error {

@@ -233,6 +233,9 @@ func standInParams(query string) (int, bool) {
 	case ok:
 		return len(prep.Params), true
 	}
+	if _, ok := explainSynthText(query); ok {
+		return 0, true // EXPLAIN CREATE SYNTHETIC TABLE takes no placeholders (explain_synth.go)
+	}
 	if !dpparse.StartsWith(query, explainWords...) {
 		return 0, false
 	}

@@ -56,6 +56,10 @@ func (e *Engine) plan(stmt dpparse.Statement) (statementNode, ast.AuthInformatio
 		return e.showSynthesizeGrantsNode(s), authAnyone, nil
 	case *dpparse.CreateSynthetic:
 		return newCreateSynthetic(e, s), authAnyone, nil
+	case *dpparse.SetPrivacyUnit:
+		return e.setPrivacyUnitNode(s), authAnyone, nil
+	case *dpparse.CreateSyntheticTables:
+		return e.createSyntheticTablesNode(s), authAnyone, nil
 	case *dpparse.ShowSyntheticTables:
 		return &ShowSyntheticTables{e: e, db: s.DB}, authAnyone, nil
 	case *dpparse.ShowMechanisms:
@@ -74,6 +78,7 @@ func (e *Engine) plan(stmt dpparse.Statement) (statementNode, ast.AuthInformatio
 // engine's provider.
 func (e *Engine) procedures() []sql.ExternalStoredProcedureDetails {
 	return append([]sql.ExternalStoredProcedureDetails{
-		e.statusProcedure(), e.backupProcedure(),
+		e.statusProcedure(), e.backupProcedure(), e.setPrivacyUnitProcedure(), e.explainSyntheticProcedure(),
+		e.createSyntheticTablesProcedure(),
 	}, append(append(e.privacyProcedures(), e.synthesisProcedures()...), e.showErrorBoundsProcedures()...)...)
 }

@@ -147,6 +147,11 @@ type synthRequest struct {
 	// rows, encoded over dom in phase 1 (public.go).
 	public     dpparse.TableName
 	publicData *pgm.Dataset
+
+	// unit is the source's privacy unit if the source is a unit's child
+	// (units.go): the charge goes to the unit's ledger and the mechanism
+	// runs at ρ/K².
+	unit *unitLink
 }
 
 // createSynthetic runs CREATE SYNTHETIC TABLE and returns the record of the
@@ -186,6 +191,12 @@ func (e *Engine) validateSynthetic(ctx *sql.Context, stmt *dpparse.CreateSynthet
 		return nil, false, err
 	}
 	req = &synthRequest{stmt: stmt, src: src, user: e.ledgerUser(ctx)}
+	if req.unit, err = e.privacyUnitOf(ctx, src); err != nil {
+		return nil, false, err
+	}
+	if err := e.refuseHostUnits(ctx, src); err != nil {
+		return nil, false, err // extension.go
+	}
 
 	req.mech, err = registry.Lookup(stmt.Mechanism)
 	if err != nil {
@@ -255,7 +266,7 @@ func (r *synthRequest) preflight() error {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	in := &synth.Input{Data: empty, Workload: r.margs, Rho: r.rho, Noise: noise.NewSource(), Rows: r.rows, Public: r.publicData}
+	in := &synth.Input{Data: empty, Workload: r.margs, Rho: r.mechRho(r.rho), Noise: noise.NewSource(), Rows: r.rows, Public: r.publicData}
 	if _, err := r.runner.Run(ctx, in); err != nil && !errors.Is(err, context.Canceled) {
 		return ErrBadParameter.Wrap(err, "this request cannot run")
 	}
@@ -268,6 +279,9 @@ func (r *synthRequest) preflight() error {
 // read, and the synthetic table numbers its rows 1, 2, ... in it (a public
 // sequence that says nothing about the source).
 func (e *Engine) synthesisDomain(ctx *sql.Context, r *synthRequest) error {
+	if r.unit != nil {
+		return e.unitChildDomain(ctx, r)
+	}
 	sch := r.src.Table.Schema()
 	dom, err := e.tableDomain(ctx, r.src)
 	if err != nil {
@@ -536,7 +550,7 @@ func (e *Engine) checkTarget(ctx *sql.Context, r *synthRequest) (exists bool, er
 // resolveBudget sets δ (default: the table budget's) and ρ, and checks that
 // the table has a budget.
 func (r *synthRequest) resolveBudget(l *budget.Ledger) error {
-	info, err := l.Budget(r.src.LedgerKey())
+	info, err := l.Budget(r.ledgerKey())
 	if errors.Is(err, budget.ErrNoBudget) {
 		return ErrNoBudget.New("%s has no privacy budget: ask its owner to run SET PRIVACY BUDGET FOR %s WITH EPSILON = <ε>, DELTA = <δ>", r.src, r.src)
 	}
@@ -586,13 +600,16 @@ func (e *Engine) runSynthetic(ctx *sql.Context, r *synthRequest) (_ *catalog.Syn
 	log := e.log.With("statement", "CREATE SYNTHETIC TABLE", "target", r.target.DB+"."+r.target.Name,
 		"source", r.src.DB+"."+r.src.Name, "mechanism", r.mech.Name(), "user", r.user)
 
-	res, err := e.dp.ledger.Reserve(ctx, r.src.LedgerKey(), budget.Charge{
+	res, err := e.dp.ledger.Reserve(ctx, r.ledgerKey(), budget.Charge{
 		User: r.user, Statement: r.stmt.String(), Mechanism: r.mech.Name(),
 		Rho: r.rho, Epsilon: r.epsilon, Delta: r.delta,
 	})
 	if err != nil {
 		return nil, e.ledgerError(err)
 	}
+	rounds := 0
+	synthDone := e.metrics.synthesisStarted(r.mech.Name())
+	defer func() { synthDone(rounds, err) }() // after recoverCharged has set err
 	defer e.recoverCharged(res, &err)
 	failpoint(failpointAfterReserve)
 	log.Info("synthesis started", "rho", res.Rho(), "ledger_entry", res.ID())
@@ -615,10 +632,15 @@ func (e *Engine) runSynthetic(ctx *sql.Context, r *synthRequest) (_ *catalog.Syn
 		touched = r.remote.snap.Touched
 		why = r.remote.failure
 	} else {
-		local, err := encodeTable(ctx, e.dp.cat, r.src, r.dom)
+		var local *pgm.Dataset
+		if r.unit != nil {
+			local, err = e.encodeUnitChild(ctx, r)
+		} else {
+			local, err = encodeTable(ctx, e.dp.cat, r.src, r.dom)
+		}
 		if err == nil {
 			// The table may have been dropped and re-created while it was read.
-			if id, ok, _ := e.dp.cat.TableID(r.src.DB, r.src.Name); !ok || id != r.src.ID {
+			if id, ok, _ := e.dp.cat.TableID(r.src.DB, r.src.Name); !isHostTable(r.src) && (!ok || id != r.src.ID) {
 				err = fmt.Errorf("%s changed while it was read", r.src)
 			}
 		}
@@ -634,10 +656,13 @@ func (e *Engine) runSynthetic(ctx *sql.Context, r *synthRequest) (_ *catalog.Syn
 	// ρ, never above the charge.
 	mechNoise, postNoise, decodeNoise := e.releaseRandomness(r)
 	in := &synth.Input{
-		Data: synth.NewCache(data), Workload: r.margs, Rho: min(r.rho, res.Rho()), Noise: mechNoise, PostNoise: postNoise, Rows: r.rows, Progress: prog.report,
+		Data: synth.NewCache(data), Workload: r.margs, Rho: r.mechRho(min(r.rho, res.Rho())), Noise: mechNoise, PostNoise: postNoise, Rows: r.rows, Progress: prog.report,
 		Public: r.publicData,
 	}
 	out, err := r.runner.Run(ctx, in)
+	if out != nil {
+		rounds = len(out.Rounds)
+	}
 	if err != nil {
 		if r.remote != nil {
 			err = r.remote.error(ctx, err)
@@ -667,6 +692,7 @@ func (e *Engine) runSynthetic(ctx *sql.Context, r *synthRequest) (_ *catalog.Syn
 	if out.Note != "" {
 		note += "; " + out.Note
 	}
+	note += r.unitNote()
 	if r.remote != nil {
 		note += "; " + r.remote.summary()
 	}

@@ -3,12 +3,19 @@
 //
 // A FEDERATED table's CONNECTION string (ParseConnection) names a remote
 // table; Open connects to its database. Owners read the rows through Scan.
-// A synthesis never pulls raw rows: Snapshot begins a consistent read-only
+// A synthesis never pulls raw rows: Snapshot begins a consistent
 // transaction and answers count marginals (it implements synth.Data), each
 // pushed down as a GROUP BY whose grouping expressions compute the public
 // domain's codes remotely, exactly as domain.Column.Encode would locally
-// (see encode.go). PostgreSQL answers many marginals in one scan with
-// GROUPING SETS; MySQL and MariaDB answer one GROUP BY per marginal.
+// (see encode.go). On PostgreSQL the codes are computed once per
+// connection into a session-private temporary table inside the snapshot
+// (the transaction is read-only from then on), and the marginals are
+// answered by plain GROUP BYs over it, each fetching a superset of several
+// requested marginals (at most SetCoverCells cells) that dpsql projects
+// exactly; on two connections in the same exported snapshot. A remote user
+// without the TEMP privilege falls back to GROUPING SETS over the table in
+// a read-only transaction. MySQL and MariaDB answer one GROUP BY per
+// marginal in a read-only transaction.
 //
 // Which remote types take which public domains (anything else is refused
 // with ErrUnsupported when the snapshot begins, before any data is read):

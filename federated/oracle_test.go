@@ -246,10 +246,14 @@ func TestMarginalsOracle(t *testing.T) {
 				sets = append(sets, p[:3]) // unsorted: laid out in the order asked
 			}
 			sets = append(sets, []int{2, 0}, []int{0, 2}) // the same set twice, in two orders
-			type config struct{ batch, parallel int }
-			configs := []config{{federated.DefaultBatch, 1}}
+			// PostgreSQL: the temp-table path (cover = cell cap of a fetch
+			// set, 1: every marginal alone) and the GROUPING SETS path
+			// (batch); MySQL: one GROUP BY per marginal.
+			type config struct{ batch, parallel, cover int }
+			configs := []config{{federated.DefaultBatch, 1, 0}}
 			if driver == federated.Postgres {
-				configs = append(configs, config{1, 1}, config{13, 1}, config{13, 3})
+				configs = append(configs, config{1, 1, 0}, config{13, 1, 0}, config{13, 3, 0},
+					config{0, 1, 1}, config{0, 1, federated.DefaultCoverCells}, config{0, 3, federated.DefaultCoverCells}, config{0, 2, 50})
 			}
 			for _, cfg := range configs {
 				batch := cfg.batch
@@ -257,8 +261,10 @@ func TestMarginalsOracle(t *testing.T) {
 				if err != nil {
 					t.Fatal(federated.Detail(err))
 				}
-				sn.SetBatch(batch)
+				sn.SetBatch(max(batch, 1))
 				sn.SetParallel(cfg.parallel)
+				sn.SetTempTable(cfg.cover > 0)
+				sn.SetCoverCells(float64(cfg.cover))
 				if sn.Touched() {
 					t.Fatal("Touched before any query")
 				}
@@ -295,14 +301,32 @@ func TestMarginalsOracle(t *testing.T) {
 				for _, s := range sets {
 					distinct[fmt.Sprint(slices.Sorted(slices.Values(s)))] = true
 				}
-				wantQueries := len(distinct)
-				if driver == federated.Postgres {
-					wantQueries = (len(distinct) + batch - 1) / batch
+				switch {
+				case cfg.cover > 0:
+					// One scan of the table per connection (its codes
+					// table), then one GROUP BY per fetch set: one per
+					// marginal when nothing may be merged, fewer otherwise.
+					fetches := st.Queries - st.Scans
+					ok := st.Scans >= 1 && st.Scans <= cfg.parallel && fetches >= 1 && fetches <= len(distinct) && st.Cells > 0
+					if cfg.cover == 1 {
+						ok = ok && fetches == len(distinct)
+					}
+					if cfg.cover == federated.DefaultCoverCells {
+						ok = ok && fetches < len(distinct)
+					}
+					if !ok {
+						t.Errorf("cover %d, parallel %d: stats %+v for %d distinct marginals", cfg.cover, cfg.parallel, st, len(distinct))
+					}
+				default:
+					wantQueries := len(distinct)
+					if driver == federated.Postgres {
+						wantQueries = (len(distinct) + batch - 1) / batch
+					}
+					if st.Queries != wantQueries || st.Scans != st.Queries || st.Cells == 0 {
+						t.Errorf("batch %d: stats %+v, want %d queries", batch, st, wantQueries)
+					}
 				}
-				if st.Queries != wantQueries || st.Scans != st.Queries || st.Cells == 0 {
-					t.Errorf("batch %d: stats %+v, want %d queries", batch, st, wantQueries)
-				}
-				t.Logf("batch %d, parallel %d: %d marginals, %+v", batch, cfg.parallel, len(sets), st)
+				t.Logf("batch %d, parallel %d, cover %d: %d marginals, %+v", batch, cfg.parallel, cfg.cover, len(sets), st)
 				if err := sn.Close(); err != nil {
 					t.Fatal(err)
 				}

@@ -1,6 +1,7 @@
 package federated
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/dpsql/dpsql/catalog/domain"
 	"github.com/dpsql/dpsql/internal/par"
@@ -44,13 +46,29 @@ type Stats struct {
 // here.
 const DefaultBatch = 32
 
+// DefaultCoverCells and DefaultParallel configure the temp-table path of
+// PostgreSQL snapshots (pgCovered). Measured on the 14-attribute adult-like
+// table (internal/adultgen), 1 000 000 rows, on a loaded 2-core machine:
+// one plain GROUP BY over the encoded codes table takes 0.25-0.3 s for a
+// 3-way marginal and 0.5-1 s for a 4-5-way one with up to 10^6 groups,
+// while GROUPING SETS cost 0.7-1.6 s per set (PostgreSQL sorts or hashes
+// every set separately) on top of re-encoding every row per scan (about
+// 4.5 s). Fetching supersets of at most 2^18 cells and projecting them
+// locally answers the 364 3-way marginals with 131 plain GROUP BYs; two
+// connections in the same snapshot halve the wall time.
+const (
+	DefaultCoverCells = 1 << 18
+	DefaultParallel   = 2
+)
+
 // maxGrouping is the most arguments PostgreSQL's GROUPING() takes.
 const maxGrouping = 31
 
 // Snapshot answers count marginals of the remote table, each pushed down as
-// a GROUP BY, all inside one consistent read-only transaction on one
-// connection, so that they are mutually consistent. It implements
-// synth.Data. It is safe for concurrent use (queries run one at a time).
+// a GROUP BY, all inside one consistent snapshot (one transaction, or
+// several sharing an exported PostgreSQL snapshot), so that they are
+// mutually consistent. It implements synth.Data. It is safe for concurrent
+// use (one Marginals call runs at a time).
 type Snapshot struct {
 	src  *Source
 	cols []column
@@ -59,14 +77,21 @@ type Snapshot struct {
 	mu       sync.Mutex
 	batch    int
 	parallel int
-	pg       *pgx.Conn
-	snapID   string      // pg_export_snapshot() of pg's transaction
-	extra    []*pgx.Conn // more connections in the same snapshot (SetParallel)
-	my       *sql.Conn
-	myID     int64
-	touched  bool
-	broken   error
-	closed   bool
+	// cover is the cell cap of the fetch sets of the temp-table path
+	// (pgCovered); noTemp means that path is unavailable (the remote user
+	// may not create temporary tables) and batches of GROUPING SETS run
+	// on the table itself.
+	cover   float64
+	noTemp  bool
+	coded   map[*pgx.Conn]bool // connections whose codes table exists
+	pg      *pgx.Conn
+	snapID  string      // pg_export_snapshot() of pg's transaction
+	extra   []*pgx.Conn // more connections in the same snapshot (SetParallel)
+	my      *sql.Conn
+	myID    int64
+	touched bool
+	broken  error
+	closed  bool
 
 	statsMu sync.Mutex // guards stats; batches may run on several connections
 	stats   Stats
@@ -74,9 +99,10 @@ type Snapshot struct {
 
 // Snapshot compiles the encoding of every column (refusing unsupported
 // pairs of remote type and domain before any data is read) and begins a
-// consistent read-only transaction on a dedicated connection: PostgreSQL
-// REPEATABLE READ READ ONLY; MySQL/MariaDB START TRANSACTION WITH
-// CONSISTENT SNAPSHOT, READ ONLY at REPEATABLE READ.
+// consistent transaction on a dedicated connection: PostgreSQL REPEATABLE
+// READ (read-only once the codes table exists, see buildCodes);
+// MySQL/MariaDB START TRANSACTION WITH CONSISTENT SNAPSHOT, READ ONLY at
+// REPEATABLE READ.
 func (s *Source) Snapshot(ctx context.Context, cols []SnapshotColumn) (*Snapshot, error) {
 	if len(cols) == 0 {
 		return nil, fmt.Errorf("federated: snapshot of no columns")
@@ -87,7 +113,8 @@ func (s *Source) Snapshot(ctx context.Context, cols []SnapshotColumn) (*Snapshot
 	}
 	names := make([]string, len(cols))
 	sizes := make([]int, len(cols))
-	sn := &Snapshot{src: s, batch: DefaultBatch, parallel: 1, cols: make([]column, len(cols))}
+	sn := &Snapshot{src: s, batch: DefaultBatch, parallel: DefaultParallel, cover: DefaultCoverCells,
+		cols: make([]column, len(cols)), coded: map[*pgx.Conn]bool{}}
 	for i, c := range cols {
 		if c.Domain == nil {
 			return nil, fmt.Errorf("federated: column %q has no domain", c.Name)
@@ -160,10 +187,29 @@ func (sn *Snapshot) SetParallel(n int) {
 	sn.parallel = max(n, 1)
 }
 
-// pgBegin begins conn's read-only REPEATABLE READ transaction, in the
-// exported snapshot snapID if it is not empty.
+// SetCoverCells sets the cell cap of the fetch sets of the temp-table path
+// (cells >= 1; 1 fetches every marginal by itself).
+func (sn *Snapshot) SetCoverCells(cells float64) {
+	sn.mu.Lock()
+	defer sn.mu.Unlock()
+	sn.cover = max(cells, 1)
+}
+
+// SetTempTable enables or disables the temp-table path (on by default for
+// PostgreSQL; it falls back by itself when the user may not create
+// temporary tables).
+func (sn *Snapshot) SetTempTable(on bool) {
+	sn.mu.Lock()
+	defer sn.mu.Unlock()
+	sn.noTemp = !on
+}
+
+// pgBegin begins conn's REPEATABLE READ transaction, in the exported
+// snapshot snapID if it is not empty. It is read-write only so that the
+// temp-table path can create its session-private codes table; ensureCodes
+// makes it read-only right after (or at once when that path is off).
 func pgBegin(ctx context.Context, conn *pgx.Conn, snapID string) error {
-	stmts := []string{"BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"}
+	stmts := []string{"BEGIN ISOLATION LEVEL REPEATABLE READ"}
 	if snapID != "" {
 		stmts = append(stmts, "SET TRANSACTION SNAPSHOT '"+strings.ReplaceAll(snapID, "'", "''")+"'")
 	}
@@ -189,7 +235,11 @@ func (sn *Snapshot) workers(ctx context.Context, batches int) ([]*pgx.Conn, erro
 		if err != nil {
 			return nil, err
 		}
-		if err := pgBegin(ctx, conn, sn.snapID); err != nil {
+		err = pgBegin(ctx, conn, sn.snapID)
+		if err == nil && sn.noTemp {
+			_, err = conn.Exec(ctx, readOnly)
+		}
+		if err != nil {
 			conn.Close(context.WithoutCancel(ctx))
 			return nil, sn.src.newError("join snapshot", ErrQuery, err)
 		}
@@ -304,8 +354,36 @@ func (sn *Snapshot) Marginals(ctx context.Context, sets [][]int) ([][]float64, e
 		return nil
 	}
 	var err error
+	if sn.pg != nil && !sn.noTemp {
+		gs := make([][]int, len(groups))
+		for i, g := range groups {
+			gs[i] = g.attrs
+		}
+		var fellBack bool
+		fellBack, err = sn.pgCovered(ctx, gs, func(g int, codes []int32, n float64) {
+			for _, w := range groups[g].want {
+				idx := 0
+				for _, a := range sets[w] {
+					idx = idx*sn.dom.Size(a) + int(codes[a])
+				}
+				out[w][idx] += n
+			}
+		})
+		if err != nil {
+			sn.broken = err
+			return nil, err
+		}
+		if !fellBack {
+			return out, nil
+		}
+	}
 	switch {
 	case sn.pg != nil:
+		// This path writes nothing: make sure the transaction says so.
+		if _, err := sn.pg.Exec(ctx, readOnly); err != nil {
+			sn.broken = sn.src.queryError(ctx, "marginal query", err)
+			return nil, sn.broken
+		}
 		// Batches: up to sn.batch sets over at most maxGrouping columns.
 		type batch struct {
 			groups []*group
@@ -383,6 +461,236 @@ func (sn *Snapshot) Marginals(ctx context.Context, sets [][]int) ([][]float64, e
 		return nil, err
 	}
 	return out, nil
+}
+
+// coverSets groups sets (sorted attribute lists) into fetch sets of at
+// most maxCells cells, best fit first: every set joins the fetch set whose
+// union with it is smallest and within the cap, largest sets first. It
+// returns the fetch sets and, for every set, its fetch set.
+func coverSets(dom *pgm.Domain, sets [][]int, maxCells float64) (fetch [][]int, of []int) {
+	cells := func(s []int) float64 {
+		c := 1.0
+		for _, a := range s {
+			c *= float64(dom.Size(a))
+		}
+		return c
+	}
+	order := make([]int, len(sets))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(i, j int) int { return cmp.Compare(cells(sets[j]), cells(sets[i])) })
+	of = make([]int, len(sets))
+	for _, i := range order {
+		best, bestCells := -1, 0.0
+		for f, fs := range fetch {
+			if c := cells(union(fs, sets[i])); c <= maxCells && (best < 0 || c < bestCells) {
+				best, bestCells = f, c
+			}
+		}
+		if best < 0 {
+			best = len(fetch)
+			fetch = append(fetch, slices.Clone(sets[i]))
+		} else {
+			fetch[best] = union(fetch[best], sets[i])
+		}
+		of[i] = best
+	}
+	return fetch, of
+}
+
+// codesTable is the session-private table of encoded codes (pgCovered).
+const codesTable = "pg_temp.dpsql_codes"
+
+// buildCodes creates conn's codes table: every row of the source, read in
+// the snapshot, encoded into one small integer per attribute. The encoding
+// is then computed once per connection instead of once per query, and
+// every marginal is a plain GROUP BY over narrow rows. The table is
+// temporary (session-private, dropped at the end of the transaction): the
+// codes never leave the source database. A user without the TEMP privilege
+// gets errNoTemp (the transaction is rolled back to before the attempt).
+// On success the transaction is read-only from then on.
+func (sn *Snapshot) buildCodes(ctx context.Context, conn *pgx.Conn) error {
+	conv := make([]string, len(sn.cols))
+	codes := make([]string, len(sn.cols))
+	for a := range sn.cols {
+		c := &sn.cols[a]
+		typ := "int2"
+		if c.size > 32767 {
+			typ = "int4"
+		}
+		conv[a] = fmt.Sprintf("%s AS v%d", c.conv, a)
+		codes[a] = fmt.Sprintf("(%s)::%s AS a%d", c.code(Postgres, "v"+strconv.Itoa(a)), typ, a)
+	}
+	q := fmt.Sprintf("CREATE TEMP TABLE dpsql_codes ON COMMIT DROP AS SELECT %s FROM (SELECT %s FROM %s OFFSET 0) s1",
+		strings.Join(codes, ", "), strings.Join(conv, ", "), sn.src.tableRef())
+	if _, err := conn.Exec(ctx, "SAVEPOINT dpsql_codes"); err != nil {
+		return sn.src.queryError(ctx, "marginal query", err)
+	}
+	start := time.Now()
+	_, err := conn.Exec(ctx, q)
+	sn.statsMu.Lock()
+	sn.stats.Queries++
+	sn.stats.Scans++
+	sn.stats.RemoteTime += time.Since(start)
+	sn.statsMu.Unlock()
+	if err != nil {
+		var pe *pgconn.PgError
+		if ctx.Err() == nil && errors.As(err, &pe) && pe.Code == "42501" { // insufficient_privilege
+			if _, rerr := conn.Exec(ctx, "ROLLBACK TO SAVEPOINT dpsql_codes"); rerr == nil {
+				return errNoTemp
+			}
+		}
+		return sn.src.queryError(ctx, "marginal query", err)
+	}
+	// ANALYZE gives the planner the codes' statistics, so that it hashes
+	// rather than sorts; then nothing may write any more.
+	for _, q := range []string{"ANALYZE " + codesTable, "RELEASE SAVEPOINT dpsql_codes", readOnly} {
+		if _, err := conn.Exec(ctx, q); err != nil {
+			return sn.src.queryError(ctx, "marginal query", err)
+		}
+	}
+	return nil
+}
+
+// readOnly makes the rest of a PostgreSQL transaction read-only.
+const readOnly = "SET LOCAL transaction_read_only = on"
+
+// errNoTemp says the remote user may not create temporary tables.
+var errNoTemp = errors.New("federated: no TEMP privilege")
+
+// pgCovered answers the marginals over sets (sorted attribute lists) from
+// the codes table: one plain GROUP BY per fetch set (coverSets), spread
+// over the snapshot's connections, every result row added into each set
+// it covers by fn(set, codes by attribute, count). fellBack reports that
+// the codes table could not be created; the caller then uses batches of
+// GROUPING SETS on the source table.
+func (sn *Snapshot) pgCovered(ctx context.Context, sets [][]int, fn func(set int, codes []int32, n float64)) (fellBack bool, err error) {
+	fetch, of := coverSets(sn.dom, sets, sn.cover)
+	covered := make([][]int, len(fetch))
+	for i, f := range of {
+		covered[f] = append(covered[f], i)
+	}
+	conns, err := sn.workers(ctx, len(fetch))
+	if err != nil {
+		return false, err
+	}
+	sn.touched = true
+	// The first connection's codes table decides the path: without the
+	// TEMP privilege nothing else is tried.
+	if !sn.coded[conns[0]] {
+		if err := sn.buildCodes(ctx, conns[0]); err != nil {
+			if !errors.Is(err, errNoTemp) {
+				return false, err
+			}
+			sn.noTemp = true
+			for _, c := range conns {
+				if _, err := c.Exec(ctx, readOnly); err != nil {
+					return false, sn.src.queryError(ctx, "marginal query", err)
+				}
+			}
+			return true, nil
+		}
+		sn.coded[conns[0]] = true
+	}
+	// The pool hands a connection to one worker at a time, so a missing
+	// codes table is built by the worker holding its connection; only the
+	// map is shared.
+	var codedMu sync.Mutex
+	pool := make(chan *pgx.Conn, len(conns))
+	for _, c := range conns {
+		pool <- c
+	}
+	bctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	errs := make([]error, len(fetch))
+	perr := par.For(bctx, len(fetch), len(conns), func(k int) {
+		conn := <-pool
+		defer func() { pool <- conn }()
+		codedMu.Lock()
+		ready := sn.coded[conn]
+		codedMu.Unlock()
+		if !ready {
+			if errs[k] = sn.buildCodes(bctx, conn); errs[k] != nil {
+				cancel()
+				return
+			}
+			codedMu.Lock()
+			sn.coded[conn] = true
+			codedMu.Unlock()
+		}
+		if errs[k] = sn.pgGroup(bctx, conn, fetch[k], covered[k], fn); errs[k] != nil {
+			cancel()
+		}
+	})
+	if err = errors.Join(errs...); err == nil && perr != nil {
+		err = perr
+	}
+	switch {
+	case err == nil:
+		return false, nil
+	case ctx.Err() != nil:
+		return false, sn.src.newError("marginal query", ErrQuery, ctx.Err())
+	}
+	// The first failure; the others are its cancellations.
+	for _, e := range errs {
+		if e != nil && !errors.Is(e, context.Canceled) {
+			return false, e
+		}
+	}
+	return false, err
+}
+
+// pgGroup runs the GROUP BY of fetch set attrs over the codes table and
+// adds every result row into the sets it covers.
+func (sn *Snapshot) pgGroup(ctx context.Context, conn *pgx.Conn, attrs []int, covers []int, fn func(set int, codes []int32, n float64)) error {
+	names := make([]string, len(attrs))
+	for i, a := range attrs {
+		names[i] = "a" + strconv.Itoa(a)
+	}
+	cols := strings.Join(names, ", ")
+	q := fmt.Sprintf("SELECT %s, COUNT(*) FROM %s GROUP BY %s", cols, codesTable, cols)
+	start := time.Now()
+	var cells int64
+	defer func() {
+		sn.statsMu.Lock()
+		sn.stats.Queries++
+		sn.stats.Cells += cells
+		sn.stats.RemoteTime += time.Since(start)
+		sn.statsMu.Unlock()
+	}()
+	rows, err := conn.Query(ctx, q)
+	if err != nil {
+		return sn.src.queryError(ctx, "marginal query", err)
+	}
+	defer rows.Close()
+	codes := make([]int32, sn.dom.Len())
+	vals := make([]int32, len(attrs))
+	var count int64
+	ptrs := make([]any, len(attrs)+1)
+	for i := range attrs {
+		ptrs[i] = &vals[i]
+	}
+	ptrs[len(attrs)] = &count
+	for rows.Next() {
+		if err := rows.Scan(ptrs...); err != nil {
+			return sn.src.queryError(ctx, "marginal query", err)
+		}
+		cells++
+		for i, a := range attrs {
+			if vals[i] < 0 || int(vals[i]) >= sn.dom.Size(a) {
+				return fmt.Errorf("federated: remote code %d of attribute %d outside [0, %d)", vals[i], a, sn.dom.Size(a))
+			}
+			codes[a] = vals[i]
+		}
+		for _, s := range covers {
+			fn(s, codes, float64(count))
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return sn.src.queryError(ctx, "marginal query", err)
+	}
+	return nil
 }
 
 // union merges two sorted attribute lists.

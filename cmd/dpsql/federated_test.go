@@ -382,8 +382,15 @@ func testFederatedConnecting(t *testing.T, r *remoteDB, s *server, root *sql.DB,
 	}
 }
 
-// groupBy matches a pushed-down marginal query.
-const groupBy = "%GROUP BY%"
+// marginalQuery matches a query of a synthesis on the source: on
+// PostgreSQL the codes table's CREATE (which reads the table) and the
+// GROUP BYs over it; on MySQL a GROUP BY.
+func (r *remoteDB) marginalQuery() string {
+	if r.c.Driver == federated.Postgres {
+		return "%dpsql_codes%"
+	}
+	return "%GROUP BY%"
+}
 
 // testFederatedKill blocks the source table with a lock held by another
 // session, kills the synthesis waiting for it, and checks that the remote
@@ -409,7 +416,7 @@ func testFederatedKill(t *testing.T, r *remoteDB, s *server, root *sql.DB) {
 	}()
 	// Wait until the synthesis waits on the source.
 	deadline := time.Now().Add(time.Minute)
-	for r.activeQueries(t, groupBy) == 0 {
+	for r.activeQueries(t, r.marginalQuery()) == 0 {
 		if time.Now().After(deadline) {
 			t.Fatal("the synthesis never queried the source")
 		}
@@ -423,7 +430,7 @@ func testFederatedKill(t *testing.T, r *remoteDB, s *server, root *sql.DB) {
 	if err := <-done; mysqlCode(err) != 1317 {
 		t.Errorf("killed synthesis: %v", err)
 	}
-	for deadline = time.Now().Add(30 * time.Second); r.activeQueries(t, groupBy) != 0; time.Sleep(50 * time.Millisecond) {
+	for deadline = time.Now().Add(30 * time.Second); r.activeQueries(t, r.marginalQuery()) != 0; time.Sleep(50 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatal("the remote query still runs after KILL QUERY")
 		}

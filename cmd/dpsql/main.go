@@ -46,6 +46,7 @@ var commands = []command{
 	{"backup", "copy a running server's data file over the wire (--out FILE) and check the copy", runBackup},
 	{"check", "verify a data file (--data-dir DIR or --file FILE) of a stopped server", runCheck},
 	{"bench", "run a benchmark (bench pgm --csv FILE --domain FILE)", runBench},
+	{"report", "write a synthetic table's quality report as one HTML page (--table db.t --out FILE)", runReport},
 	{"audit", "estimate each mechanism's ε empirically and check it against the claim", runAudit},
 	{"version", "print the version", func(_ context.Context, _ []string, stdout, _ io.Writer) error {
 		fmt.Fprintln(stdout, "dpsql", version)

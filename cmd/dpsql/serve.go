@@ -27,6 +27,7 @@ func runServe(ctx context.Context, args []string, _, stderr io.Writer) error {
 	fs.BoolVar(&cfg.RequireTLS, "require-tls", false, "refuse clients that do not use TLS (needs --tls-cert and --tls-key)")
 	logFormat := fs.String("log-format", "text", "log format: text (key=value) or json (one object per line)")
 	logLevel := fs.String("log-level", "info", "least severe log level shown: debug, info, warn or error")
+	metricsAddr := fs.String("metrics-addr", "", "HOST:PORT to serve Prometheus metrics on at /metrics (docs/metrics.md); off if empty")
 	if err := parseFlags(fs, args, stderr); err != nil {
 		return err
 	}
@@ -41,6 +42,14 @@ func runServe(ctx context.Context, args []string, _, stderr io.Writer) error {
 	e, err := engine.New(ctx, cfg)
 	if err != nil {
 		return err
+	}
+	if *metricsAddr != "" {
+		stop, err := serveMetrics(ctx, *metricsAddr, e, logger)
+		if err != nil {
+			e.Close()
+			return err
+		}
+		defer stop()
 	}
 	return e.Serve(ctx)
 }

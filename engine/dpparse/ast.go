@@ -464,19 +464,70 @@ func (s *ShowErrorBounds) String() string {
 	return fmt.Sprintf("SHOW ERROR BOUNDS FOR %s CONFIDENCE %s", s.Table, s.Confidence)
 }
 
-func (*ShowStatus) dpsqlStatement()           {}
-func (*CreateSynthetic) dpsqlStatement()      {}
-func (*SetBudget) dpsqlStatement()            {}
-func (*ShowBudget) dpsqlStatement()           {}
-func (*ShowLedger) dpsqlStatement()           {}
-func (*SetDomainBetween) dpsqlStatement()     {}
-func (*SetDomainIn) dpsqlStatement()          {}
-func (*SetPublic) dpsqlStatement()            {}
-func (*ShowDomain) dpsqlStatement()           {}
-func (*GrantSynthesize) dpsqlStatement()      {}
-func (*RevokeSynthesize) dpsqlStatement()     {}
-func (*ShowSynthesizeGrants) dpsqlStatement() {}
-func (*ShowSyntheticTables) dpsqlStatement()  {}
-func (*ShowMechanisms) dpsqlStatement()       {}
-func (*ShowErrorBounds) dpsqlStatement()      {}
-func (*Backup) dpsqlStatement()               {}
+func (*ShowStatus) dpsqlStatement()            {}
+func (*CreateSynthetic) dpsqlStatement()       {}
+func (*SetBudget) dpsqlStatement()             {}
+func (*ShowBudget) dpsqlStatement()            {}
+func (*ShowLedger) dpsqlStatement()            {}
+func (*SetDomainBetween) dpsqlStatement()      {}
+func (*SetDomainIn) dpsqlStatement()           {}
+func (*SetPublic) dpsqlStatement()             {}
+func (*ShowDomain) dpsqlStatement()            {}
+func (*GrantSynthesize) dpsqlStatement()       {}
+func (*RevokeSynthesize) dpsqlStatement()      {}
+func (*ShowSynthesizeGrants) dpsqlStatement()  {}
+func (*ShowSyntheticTables) dpsqlStatement()   {}
+func (*ShowMechanisms) dpsqlStatement()        {}
+func (*ShowErrorBounds) dpsqlStatement()       {}
+func (*Backup) dpsqlStatement()                {}
+func (*CreateSyntheticTables) dpsqlStatement() {}
+func (*SetPrivacyUnit) dpsqlStatement()        {}
+
+// CreateSyntheticTables is
+//
+//	CREATE SYNTHETIC TABLES t1, t2 FROM src1, src2 USING mech [WITH …] [workload]
+//
+// a hierarchical synthesis (households and persons). Its embedded
+// CreateSynthetic holds the mechanism, options and workload (its Table and
+// Source are unset).
+type CreateSyntheticTables struct {
+	CreateSynthetic
+	Tables, Sources []TableName
+}
+
+func (s *CreateSyntheticTables) String() string {
+	names := func(ts []TableName) string {
+		out := make([]string, len(ts))
+		for i, t := range ts {
+			out[i] = t.String()
+		}
+		return strings.Join(out, ", ")
+	}
+	full := s.CreateSynthetic.String()
+	tail := full[strings.Index(full, " USING ")+1:]
+	return fmt.Sprintf("CREATE SYNTHETIC TABLES %s FROM %s %s", names(s.Tables), names(s.Sources), tail)
+}
+
+// SetPrivacyUnit is
+//
+//	ALTER TABLE child SET PRIVACY UNIT unit ON a.col = b.col MAX k
+//
+// linking every row of child to one row of unit. The two sides of ON are
+// written in either order, each optionally qualified.
+type SetPrivacyUnit struct {
+	Table, Unit         TableName
+	LeftQual, LeftCol   string
+	RightQual, RightCol string
+	Max                 int
+}
+
+func (s *SetPrivacyUnit) String() string {
+	q := func(a, b string) string {
+		if a == "" {
+			return QuoteIdent(b)
+		}
+		return QuoteIdent(a) + "." + QuoteIdent(b)
+	}
+	return fmt.Sprintf("ALTER TABLE %s SET PRIVACY UNIT %s ON %s = %s MAX %d", s.Table, s.Unit,
+		q(s.LeftQual, s.LeftCol), q(s.RightQual, s.RightCol), s.Max)
+}

@@ -113,7 +113,8 @@ func (p *parser) ours() bool {
 			i = 5
 		}
 		return p.peekIs(i, "SET") && (p.peekIs(i+1, "DOMAIN") || p.peekIs(i+1, "PUBLIC") ||
-			p.peekIs(i+1, "NOT") && p.peekIs(i+2, "PUBLIC"))
+			p.peekIs(i+1, "NOT") && p.peekIs(i+2, "PUBLIC") ||
+			p.peekIs(i+1, "PRIVACY") && p.peekIs(i+2, "UNIT"))
 	}
 	return false
 }
@@ -539,6 +540,9 @@ func (p *parser) setDomain() (Statement, *Error) {
 	if ok, err := p.accept("PUBLIC"); err != nil || ok {
 		return &SetPublic{Table: tbl, Public: true}, err
 	}
+	if p.peekIs(0, "PRIVACY") {
+		return p.setPrivacyUnit(tbl)
+	}
 	if ok, err := p.accept("NOT"); err != nil || ok {
 		if err == nil {
 			err = p.expect("PUBLIC")
@@ -766,6 +770,9 @@ func (p *parser) account() (Account, *Error) {
 }
 
 func (p *parser) createSynthetic() (Statement, *Error) {
+	if p.peekIs(0, "SYNTHETIC") && p.peekIs(1, "TABLES") {
+		return p.createSyntheticTables()
+	}
 	if err := p.expect("SYNTHETIC", "TABLE"); err != nil {
 		return nil, err
 	}
@@ -786,30 +793,36 @@ func (p *parser) createSynthetic() (Statement, *Error) {
 	if s.Source, err = p.tableName(); err != nil {
 		return nil, err
 	}
+	return s, p.synthesisTail(s)
+}
+
+// synthesisTail parses USING mech [WITH …] [WORKLOAD …] into s.
+func (p *parser) synthesisTail(s *CreateSynthetic) *Error {
+	var err *Error
 	if err := p.expect("USING"); err != nil {
-		return nil, err
+		return err
 	}
 	if s.Mechanism, err = p.ident("mechanism name"); err != nil {
-		return nil, err
+		return err
 	}
 	with, err := p.accept("WITH")
 	if err != nil {
-		return nil, err
+		return err
 	}
 	for with {
 		nameTok, err := p.peek(0)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		name, err := p.ident("option name")
 		if err != nil {
-			return nil, err
+			return err
 		}
 		if _, dup := s.Option(name); dup {
-			return nil, p.errAt(nameTok, KindDuplicate, "option %s given twice", name)
+			return p.errAt(nameTok, KindDuplicate, "option %s given twice", name)
 		}
 		if err := p.expectPunct('='); err != nil {
-			return nil, err
+			return err
 		}
 		var v Value
 		if t, _ := p.peek(0); t.isPunct('?') && numericOption(name) {
@@ -825,17 +838,96 @@ func (p *parser) createSynthetic() (Statement, *Error) {
 			v, err = p.literal("value of option "+name, true)
 		}
 		if err != nil {
-			return nil, err
+			return err
 		}
 		s.Options = append(s.Options, Option{Name: name, Value: v})
 		if with, err = p.acceptPunct(','); err != nil {
-			return nil, err
+			return err
 		}
 	}
 	if ok, err := p.accept("WORKLOAD"); err != nil || !ok {
-		return s, err
+		return err
 	}
 	if s.Workload, err = p.workload(); err != nil {
+		return err
+	}
+	return nil
+}
+
+// createSyntheticTables parses the rest of
+//
+//	CREATE SYNTHETIC TABLES t1, t2 FROM src1, src2 USING mech [WITH …] [WORKLOAD …]
+func (p *parser) createSyntheticTables() (Statement, *Error) {
+	if err := p.expect("SYNTHETIC", "TABLES"); err != nil {
+		return nil, err
+	}
+	s := &CreateSyntheticTables{}
+	list := func() ([]TableName, *Error) {
+		var out []TableName
+		for {
+			t, err := p.tableName()
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, t)
+			if ok, err := p.acceptPunct(','); err != nil || !ok {
+				return out, err
+			}
+		}
+	}
+	var err *Error
+	if s.Tables, err = list(); err != nil {
+		return nil, err
+	}
+	if err := p.expect("FROM"); err != nil {
+		return nil, err
+	}
+	if s.Sources, err = list(); err != nil {
+		return nil, err
+	}
+	return s, p.synthesisTail(&s.CreateSynthetic)
+}
+
+// setPrivacyUnit parses the rest of
+//
+//	ALTER TABLE child SET PRIVACY UNIT unit ON child.col = unit.col MAX k
+func (p *parser) setPrivacyUnit(tbl TableName) (Statement, *Error) {
+	if err := p.expect("PRIVACY", "UNIT"); err != nil {
+		return nil, err
+	}
+	s := &SetPrivacyUnit{Table: tbl}
+	var err *Error
+	if s.Unit, err = p.tableName(); err != nil {
+		return nil, err
+	}
+	if err := p.expect("ON"); err != nil {
+		return nil, err
+	}
+	qcol := func() (string, string, *Error) {
+		a, err := p.ident("column name")
+		if err != nil {
+			return "", "", err
+		}
+		if ok, err := p.acceptPunct('.'); err != nil || !ok {
+			return "", a, err
+		}
+		b, err := p.ident("column name")
+		return a, b, err
+	}
+	var e *Error
+	if s.LeftQual, s.LeftCol, e = qcol(); e != nil {
+		return nil, e
+	}
+	if err := p.expectPunct('='); err != nil {
+		return nil, err
+	}
+	if s.RightQual, s.RightCol, e = qcol(); e != nil {
+		return nil, e
+	}
+	if err := p.expect("MAX"); err != nil {
+		return nil, err
+	}
+	if s.Max, err = p.positiveInt("MAX (the largest number of rows per unit)"); err != nil {
 		return nil, err
 	}
 	return s, nil

@@ -243,7 +243,9 @@ func Repeat(ctx context.Context, c Config) (*Report, error) {
 // rho and noise src, and returns the release and its statistics.
 func (c *Config) release(ctx context.Context, x int, rho float64, src *noise.Source) (*synth.Result, []float64, error) {
 	sc := c.Scenario
-	res, err := c.Runner.Run(ctx, &synth.Input{Data: sc.data(x), Workload: sc.Workload, Rho: rho, Noise: src})
+	// Public: D stands in for a public table for mechanisms that need one
+	// (fixed across the neighbours; the others ignore it).
+	res, err := c.Runner.Run(ctx, &synth.Input{Data: sc.data(x), Workload: sc.Workload, Rho: rho, Noise: src, Public: sc.D})
 	if err != nil {
 		return nil, nil, fmt.Errorf("audit: %s on %s: %w", c.Mechanism, datasetName(x), err)
 	}

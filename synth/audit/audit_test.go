@@ -157,7 +157,7 @@ func TestAnswer(t *testing.T) {
 	sc := DefaultScenario()
 	for _, m := range registry.All() {
 		res, err := newRunner(t, m.Name()).Run(context.Background(), &synth.Input{
-			Data: sc.D, Workload: sc.Workload, Rho: 1e8, Noise: noise.NewSource()})
+			Data: sc.D, Workload: sc.Workload, Rho: 1e8, Noise: noise.NewSource(), Public: sc.D})
 		if err != nil {
 			t.Fatal(err)
 		}

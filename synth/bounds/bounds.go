@@ -118,10 +118,12 @@ func Cells(ctx context.Context, rel *Release, attrs []int, confidence float64) (
 // keep one Analysis per release to answer many requests. It is safe for
 // concurrent use.
 type Analysis struct {
-	model *pgm.Model
-	dom   *pgm.Domain
-	w     []synth.Marginal // canonical workload
-	meas  []synth.Measurement
+	// measuredOnly: only measured marginals have bounds (see measuredOnly).
+	measuredOnly bool
+	model        *pgm.Model
+	dom          *pgm.Domain
+	w            []synth.Marginal // canonical workload
+	meas         []synth.Measurement
 	// selected[t] is the measurement taken in round t ≥ 1.
 	selected map[int]*synth.Measurement
 	rounds   map[int]*synth.Round
@@ -148,10 +150,18 @@ type stats struct {
 	drift, observed float64
 }
 
+// measuredOnly lists the mechanisms whose releases get the bounds of
+// supported marginals only: their identity measurements are Gaussian like
+// AIM's, so the supported-marginal bound holds for any model, but their
+// selection score is not AIM's, so unmeasured marginals get no bound
+// (ErrUncovered, the trivial 2 in Marginals). See docs/iterative.md.
+var measuredOnly = map[string]bool{"pep": true, "pmw": true}
+
 // Analyze indexes rel for bound computations. It fails with ErrNoBounds for
 // mechanisms other than AIM and with ErrInvalid for a malformed release.
 func Analyze(rel *Release) (*Analysis, error) {
-	if !strings.EqualFold(rel.Mechanism, "aim") {
+	partial := measuredOnly[strings.ToLower(rel.Mechanism)]
+	if !strings.EqualFold(rel.Mechanism, "aim") && !partial {
 		return nil, fmt.Errorf("%w for mechanism %s", ErrNoBounds, rel.Mechanism)
 	}
 	if rel.Model == nil {
@@ -185,9 +195,13 @@ func Analyze(rel *Release) (*Analysis, error) {
 		a.total += sum(m.Y) / v
 		prec += 1 / v
 	}
+	if prec == 0 && partial {
+		return nil, fmt.Errorf("%w for mechanism %s with single-cell measurements (CELLS = 1)", ErrNoBounds, rel.Mechanism)
+	}
 	if prec == 0 {
 		return nil, fmt.Errorf("bounds: %w: no measurements", ErrInvalid)
 	}
+	a.measuredOnly = partial
 	for i := range a.meas {
 		if r := a.meas[i].Round; r > 0 {
 			a.selected[r] = &a.meas[i]
@@ -347,6 +361,10 @@ func (a *Analysis) compute(attrs []int) *stats {
 	xhat := a.model.Marginal(attrs)
 	if ybar, sd, round, ok := a.combined(attrs); ok {
 		s.supported, s.round, s.dist, s.sd = true, round, marginal.L1(xhat, ybar), sd
+		return s
+	}
+	if a.measuredOnly {
+		s.err = fmt.Errorf("bounds: %w: the marginal on %s was not measured; for this mechanism only measured marginals (and their subsets) have bounds", ErrUncovered, a.names(attrs))
 		return s
 	}
 	t := a.last[synth.Key(attrs)]

@@ -4,9 +4,12 @@
 // It follows Section 5 of the AIM paper (McKenna et al., VLDB 2022;
 // spec/aim.md, "Uncertainty quantification"). Everything it reads is
 // already differentially private, so the bounds are post-processing and
-// cost no privacy budget; it generates no noise. Only AIM releases are
-// supported: other mechanisms give an error wrapping ErrNoBounds
-// ("no bounds for mechanism mst").
+// cost no privacy budget; it generates no noise. AIM releases are
+// supported fully; PEP and MWEM (pep, pmw) releases only for their measured
+// marginals and subsets (the "Supported marginals" bound, which holds for
+// any model fitted to Gaussian measurements; their selection score is not
+// AIM's, so unmeasured marginals get none); other mechanisms give an error
+// wrapping ErrNoBounds ("no bounds for mechanism mst").
 //
 // Analyze indexes a Release (the final model and the measurements, rounds,
 // last-candidate rounds and snapshots of a synth.Result); its Marginals

@@ -9,12 +9,17 @@ import (
 
 	"github.com/dpsql/dpsql/synth"
 	"github.com/dpsql/dpsql/synth/aim"
+	"github.com/dpsql/dpsql/synth/dualquery"
+	"github.com/dpsql/dpsql/synth/fem"
 	"github.com/dpsql/dpsql/synth/gaussian"
+	"github.com/dpsql/dpsql/synth/gem"
 	"github.com/dpsql/dpsql/synth/hdmm"
 	"github.com/dpsql/dpsql/synth/independent"
 	"github.com/dpsql/dpsql/synth/mst"
 	"github.com/dpsql/dpsql/synth/mwem"
+	"github.com/dpsql/dpsql/synth/pep"
 	"github.com/dpsql/dpsql/synth/privbayes"
+	"github.com/dpsql/dpsql/synth/rap"
 )
 
 // ErrUnknownMechanism is wrapped by Lookup's error for an unknown name.
@@ -28,6 +33,17 @@ func All() []synth.Mechanism {
 		mwem.Mechanism{},
 		independent.Mechanism{},
 		gaussian.Mechanism{},
+		pep.PEP{},
+		pep.PMW{},
+		pep.PMWPub{},
+		pep.PEPPub{},
+		gem.Mechanism{},
+		gem.PubMechanism{},
+		rap.Mechanism{},
+		rap.SoftmaxMechanism{},
+		dualquery.Mechanism{},
+		dualquery.PGM{},
+		fem.Mechanism{},
 		privbayes.Mechanism{},
 		privbayes.PGM{},
 		hdmm.Mechanism{},

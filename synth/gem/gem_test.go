@@ -1,0 +1,244 @@
+package gem
+
+import (
+	"bytes"
+	"context"
+	"math"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/dpsql/dpsql/synth"
+	"github.com/dpsql/dpsql/synth/internal/amloop"
+	"github.com/dpsql/dpsql/synth/internal/synthtest"
+	"github.com/dpsql/dpsql/synth/noise"
+)
+
+var secret = []byte("gem test secret, thirty-two bytes")
+
+func testInput(seed int64) *synth.Input {
+	return &synth.Input{
+		Data:      synthtest.Chain(5, 3000, []int{4, 3, 5, 2, 4}),
+		Workload:  synthtest.AllK(5, 2),
+		Rho:       0.5,
+		Noise:     noise.Derive(secret, seed, "noise"),
+		PostNoise: noise.Derive(secret, seed, "post"),
+	}
+}
+
+var small = []synth.Option{{Name: "ROUNDS", Value: 8}, {Name: "BATCH", Value: 200}, {Name: "LATENT", Value: 16},
+	{Name: "HIDDEN", Value: 32}, {Name: "LR", Value: 0.05}}
+
+// checkRows asserts the rows-only invariants: ρ spent exactly, one
+// measurement per round, rows in the domain.
+func checkRows(t *testing.T, in *synth.Input, res *synth.Result, rounds, rows int) {
+	t.Helper()
+	if math.Abs(res.RhoUsed-in.Rho) > 1e-12*in.Rho {
+		t.Errorf("ρ used %v, want %v", res.RhoUsed, in.Rho)
+	}
+	if len(res.Rounds) != rounds || res.Model != nil {
+		t.Errorf("%d rounds (want %d), model %v", len(res.Rounds), rounds, res.Model != nil)
+	}
+	dom := in.Data.Domain()
+	for i, m := range res.Measurements {
+		if len(m.Y) != dom.Cells(m.Attrs) || !(m.Sigma > 0) {
+			t.Errorf("measurement %d malformed", i)
+		}
+	}
+	if len(res.Rows) != dom.Len() {
+		t.Fatalf("%d columns", len(res.Rows))
+	}
+	for a, col := range res.Rows {
+		if len(col) != rows {
+			t.Fatalf("column %d: %d rows, want %d", a, len(col), rows)
+		}
+		for _, v := range col {
+			if int(v) >= dom.Size(a) {
+				t.Fatalf("column %d: code %d outside %d", a, v, dom.Size(a))
+			}
+		}
+	}
+}
+
+func sets(w []synth.Marginal) [][]int {
+	s := make([][]int, len(w))
+	for i, m := range w {
+		s[i] = m.Attrs
+	}
+	return s
+}
+
+func TestRun(t *testing.T) {
+	in := testInput(1)
+	r, err := Mechanism{}.New(small)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var reports []synth.Status
+	in.Progress = func(s synth.Status) { reports = append(reports, s) }
+	res, err := r.Run(context.Background(), in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// n̂ is within a few σ·√cells of the 3000 rows.
+	checkRows(t, in, res, 8, len(res.Rows[0]))
+	if n := len(res.Rows[0]); n < 2900 || n > 3100 {
+		t.Errorf("%d rows, want about 3000", n)
+	}
+	rounds := 0
+	for _, s := range reports {
+		if s.Phase == "round" {
+			rounds++
+		}
+	}
+	if rounds != 8 {
+		t.Errorf("%d round reports, want 8", rounds)
+	}
+	// The chain's adjacent pairs carry the structure: an independent
+	// model's error is about 0.3 here (see mwem's test); GEM fits the
+	// measured pairs down to its stopping threshold γ, and the 3000
+	// sampled rows add about 0.07.
+	if e := synthtest.Error(t, in.Data, sets(in.Workload), res.Rows); e > 0.2 {
+		t.Errorf("workload error %.4f, want < 0.15", e)
+	}
+	// The artifact rebuilds the released generator.
+	net, err := UnmarshalGenerator(res.Artifact)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if net.B != 200 || net.Latent != 16 || !slices.Equal(net.Hidden, []int{32, 32}) {
+		t.Errorf("decoded shape %+v B=%d", net.Arch, net.B)
+	}
+	if !bytes.Equal(MarshalGenerator(net.Arch, zOf(res.Artifact, net), net.Params()), res.Artifact) {
+		t.Error("artifact does not round-trip")
+	}
+	if _, err := UnmarshalGenerator(res.Artifact[:len(res.Artifact)-1]); err == nil {
+		t.Error("truncated artifact accepted")
+	}
+}
+
+// zOf re-reads the latent batch of an artifact (it follows the header).
+func zOf(b []byte, n interface{ Rows() int }) []float64 {
+	net, _ := UnmarshalGenerator(b)
+	hdr := len(b) - 8*(net.B*net.Latent+len(net.Params()))
+	z := make([]float64, net.B*net.Latent)
+	for i := range z {
+		z[i] = math.Float64frombits(uint64(b[hdr+8*i]) | uint64(b[hdr+8*i+1])<<8 | uint64(b[hdr+8*i+2])<<16 |
+			uint64(b[hdr+8*i+3])<<24 | uint64(b[hdr+8*i+4])<<32 | uint64(b[hdr+8*i+5])<<40 | uint64(b[hdr+8*i+6])<<48 | uint64(b[hdr+8*i+7])<<56)
+	}
+	return z
+}
+
+// TestDeterministic: with the same released measurements (same noise
+// stream) and the same post-processing stream, the rows and the weights
+// are identical; another post-processing stream changes them.
+func TestDeterministic(t *testing.T) {
+	run := func(post string) *synth.Result {
+		in := testInput(3)
+		in.PostNoise = noise.Derive(secret, 3, post)
+		r, _ := Mechanism{}.New(small)
+		res, err := r.Run(context.Background(), in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	a, b, c := run("p"), run("p"), run("q")
+	if !bytes.Equal(a.Artifact, b.Artifact) || !slices.EqualFunc(a.Rows, b.Rows, slices.Equal) {
+		t.Error("same seeds, different release")
+	}
+	if bytes.Equal(a.Artifact, c.Artifact) {
+		t.Error("another post-processing seed gave the same generator")
+	}
+}
+
+func TestPublic(t *testing.T) {
+	in := testInput(4)
+	in.Rho = 0.002 // little budget: the public pretraining matters
+	in.Public = synthtest.Chain(6, 2000, []int{4, 3, 5, 2, 4})
+	opts := append(slices.Clone(small), synth.Option{Name: "PRETRAIN_ITERS", Value: 300})
+	r, err := PubMechanism{}.New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := r.Run(context.Background(), in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkRows(t, in, res, 8, len(res.Rows[0]))
+	if e := synthtest.Error(t, in.Data, sets(in.Workload), res.Rows); e > 0.2 {
+		t.Errorf("GEM^Pub workload error %.4f, want < 0.15", e)
+	}
+	// Without public data it is refused before any noise is drawn.
+	in2 := testInput(4)
+	if _, err := r.Run(context.Background(), in2); err == nil {
+		t.Error("gem_pub without public data ran")
+	}
+	if synth.PublicUseOf(PubMechanism{}) != synth.PublicRequired || synth.PublicUseOf(Mechanism{}) != synth.PublicNone {
+		t.Error("public use")
+	}
+}
+
+func TestCancel(t *testing.T) {
+	r, _ := Mechanism{}.New(small)
+	synthtest.CheckCancel(t, r, testInput(2))
+}
+
+func TestOptions(t *testing.T) {
+	for _, o := range [][]synth.Option{
+		{{Name: "ROUNDS", Value: 0}}, {{Name: "ALPHA", Value: 1}}, {{Name: "BATCH", Value: 0}},
+		{{Name: "NOPE", Value: 1}}, {{Name: "LR", Value: -1}}, {{Name: "PRETRAIN_ITERS", Value: 5}},
+	} {
+		if _, err := (Mechanism{}).New(o); err == nil {
+			t.Errorf("%v accepted", o)
+		}
+	}
+	if _, err := (PubMechanism{}).New([]synth.Option{{Name: "PRETRAIN_ITERS", Value: 5}}); err != nil {
+		t.Error(err)
+	}
+}
+
+// TestBudget: T rounds of one selection and one measurement spend ρ
+// exactly, and the workload caps T.
+func TestBudget(t *testing.T) {
+	for _, rho := range []float64{1e-4, 0.0144, 2} {
+		for _, tk := range [][2]int{{1, 1}, {30, 1}, {10, 5}} {
+			for _, alpha := range []float64{0.5, 0.67, 0.9} {
+				_, eps, sigma := amloop.Budget(rho, tk[0], tk[1], alpha)
+				got := float64(tk[0]*tk[1]) * (eps*eps/8 + 1/(2*sigma*sigma))
+				if math.Abs(got-rho) > 1e-12*rho {
+					t.Errorf("ρ=%v T,K=%v α=%v: spends %v", rho, tk, alpha, got)
+				}
+			}
+		}
+	}
+	if T, K := amloop.Shape(30, 1, 10); T != 10 || K != 1 {
+		t.Errorf("Shape(30,1,10) = %d,%d", T, K)
+	}
+	in := testInput(5)
+	in.Workload = in.Workload[:3]
+	r, _ := Mechanism{}.New(small)
+	res, err := r.Run(context.Background(), in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkRows(t, in, res, 3, len(res.Rows[0]))
+	seen := map[string]bool{}
+	for _, m := range res.Measurements {
+		k := synth.Key(m.Attrs)
+		if seen[k] {
+			t.Errorf("%v measured twice", m.Attrs)
+		}
+		seen[k] = true
+	}
+}
+
+// TestMemoryRefused: a network that would not fit is refused before any
+// noise is drawn (the engine's preflight sees the error).
+func TestMemoryRefused(t *testing.T) {
+	in := testInput(6)
+	r, _ := Mechanism{}.New([]synth.Option{{Name: "BATCH", Value: 100000}, {Name: "HIDDEN", Value: 4096}, {Name: "LAYERS", Value: 8}})
+	if _, err := r.Run(context.Background(), in); err == nil || !strings.Contains(err.Error(), "memory") {
+		t.Errorf("huge network: %v, want a memory error", err)
+	}
+}

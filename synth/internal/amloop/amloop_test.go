@@ -1,0 +1,99 @@
+package amloop
+
+import (
+	"context"
+	"math"
+	"testing"
+
+	"github.com/dpsql/dpsql/synth"
+	"github.com/dpsql/dpsql/synth/internal/prodq"
+	"github.com/dpsql/dpsql/synth/noise"
+	"github.com/dpsql/dpsql/synth/pgm"
+)
+
+// fixed is a Model that never changes: one product distribution.
+type fixed struct{ p []float64 }
+
+func (f *fixed) Forward() []float64 { return f.p }
+func (f *fixed) Backward([]float64) {}
+func (f *fixed) Params() []float64  { return f.p }
+func (f *fixed) Grads() []float64   { return f.p }
+func (f *fixed) Rows() int          { return 1 }
+
+// data: a0 uniform over 2 independent of a1, a2 = a1 (uniform over 3).
+func testData() *pgm.Dataset {
+	const n = 6000
+	cols := make([][]uint16, 3)
+	for r := range n {
+		cols[0] = append(cols[0], uint16(r%2))
+		cols[1] = append(cols[1], uint16((r/2)%3))
+		cols[2] = append(cols[2], uint16((r/2)%3))
+	}
+	dom, _ := pgm.NewDomain([]string{"a", "b", "c"}, []int{2, 3, 3})
+	ds, _ := pgm.NewDataset(dom, cols)
+	return ds
+}
+
+// TestSelectsWorst: against the product of the exact one-way marginals,
+// only the marginal over (1, 2) is wrong (its diagonal holds all the mass),
+// so at a large ρ the exponential mechanism picks it first; then the other
+// two in some order. The targets are the noisy fractions.
+func TestSelectsWorst(t *testing.T) {
+	p := []float64{0.5, 0.5, 1. / 3, 1. / 3, 1. / 3, 1. / 3, 1. / 3, 1. / 3}
+	w := []synth.Marginal{{Attrs: []int{0, 1}, Weight: 1}, {Attrs: []int{1, 2}, Weight: 1}, {Attrs: []int{0, 2}, Weight: 1}}
+	for seed := range int64(20) {
+		in := &synth.Input{Data: testData(), Workload: w, Rho: 50,
+			Noise: noise.Derive([]byte("amloop test secret, 32 bytes long"), seed, "n")}
+		updates := 0
+		res, st, err := Run(context.Background(), in, Config{Name: "t", Rounds: 5, PerRound: 1, Alpha: 0.5}, w, &fixed{p}, func(context.Context, *State) error {
+			updates++
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// T is capped at the 3 marginals; ρ is still spent exactly.
+		if len(res.Rounds) != 3 || updates != 3 || math.Abs(res.RhoUsed-50) > 1e-9 {
+			t.Fatalf("%d rounds, %d updates, ρ used %v", len(res.Rounds), updates, res.RhoUsed)
+		}
+		if got := res.Measurements[0].Attrs; got[0] != 1 || got[1] != 2 {
+			t.Fatalf("seed %d: first selection %v, want [1 2]", seed, got)
+		}
+		if math.Abs(st.NHat-6000) > 10 {
+			t.Errorf("n̂ = %v, want about 6000", st.NHat)
+		}
+		for i, tg := range st.Target[0] {
+			want := 0.0
+			if i/3 == i%3 {
+				want = 1. / 3
+			}
+			if math.Abs(tg-want) > 0.01 {
+				t.Errorf("target[%d] = %v, want %v", i, tg, want)
+			}
+		}
+	}
+}
+
+func TestSample(t *testing.T) {
+	// Two components: (0, 2) and (1, 0) with certainty; RAP-style
+	// negative values count as 0.
+	l := []int{2, 3}
+	p := []float64{1, -0.5, 0, 0, 1, -1, 1, 1, 0, -2}
+	rng := noise.Derive([]byte("amloop test secret, 32 bytes long"), 1, "s").Rand()
+	out := Sample(newLayout(l), p, 2, 1000, rng)
+	ones := 0
+	for r := range 1000 {
+		switch {
+		case out[0][r] == 0 && out[1][r] == 2:
+		case out[0][r] == 1 && out[1][r] == 0:
+			ones++
+		default:
+			t.Fatalf("row %d = (%d, %d), not a component", r, out[0][r], out[1][r])
+		}
+	}
+	if ones < 400 || ones > 600 {
+		t.Errorf("%d of 1000 rows from component 1, want about 500", ones)
+	}
+}
+
+func newLayout(sizes []int) *prodq.Layout { return prodq.NewLayout(sizes) }
