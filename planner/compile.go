@@ -10,6 +10,7 @@ import (
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/dpsql/dpsql/catalog/domain"
+	"github.com/dpsql/dpsql/internal/qfactors"
 	"github.com/dpsql/dpsql/internal/vtparse"
 )
 
@@ -87,7 +88,7 @@ func (w *Workload) Marginals() []Marginal {
 			out = append(out, Marginal{Attrs: slices.Clone(q.Attrs), Weight: q.Weight, Kron: kron})
 		} else {
 			out[i].Weight += q.Weight
-			out[i].Kron = mergeKron(out[i].Kron, kron)
+			out[i].Kron = qfactors.Merge(out[i].Kron, kron)
 		}
 	}
 	return out

@@ -56,34 +56,3 @@ func (q *Query) Kron() (factors []*mat.Dense, ok bool) {
 	}
 	return factors, true
 }
-
-// mergeKron merges the query factors of two queries on the same
-// attributes, as synth.CanonicalWorkload does: nil (the whole marginal)
-// absorbs anything, factors that differ in one attribute are stacked there
-// (several thresholds of one range condition), anything else is the whole
-// marginal.
-func mergeKron(a, b []*mat.Dense) []*mat.Dense {
-	if a == nil || b == nil {
-		return nil
-	}
-	diff := -1
-	for j := range a {
-		if a[j] == b[j] || (a[j] != nil && b[j] != nil && mat.Equal(a[j], b[j])) {
-			continue
-		}
-		if diff >= 0 || a[j] == nil || b[j] == nil {
-			return nil
-		}
-		diff = j
-	}
-	if diff < 0 {
-		return a
-	}
-	out := slices.Clone(a)
-	ra, c := a[diff].Dims()
-	rb, _ := b[diff].Dims()
-	st := mat.NewDense(ra+rb, c, nil)
-	st.Stack(a[diff], b[diff])
-	out[diff] = st
-	return out
-}

@@ -5,6 +5,7 @@ import (
 	"math"
 	"slices"
 
+	"github.com/dpsql/dpsql/internal/qfactors"
 	"github.com/dpsql/dpsql/synth/noise"
 	"gonum.org/v1/gonum/mat"
 )
@@ -111,7 +112,7 @@ func CanonicalWorkload(d int, w []Marginal) ([]Marginal, error) {
 		positive = positive || m.Weight > 0
 		k := Key(attrs)
 		if j, ok := index[k]; ok {
-			out[j].Kron = mergeKron(out[j].Kron, kron)
+			out[j].Kron = qfactors.Merge(out[j].Kron, kron)
 			out[j].Weight += m.Weight
 			if math.IsInf(out[j].Weight, 0) {
 				return nil, fmt.Errorf("%w: the weights of the workload marginals on attributes %v sum to +Inf", ErrInvalidInput, attrs)
@@ -125,37 +126,6 @@ func CanonicalWorkload(d int, w []Marginal) ([]Marginal, error) {
 		return nil, fmt.Errorf("%w: every workload weight is zero", ErrInvalidInput)
 	}
 	return out, nil
-}
-
-// mergeKron merges the query factors of two workload entries on the same
-// attributes: nil (the whole marginal) absorbs anything; factors that differ
-// in one attribute only are stacked there (several thresholds of one range
-// condition become the rows of one factor); otherwise the merged entry is
-// the whole marginal, which answers both.
-func mergeKron(a, b []*mat.Dense) []*mat.Dense {
-	if a == nil || b == nil {
-		return nil
-	}
-	diff := -1
-	for j := range a {
-		if a[j] == b[j] || (a[j] != nil && b[j] != nil && mat.Equal(a[j], b[j])) {
-			continue
-		}
-		if diff >= 0 || a[j] == nil || b[j] == nil {
-			return nil
-		}
-		diff = j
-	}
-	if diff < 0 {
-		return a
-	}
-	out := slices.Clone(a)
-	ra, c := a[diff].Dims()
-	rb, _ := b[diff].Dims()
-	st := mat.NewDense(ra+rb, c, nil)
-	st.Stack(a[diff], b[diff])
-	out[diff] = st
-	return out
 }
 
 // Key is a map key for a sorted attribute set.
