@@ -188,27 +188,10 @@ func (r *hierRequest) parseOptions(opts []dpparse.Option) error {
 		}
 		seen[name] = true
 		switch name {
-		case optEpsilon:
-			x, err := positiveFinite(o)
-			if err != nil {
+		case optEpsilon, optDelta, optSeed:
+			if err := parseReleaseOption(name, o, &r.epsilon, &r.delta, &r.seed); err != nil {
 				return err
 			}
-			r.epsilon = x
-		case optDelta:
-			x, err := number(o)
-			if err != nil {
-				return err
-			}
-			if !(x > 0 && x < 1) {
-				return ErrBadParameter.New("DELTA = %s: δ must be in (0, 1)", o.Value)
-			}
-			r.delta = x
-		case optSeed:
-			n, err := integer(o)
-			if err != nil {
-				return err
-			}
-			r.seed = &n
 		case optRelationship:
 			if o.Value.Kind != dpparse.ValueString && o.Value.Kind != dpparse.ValueIdent {
 				return ErrBadParameter.New("RELATIONSHIP = %s: name the persons' relationship column", o.Value)

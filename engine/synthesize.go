@@ -368,21 +368,10 @@ func (r *synthRequest) parseOptions(opts []dpparse.Option) error {
 		}
 		seen[name] = true
 		switch name {
-		case optEpsilon:
-			x, err := positiveFinite(o)
-			if err != nil {
+		case optEpsilon, optDelta, optSeed:
+			if err := parseReleaseOption(name, o, &r.epsilon, &r.delta, &r.seed); err != nil {
 				return err
 			}
-			r.epsilon = x
-		case optDelta:
-			x, err := number(o)
-			if err != nil {
-				return err
-			}
-			if !(x > 0 && x < 1) {
-				return ErrBadParameter.New("DELTA = %s: δ must be in (0, 1)", o.Value)
-			}
-			r.delta = x
 		case optRows:
 			n, err := integer(o)
 			if err != nil {
@@ -392,12 +381,6 @@ func (r *synthRequest) parseOptions(opts []dpparse.Option) error {
 				return ErrBadParameter.New("ROWS = %s: must be between 1 and %d", o.Value, maxSyntheticRows)
 			}
 			r.rows = int(n)
-		case optSeed:
-			n, err := integer(o)
-			if err != nil {
-				return err
-			}
-			r.seed = &n
 		case optPublic:
 			if o.Value.Kind != dpparse.ValueTable {
 				return ErrBadParameter.New("PUBLIC = %s: name a table (PUBLIC = db.t)", o.Value)
@@ -423,6 +406,35 @@ func (r *synthRequest) parseOptions(opts []dpparse.Option) error {
 		return ErrBadParameter.Wrap(err, "mechanism options")
 	}
 	r.runner = runner
+	return nil
+}
+
+// parseReleaseOption reads one of the options every synthesis statement
+// shares: EPSILON (positive), DELTA (in (0, 1)) or SEED (an integer).
+func parseReleaseOption(name string, o dpparse.Option, epsilon, delta *float64, seed **int64) error {
+	switch name {
+	case optEpsilon:
+		x, err := positiveFinite(o)
+		if err != nil {
+			return err
+		}
+		*epsilon = x
+	case optDelta:
+		x, err := number(o)
+		if err != nil {
+			return err
+		}
+		if !(x > 0 && x < 1) {
+			return ErrBadParameter.New("DELTA = %s: δ must be in (0, 1)", o.Value)
+		}
+		*delta = x
+	case optSeed:
+		n, err := integer(o)
+		if err != nil {
+			return err
+		}
+		*seed = &n
+	}
 	return nil
 }
 
