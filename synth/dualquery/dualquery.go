@@ -418,20 +418,7 @@ func play(ctx context.Context, in *synth.Input, q *oracle.Queries, answers []flo
 		g.draws = append(g.draws, drawn)
 
 		// Best response, over the merged drawn queries in a fixed order.
-		keys = keys[:0]
-		for c, wt := range weight {
-			if wt != 0 {
-				keys = append(keys, c)
-			}
-		}
-		slices.Sort(keys)
-		problem.Terms = problem.Terms[:0]
-		for _, c := range keys {
-			m := int(q.Marg[c])
-			vals := make([]int, len(q.Sets[m]))
-			q.Decode(int(c), vals)
-			problem.Terms = append(problem.Terms, oracle.Term{Attrs: q.Sets[m], Vals: vals, Weight: weight[c]})
-		}
+		problem.Terms, keys = q.AppendTerms(problem.Terms[:0], weight, keys)
 		x := make([]int, d)
 		for j := range x {
 			x[j] = post.IntN(q.Sizes[j]) // free attributes

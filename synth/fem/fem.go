@@ -194,20 +194,7 @@ func (o *Options) Run(ctx context.Context, in *synth.Input) (*synth.Result, erro
 		} else {
 			selected[int32(pick>>1)]++
 		}
-		keys = keys[:0]
-		for c, wt := range selected {
-			if wt != 0 {
-				keys = append(keys, c)
-			}
-		}
-		slices.Sort(keys)
-		problem.Terms = problem.Terms[:0]
-		for _, c := range keys {
-			m := int(q.Marg[c])
-			vals := make([]int, len(q.Sets[m]))
-			q.Decode(int(c), vals)
-			problem.Terms = append(problem.Terms, oracle.Term{Attrs: q.Sets[m], Vals: vals, Weight: selected[c]})
-		}
+		problem.Terms, keys = q.AppendTerms(problem.Terms[:0], selected, keys)
 		for range opt.Samples {
 			for a := range problem.Unary {
 				for v := range problem.Unary[a] {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/dpsql/dpsql/synth"
 	"github.com/dpsql/dpsql/synth/pgm"
@@ -75,6 +76,27 @@ func (q *Queries) Decode(c int, vals []int) int {
 		r %= q.Strides[m][j]
 	}
 	return m
+}
+
+// AppendTerms appends to dst one term per cell of weights with a non-zero
+// weight (the cell's conjunction, that weight), in increasing cell order so
+// that the best response does not depend on map iteration order; keys is
+// scratch space, returned for reuse.
+func (q *Queries) AppendTerms(dst []Term, weights map[int32]float64, keys []int32) ([]Term, []int32) {
+	keys = keys[:0]
+	for c, w := range weights {
+		if w != 0 {
+			keys = append(keys, c)
+		}
+	}
+	slices.Sort(keys)
+	for _, c := range keys {
+		m := int(q.Marg[c])
+		vals := make([]int, len(q.Sets[m]))
+		q.Decode(int(c), vals)
+		dst = append(dst, Term{Attrs: q.Sets[m], Vals: vals, Weight: weights[c]})
+	}
+	return dst, keys
 }
 
 // Answers reads the workload marginals through the marginal oracle in one
