@@ -343,9 +343,13 @@ func (r *hierRequest) compileWorkload() error {
 		r.workloadText = w.String()
 	case w.AllKWay > 0:
 		r.workload = hpd.AllKWay(r.domain, w.AllKWay)
+		if r.domain.Typed {
+			r.workload = append(r.workload, hpd.AllRelations(r.domain)...)
+		}
 		r.workloadText = w.String()
 	default:
-		r.workload = hpd.AllKWay(r.domain, 3)
+		// Typed households add every relation (Q_R) to the 3-way sets.
+		r.workload = hpd.DefaultWorkload(r.domain)
 		r.workloadText = "WORKLOAD ALL 3-WAY (default)"
 	}
 	return nil

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -109,21 +110,37 @@ type Input struct {
 }
 
 // setSensitivity returns the L1 and L2 sensitivities of the vector of
-// counts of q's cells when one household (at most K persons) is added or
-// removed:
+// counts of q's candidate cells (those satisfying Where: the only ones
+// measured) when one household (at most K persons) is added or removed.
+// free(A) is the number of distinct values of attributes A among the
+// candidate cells (an attribute fixed by Where has one).
 //
 //	Q_G: the household adds 1 to each distinct person-value cell it holds:
-//	     k = min(K, cells of I) (1 without I): L1 = k, L2 = √k;
+//	     k = min(K, free(I)) (1 without I): L1 = k, L2 = √k;
 //	Q_I: each of ≤ K persons adds 1 to one cell: L1 = L2 = K;
 //	Q_R: each of n qualifying persons adds 1 to ≤ r distinct relative cells:
-//	     married-to n = 2, r = 1; has-child n = 2, r = min(K−2, cells of I2);
-//	     has-parent n = K−2, r = min(2, cells of I2): L1 = n·r, L2 = n·√r.
+//	     married-to n = 2, r = 1; has-child n = 2, r = min(K−2, free(I2));
+//	     has-parent n = K−2, r = min(2, free(I2)): L1 = n·r, L2 = n·√r.
+//	     A Where on the person's relationship leaves one qualifying head or
+//	     spouse (n = 1: married-to, has-child); one on the relative's
+//	     relationship leaves a child one head or one spouse (r = 1:
+//	     has-parent).
 func setSensitivity(d *Domain, q *QuerySet) (l1, l2 float64) {
 	K := d.K
-	prod := func(attrs []int) int {
+	pinned := func(attr int, group, relative bool) (int, bool) {
+		for _, w := range q.Where {
+			if w.Attr == attr && w.Group == group && w.Relative == relative {
+				return w.Value, true
+			}
+		}
+		return 0, false
+	}
+	free := func(attrs []int, relative bool) int {
 		n := 1
 		for _, b := range attrs {
-			n *= d.Indiv[b]
+			if _, ok := pinned(b, false, relative); !ok {
+				n *= d.Indiv[b]
+			}
 		}
 		return n
 	}
@@ -131,21 +148,34 @@ func setSensitivity(d *Domain, q *QuerySet) (l1, l2 float64) {
 	case GroupLevel:
 		k := 1
 		if len(q.I) > 0 {
-			k = min(K, prod(q.I))
+			k = min(K, free(q.I, false))
 		}
 		return float64(k), math.Sqrt(float64(k))
 	case IndivLevel:
 		return float64(K), float64(K)
 	}
-	n2 := prod(q.I2)
+	n2 := free(q.I2, true)
+	_, personPinned := pinned(d.Rel, false, false)
+	personPinned = personPinned && slices.Contains(q.I, d.Rel)
+	relCode, relPinned := pinned(d.Rel, false, true)
+	relPinned = relPinned && slices.Contains(q.I2, d.Rel)
 	var n, r int
 	switch q.Rel {
 	case MarriedTo:
 		n, r = 2, 1
+		if personPinned {
+			n = 1
+		}
 	case HasChild:
 		n, r = 2, min(K-2, n2)
+		if personPinned {
+			n = 1
+		}
 	default:
 		n, r = K-2, min(2, n2)
+		if relPinned && relCode != d.RelCodes[Child] {
+			r = 1
+		}
 	}
 	n, r = max(n, 1), max(r, 1)
 	return float64(n * r), float64(n) * math.Sqrt(float64(r))

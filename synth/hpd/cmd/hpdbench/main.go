@@ -41,12 +41,17 @@ func main() {
 	delta := flag.Float64("delta", 1e-9, "δ")
 	opts := flag.String("opts", "", "method options NAME=v,NAME=v")
 	timeout := flag.Duration("timeout", 10*time.Minute, "per-run timeout")
+	flag.IntVar(&hmult, "hmult", 1, "synthetic households drawn, as a multiple of the real count (more: less sampling error)")
 	flag.Parse()
 	if err := run(*n, *k, *reduced, *typed, *methods, *flat, *epsList, *seeds, *delta, *opts, *timeout); err != nil {
 		fmt.Fprintln(os.Stderr, "hpdbench:", err)
 		os.Exit(1)
 	}
 }
+
+// hmult scales the number of synthetic households drawn (errors are on the
+// fraction scale, so a larger sample only removes sampling error).
+var hmult = 1
 
 func cpu() time.Duration {
 	var ru syscall.Rusage
@@ -145,7 +150,7 @@ func run(n, K int, reduced, typed bool, methods, flat, epsList string, seeds int
 				ctx, cancel := context.WithTimeout(context.Background(), timeout)
 				w0, c0 := time.Now(), cpu()
 				res, err := r.Run(ctx, &hpd.Input{Domain: d, Data: hpd.RecordsSource{R: recs}, Workload: sets, Rho: rho,
-					Noise: noise.NewSource(), Households: recs.Households()})
+					Noise: noise.NewSource(), Households: hmult * recs.Households()})
 				cancel()
 				if err != nil {
 					fmt.Printf("| %s | %g | %d | error: %v |\n", name, eps, s, err)
@@ -226,7 +231,7 @@ func flatBaseline(name string, d *hpd.Domain, recs *hpd.Records, sets []hpd.Quer
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	res, err := runner.Run(ctx, &synth.Input{Data: synth.NewCache(ds), Workload: margs, Rho: rho, Noise: noise.NewSource(), Rows: recs.Persons()})
+	res, err := runner.Run(ctx, &synth.Input{Data: synth.NewCache(ds), Workload: margs, Rho: rho, Noise: noise.NewSource(), Rows: hmult * recs.Persons()})
 	if err != nil {
 		return hpd.Errors{}, err
 	}
