@@ -102,6 +102,9 @@ func (e *Engine) readableSynthetic(ctx *sql.Context, tn dpparse.TableName, what 
 		return tableRef{}, nil, ErrInternal.Wrap(err, "looking up %s", t)
 	}
 	if syn == nil || syn.answersOnly() {
+		if msg := e.hierNoBounds(ctx, t); msg != "" {
+			return tableRef{}, nil, ErrNoBounds.New("%s", msg)
+		}
 		return tableRef{}, nil, ErrNoBounds.New("%s is not a synthetic table with a model, so it has no error bounds", t)
 	}
 	return t, syn, nil

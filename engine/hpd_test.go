@@ -214,6 +214,34 @@ func TestHierarchicalAccess(t *testing.T) {
 	if _, _, err := query(e, analyst, "SELECT COUNT(*) FROM census.persons"); err == nil {
 		t.Fatal("the analyst read the raw persons")
 	}
+	// Introspection: both tables are listed, linked, with the one charge;
+	// error bounds are refused with the reason.
+	_, rows, err := query(e, analyst, "SHOW SYNTHETIC TABLES FROM lab")
+	if err != nil || len(rows) != 2 {
+		t.Fatalf("SHOW SYNTHETIC TABLES: %v %v", rows, err)
+	}
+	want := map[string]string{"h": "census.households", "p": "census.persons"}
+	other := map[string]string{"h": "lab.p", "p": "lab.h"}
+	for _, r := range rows {
+		name := r[1].(string)
+		n := toInt(query1(t, e, analyst, "SELECT COUNT(*) FROM lab."+name))
+		if r[2] != want[name] || r[3] != "hpd_fixed" || r[4] != "hierarchical rows, linked with "+other[name] ||
+			r[5].(float64) != 0.5 || !(r[7].(float64) > 0) || r[8].(int64) != n || r[9].(int64) != 3 {
+			t.Errorf("SHOW SYNTHETIC TABLES row %v (%d rows)", r, n)
+		}
+	}
+	for _, q := range []string{"SHOW ERROR BOUNDS FOR lab.h", "SELECT * FROM dp_marginal('lab.p', 'sex')"} {
+		_, _, err := query(e, analyst, q)
+		if errCode(err) != ErrNoBounds.Code() || !strings.Contains(err.Error(), "hierarchical release") {
+			t.Errorf("%s: %v", q, err)
+		}
+	}
+	if _, _, err := query(e, root, "DROP TABLE lab.p"); err != nil {
+		t.Fatal(err)
+	}
+	if _, rows, err := query(e, analyst, "SHOW SYNTHETIC TABLES FROM lab"); err != nil || len(rows) != 1 || !strings.Contains(rows[0][4].(string), "dropped") {
+		t.Errorf("after DROP TABLE lab.p: %v %v", rows, err)
+	}
 }
 
 // hierCase is one workload query of the brute-force check: its SQL and the
