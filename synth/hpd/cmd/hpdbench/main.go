@@ -41,6 +41,7 @@ func main() {
 	delta := flag.Float64("delta", 1e-9, "δ")
 	opts := flag.String("opts", "", "method options NAME=v,NAME=v")
 	timeout := flag.Duration("timeout", 10*time.Minute, "per-run timeout")
+	flag.BoolVar(&qiOnly, "qi-only", false, "give the hierarchical methods the Q_I sets only (errors are still over every class)")
 	flag.IntVar(&hmult, "hmult", 1, "synthetic households drawn, as a multiple of the real count (more: less sampling error)")
 	flag.Parse()
 	if err := run(*n, *k, *reduced, *typed, *methods, *flat, *epsList, *seeds, *delta, *opts, *timeout); err != nil {
@@ -52,6 +53,10 @@ func main() {
 // hmult scales the number of synthetic households drawn (errors are on the
 // fraction scale, so a larger sample only removes sampling error).
 var hmult = 1
+
+// qiOnly restricts the methods' workload to Q_I (to compare with the flat
+// baseline, which measures Q_I only).
+var qiOnly bool
 
 func cpu() time.Duration {
 	var ru syscall.Rusage
@@ -149,7 +154,16 @@ func run(n, K int, reduced, typed bool, methods, flat, epsList string, seeds int
 			for s := range seeds {
 				ctx, cancel := context.WithTimeout(context.Background(), timeout)
 				w0, c0 := time.Now(), cpu()
-				res, err := r.Run(ctx, &hpd.Input{Domain: d, Data: hpd.RecordsSource{R: recs}, Workload: sets, Rho: rho,
+				train := sets
+				if qiOnly {
+					train = nil
+					for _, q := range sets {
+						if q.Kind == hpd.IndivLevel {
+							train = append(train, q)
+						}
+					}
+				}
+				res, err := r.Run(ctx, &hpd.Input{Domain: d, Data: hpd.RecordsSource{R: recs}, Workload: train, Rho: rho,
 					Noise: noise.NewSource(), Households: hmult * recs.Households()})
 				cancel()
 				if err != nil {
