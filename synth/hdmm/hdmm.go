@@ -40,10 +40,11 @@
 // workload marginal, from which the engine answers queries on that
 // marginal (including its ranges).
 //
-// Both release, as Result.Measurements, the x̂_C (a function of the y_C)
-// with a per-cell σ equal to the largest standard deviation of a cell of
-// x̂_C, so error bounds computed from them are conservative. The Kronecker
-// y_C themselves are not stored with the release.
+// hdmm_pgm releases, as Result.Measurements, the y_C themselves with their
+// Kronecker strategies (pgm.Measurement.Kron) and exact σ_C, so that error
+// bounds (synth/bounds) come from what was measured. hdmm_lls releases the
+// x̂_C (a function of the y_C) that the engine answers from, with a per-cell
+// σ equal to the largest standard deviation of a cell of x̂_C.
 package hdmm
 
 import (
@@ -294,9 +295,15 @@ func (o *Options) Run(ctx context.Context, in *synth.Input) (*synth.Result, erro
 			xhat = pgm.KronMul(pinvs, rows, y, false)
 		}
 		meas = append(meas, m)
-		res.Measurements = append(res.Measurements, synth.Measurement{
-			Measurement: pgm.Measurement{Attrs: p.Attrs, Y: xhat, Sigma: p.cellSigma()},
-		})
+		if o.PGM {
+			// What was measured: bounds and later answers are derived
+			// from y_C itself, with its exact noise.
+			res.Measurements = append(res.Measurements, synth.Measurement{Measurement: m})
+		} else {
+			res.Measurements = append(res.Measurements, synth.Measurement{
+				Measurement: pgm.Measurement{Attrs: p.Attrs, Y: xhat, Sigma: p.cellSigma()},
+			})
+		}
 		for j, f := range p.Factors {
 			if f.A != nil {
 				kinds = append(kinds, dom.Name(p.Attrs[j])+": "+f.Kind)

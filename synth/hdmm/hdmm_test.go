@@ -3,6 +3,7 @@ package hdmm
 import (
 	"context"
 	"math"
+	"slices"
 	"testing"
 
 	"github.com/dpsql/dpsql/synth"
@@ -317,5 +318,72 @@ func TestL1AndCancel(t *testing.T) {
 	}
 	if _, err := (LLS{}).New([]synth.Option{{Name: "ITERS", Value: 3}}); err == nil {
 		t.Error("hdmm_lls accepted ITERS")
+	}
+}
+
+// hdmm_pgm releases what it measured: y_C with its Kronecker strategy and
+// exact σ_C, which survives the release encoding; the noise y_C − A_C·x_C
+// has the stated variance (seeded, 200 runs).
+func TestPGMReleasesKronecker(t *testing.T) {
+	in := rangeInput(0, 0.05)
+	w, _ := in.Check(true)
+	dom := in.Data.Domain()
+	plans := Strategy(dom, w, in.Rho)
+	sets := [][]int{{0, 1}, {1, 2}, {2, 3}}
+	truth, _ := in.Data.Marginals(context.Background(), sets)
+	const runs = 200
+	var sq [3]float64
+	var count [3]int
+	for run := range runs {
+		in := rangeInput(int64(run), 0.05)
+		r, _ := Mechanism{}.New([]synth.Option{{Name: "ITERS", Value: 1}})
+		res, err := r.Run(context.Background(), in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(res.Measurements) != len(plans) {
+			t.Fatalf("%d measurements, want %d", len(res.Measurements), len(plans))
+		}
+		if run == 0 {
+			b, err := synth.MarshalRelease(res)
+			if err != nil {
+				t.Fatal(err)
+			}
+			dec, err := synth.UnmarshalRelease(b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			res.Measurements = dec.Measurements
+		}
+		for c, m := range res.Measurements {
+			p := plans[c]
+			if m.Sigma != p.Sigma || !slices.Equal(m.Attrs, p.Attrs) || (m.Kron != nil && len(m.Kron) != len(p.Factors)) {
+				t.Fatalf("measurement %d: attrs %v σ %v kron %d, want %v %v %d", c, m.Attrs, m.Sigma, len(m.Kron), p.Attrs, p.Sigma, len(p.Factors))
+			}
+			for j, f := range p.Factors {
+				// An all-identity strategy is released as a plain marginal.
+				var k *mat.Dense
+				if m.Kron != nil {
+					k = m.Kron[j]
+				}
+				if (f.A == nil) != (k == nil) || (f.A != nil && !mat.Equal(f.A, k)) {
+					t.Fatalf("measurement %d factor %d differs from the plan's %s", c, j, f.Kind)
+				}
+			}
+			exact := pgm.KronMul(kronOrNil(synth.Marginal{Attrs: m.Attrs, Kron: m.Kron}), sizesOf(dom, m.Attrs), truth[c], false)
+			for i, y := range m.Y {
+				d := y - exact[i]
+				sq[c] += d * d
+				count[c]++
+			}
+		}
+	}
+	for c, p := range plans {
+		got := math.Sqrt(sq[c] / float64(count[c]))
+		// ≥ 4000 squared discrete Gaussians per entry: ±5% on σ is > 4
+		// standard errors.
+		if math.Abs(got-p.Sigma) > 0.05*p.Sigma {
+			t.Errorf("entry %d: noise sd %.3f, stated σ %.3f", c, got, p.Sigma)
+		}
 	}
 }
