@@ -312,6 +312,13 @@ func (a *Analysis) Query(ctx context.Context, attrs []int, q [][]float64, confid
 		return QueryBound{Estimate: est, Lower: max(0, yhat-h), Upper: max(0, yhat+h),
 			Error: math.Abs(est-yhat) + h, Supported: true}, nil
 	}
+	if s.err != nil && a.measuredOnly {
+		for _, k := range a.kron {
+			if marginal.Subset(attrs, k.m.Attrs) {
+				return QueryBound{}, fmt.Errorf("bounds: %w: this query on %s is not determined by the measurements of that set (their Kronecker strategies do not span it)", ErrUncovered, a.names(attrs))
+			}
+		}
+	}
 	if s.err != nil {
 		return QueryBound{}, s.err
 	}
