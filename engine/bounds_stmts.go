@@ -85,6 +85,19 @@ func checkConfidence(c float64) error {
 // readableSynthetic resolves tn to a synthetic table with a model that the
 // session may read (SELECT on it). A table it may not read is missing.
 func (e *Engine) readableSynthetic(ctx *sql.Context, tn dpparse.TableName, what string) (tableRef, *synTable, error) {
+	t, syn, err := e.readableRelease(ctx, tn, what)
+	if err != nil {
+		return tableRef{}, nil, err
+	}
+	if syn.answersOnly() {
+		return tableRef{}, nil, ErrNoBounds.New("%s is not a synthetic table with a model, so it has no error bounds", t)
+	}
+	return t, syn, nil
+}
+
+// readableRelease resolves tn to a synthetic table with a model or an
+// answers-only one that the session may read (SELECT on it).
+func (e *Engine) readableRelease(ctx *sql.Context, tn dpparse.TableName, what string) (tableRef, *synTable, error) {
 	if err := e.needCatalog(what); err != nil {
 		return tableRef{}, nil, err
 	}
@@ -101,7 +114,7 @@ func (e *Engine) readableSynthetic(ctx *sql.Context, tn dpparse.TableName, what 
 	if err != nil {
 		return tableRef{}, nil, ErrInternal.Wrap(err, "looking up %s", t)
 	}
-	if syn == nil || syn.answersOnly() {
+	if syn == nil {
 		return tableRef{}, nil, ErrNoBounds.New("%s is not a synthetic table with a model, so it has no error bounds", t)
 	}
 	return t, syn, nil

@@ -51,25 +51,30 @@ func TestCreateSyntheticHDMM(t *testing.T) {
 	}
 }
 
-// TestQueryBoundsRange checks dpsql_query_bounds through SQL on HDMM+PGM
-// and PrivBayes+PGM tables: range (<=, BETWEEN) and equality queries get
+// TestQueryBoundsRange checks dpsql_query_bounds through SQL on HDMM+PGM,
+// PrivBayes+PGM, HDMM+LLS and Gaussian (answers-only) tables: range (<=, BETWEEN) and equality queries get
 // the model's answer, as the SELECT does, with an interval that covers the
 // true count (at confidence 1 − 1e-6, so that this single fresh-noise
 // release fails with negligible probability; the coverage rate itself is
 // tested in synth/bounds), and SHOW ERROR BOUNDS covers the workload.
 func TestQueryBoundsRange(t *testing.T) {
 	f := newSynthFixture(t)
-	f.exec("CREATE SYNTHETIC TABLE syn.hp FROM raw.people USING hdmm_pgm WITH EPSILON = 1" +
-		` WORKLOAD (SELECT sex, COUNT(*) FROM people WHERE age <= 4 GROUP BY sex,
+	const workload = ` WORKLOAD (SELECT sex, COUNT(*) FROM people WHERE age <= 4 GROUP BY sex,
 		SELECT sex, COUNT(*) FROM people WHERE age <= 6 GROUP BY sex,
-		SELECT age, city, COUNT(*) FROM people GROUP BY age, city)`)
+		SELECT age, city, COUNT(*) FROM people GROUP BY age, city)`
+	f.exec("CREATE SYNTHETIC TABLE syn.hp FROM raw.people USING hdmm_pgm WITH EPSILON = 1" + workload)
+	f.exec("CREATE SYNTHETIC TABLE syn.hl FROM raw.people USING hdmm_lls WITH EPSILON = 1" + workload)
 	f.exec("CREATE SYNTHETIC TABLE syn.pb FROM raw.people USING privbayes_pgm WITH EPSILON = 1")
-	f.exec("CREATE SYNTHETIC TABLE syn.hl FROM raw.people USING hdmm_lls WITH EPSILON = 1 WORKLOAD (SELECT sex, age, COUNT(*) FROM people GROUP BY sex, age)")
+	f.exec("CREATE SYNTHETIC TABLE syn.ga FROM raw.people USING gaussian WITH EPSILON = 1 WORKLOAD (SELECT sex, age, COUNT(*) FROM people GROUP BY sex, age)")
 	for _, tc := range []struct{ table, where, group string }{
 		{"hp", "age <= 4", "sex"},
 		{"hp", "age BETWEEN 5 AND 6", "sex"}, // prefix 6 − prefix 4: in the measured span
 		{"hp", "age <= 5", "city"},
 		{"hp", "sex = 'F' AND age <= 6", ""},
+		{"hl", "age <= 4", "sex"},
+		{"hl", "age BETWEEN 5 AND 6", "sex"},
+		{"hl", "age <= 5", "city"},
+		{"ga", "age BETWEEN 2 AND 7", "sex"},
 		{"pb", "age <= 4", "sex"},
 		{"pb", "age BETWEEN 2 AND 7", "city"},
 	} {
@@ -130,7 +135,9 @@ func TestQueryBoundsRange(t *testing.T) {
 		t.Errorf("SHOW ERROR BOUNDS on hdmm_pgm: %v, want the 2 workload marginals", rows)
 	}
 	for _, tc := range []struct{ call, msg string }{
-		{`CALL dpsql_query_bounds('syn.hl', 'SELECT sex, COUNT(*) FROM hl WHERE age <= 4 GROUP BY sex')`, "not a synthetic table with a model"},
+		{`CALL dpsql_query_bounds('raw.people', 'SELECT sex, COUNT(*) FROM people WHERE age <= 4 GROUP BY sex')`, "not a synthetic table"},
+		{`CALL dpsql_query_bounds('syn.hl', 'SELECT sex, COUNT(*) FROM hl WHERE age = 3 GROUP BY sex')`, "does not span it"},
+		{`CALL dpsql_query_bounds('syn.hl', 'SELECT sex, city, COUNT(*) FROM hl GROUP BY sex, city')`, "no released marginal"},
 		{`CALL dpsql_query_bounds('syn.hp', 'SELECT sex, COUNT(*) FROM hp WHERE age <= 4 OR sex = ''F'' GROUP BY sex')`, "single-column"},
 		{`CALL dpsql_query_bounds('syn.hp', 'SELECT COUNT(*) FROM hp')`, "every row"},
 		// (sex, age) was measured with the two prefixes only.

@@ -19,7 +19,9 @@ import (
 // CALL dpsql_query_bounds('syn', 'SELECT …'[, confidence]) gives, for
 // every group of a COUNT(*) query on a synthetic table with a model, the
 // model's answer and a confidence interval for the true count: the error
-// bound of that answer. It covers what SHOW ERROR BOUNDS (whole workload
+// bound of that answer. On an answers-only table (gaussian, hdmm_lls) the
+// answer is the one the SELECT gives from its released marginal, bounded
+// from the measurement behind it (bounds.MeasuredQuery). It covers what SHOW ERROR BOUNDS (whole workload
 // marginals) and dp_marginal (cells) do not: range conditions (`income <=
 // 50000`, BETWEEN) and other single-column conditions, answered exactly
 // as the SELECT is (planner routing evaluates them at the code level).
@@ -51,7 +53,7 @@ func (e *Engine) queryBounds(ctx *sql.Context, table, query string, confidence f
 	if err != nil {
 		return nil, err
 	}
-	t, syn, err := e.readableSynthetic(ctx, tn, "dpsql_query_bounds")
+	t, syn, err := e.readableRelease(ctx, tn, "dpsql_query_bounds")
 	if err != nil {
 		return nil, err
 	}
@@ -75,9 +77,36 @@ func (e *Engine) queryBounds(ctx *sql.Context, table, query string, confidence f
 	if !ok {
 		return nil, ErrBadParameter.New("query: its WHERE is not a conjunction of single-column conditions (or matches no row), so it is no single counting query per group")
 	}
-	a, err := syn.bounds(ctx)
-	if err != nil {
-		return nil, boundsError(t, err)
+	// bound is the bound of one group's query.
+	var bound func(weights [][]float64) (bounds.QueryBound, error)
+	if syn.answersOnly() {
+		// The SELECT answers from one released marginal
+		// (planner.ChooseMeasured); bound that answer from the
+		// measurement it came from, as released.
+		ms, err := syn.released(ctx)
+		if err != nil {
+			return nil, ErrInternal.Wrap(err, "reading the answers of %s", syn)
+		}
+		k := planner.ChooseMeasured(ms, dom.Sizes(), q.Attrs)
+		if k < 0 {
+			return nil, ErrBadParameter.New("query: no released marginal of %s contains the columns (%s)", t, attrNames(dom, q.Attrs))
+		}
+		res, err := syn.release(ctx)
+		if err != nil {
+			return nil, ErrInternal.Wrap(err, "reading the release of %s", syn)
+		}
+		if len(res.Measurements) != len(ms) {
+			return nil, ErrInternal.New("%s: %d measurements for %d answers", syn, len(res.Measurements), len(ms))
+		}
+		bound = func(w [][]float64) (bounds.QueryBound, error) {
+			return bounds.MeasuredQuery(syn.rec.Mechanism, res.Note, res.Measurements, k, dom.Sizes(), q.Attrs, w, confidence)
+		}
+	} else {
+		a, err := syn.bounds(ctx)
+		if err != nil {
+			return nil, boundsError(t, err)
+		}
+		bound = func(w [][]float64) (bounds.QueryBound, error) { return a.Query(ctx, q.Attrs, w, confidence) }
 	}
 	weights := make([][]float64, len(q.Attrs))
 	var codes []int
@@ -106,7 +135,7 @@ func (e *Engine) queryBounds(ctx *sql.Context, table, query string, confidence f
 		if !satisfied {
 			continue
 		}
-		b, err := a.Query(ctx, q.Attrs, weights, confidence)
+		b, err := bound(weights)
 		if err != nil {
 			return nil, boundsError(t, err)
 		}
