@@ -16,8 +16,8 @@ import (
 	"github.com/dpsql/dpsql/planner"
 	"github.com/dpsql/dpsql/sqlfuncs"
 	"github.com/dpsql/dpsql/synth"
-	"github.com/dpsql/dpsql/synth/hdmm"
 	"github.com/dpsql/dpsql/synth/bounds"
+	"github.com/dpsql/dpsql/synth/hdmm"
 	"github.com/dpsql/dpsql/synth/pgm"
 )
 

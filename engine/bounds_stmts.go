@@ -21,6 +21,7 @@ import (
 // Both read the bounds.Analysis of the synthetic table (answer.go), built
 // once per table from its model, its stored release and its workload; the
 // bounds are post-processing and cost no privacy budget. Only AIM models
+// (and, for their measured sets, pep, pmw, hdmm_pgm and privbayes_pgm)
 // have bounds. Reading them needs SELECT on the synthetic table, as reading
 // its rows does; a table the session may not read is reported as missing.
 

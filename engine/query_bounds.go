@@ -191,4 +191,3 @@ func (e *Engine) queryBoundsProcedures() []sql.ExternalStoredProcedureDetails {
 		},
 	}
 }
-

@@ -142,7 +142,7 @@ type Analysis struct {
 	mu       sync.Mutex
 	margs    map[string][]float64 // synth.Key(attrs) → model marginal (Query)
 	stats    map[string]*stats    // synth.Key(attrs) → its statistics
-	observed map[int]float64   // round t → ‖y_t − M_{r_t}(p̂_{t−1})‖₁
+	observed map[int]float64      // round t → ‖y_t − M_{r_t}(p̂_{t−1})‖₁
 }
 
 // stats are the confidence-independent parts of one marginal's bound.
@@ -155,7 +155,7 @@ type stats struct {
 	dist, sd float64
 	// kron: supported by a Kronecker measurement only, whose estimate's
 	// error has mean L1 norm meanAbs and Lipschitz constant lip (kronMeas.marginal).
-	kron          bool
+	kron         bool
 	meanAbs, lip float64
 	// Unsupported: ‖M_r(p̂_{t−1}) − M_r(p̂)‖₁ and ‖y_t − M_{r_t}(p̂_{t−1})‖₁.
 	drift, observed float64
