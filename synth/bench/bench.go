@@ -32,6 +32,7 @@ import (
 
 	"github.com/dpsql/dpsql/budget"
 	"github.com/dpsql/dpsql/synth"
+	"github.com/dpsql/dpsql/synth/hdmm"
 	"github.com/dpsql/dpsql/synth/noise"
 	"github.com/dpsql/dpsql/synth/pgm"
 	"github.com/dpsql/dpsql/synth/pgm/pgmcsv"
@@ -187,7 +188,12 @@ func Execute(ctx context.Context, cfg Config, w io.Writer) ([]Report, error) {
 		}
 		r := Report{Seed: seed, Rounds: len(res.Rounds), RhoUsed: res.RhoUsed, Wall: wall, CPU: cpu, PeakMB: peakMB()}
 		if mech.Output() == synth.AnswersOnly {
-			r.Errors, err = AnswerErrors(data, res.Measurements)
+			// hdmm_lls releases Kronecker measurements; its answers are
+			// their least-squares marginals.
+			var ans []synth.Measurement
+			if ans, err = hdmm.LeastSquares(res.Measurements, domSizes(data.Domain())); err == nil {
+				r.Errors, err = AnswerErrors(data, ans)
+			}
 		} else {
 			r.Errors, err = WorkloadErrors(data, sets, res.Rows)
 		}
