@@ -217,7 +217,11 @@ func pgBegin(ctx context.Context, conn *pgx.Conn, snapID string) error {
 	// (it estimates far more groups than the domains allow); the memory a
 	// query really uses is that of the groups it finds, and PostgreSQL
 	// spills to disk beyond it.
-	stmts = append(stmts, "SET LOCAL work_mem = '1GB'", "SET LOCAL statement_timeout = 0")
+	// jit off: these queries gain nothing from it, and from 10 million
+	// rows on the planner's costs pass jit_above_cost, when compiling
+	// (with inlining and optimisation beyond jit_optimize_above_cost) can
+	// cost seconds per query.
+	stmts = append(stmts, "SET LOCAL work_mem = '1GB'", "SET LOCAL statement_timeout = 0", "SET LOCAL jit = off")
 	for _, q := range stmts {
 		if _, err := conn.Exec(ctx, q); err != nil {
 			return err
@@ -511,19 +515,7 @@ const codesTable = "pg_temp.dpsql_codes"
 // gets errNoTemp (the transaction is rolled back to before the attempt).
 // On success the transaction is read-only from then on.
 func (sn *Snapshot) buildCodes(ctx context.Context, conn *pgx.Conn) error {
-	conv := make([]string, len(sn.cols))
-	codes := make([]string, len(sn.cols))
-	for a := range sn.cols {
-		c := &sn.cols[a]
-		typ := "int2"
-		if c.size > 32767 {
-			typ = "int4"
-		}
-		conv[a] = fmt.Sprintf("%s AS v%d", c.conv, a)
-		codes[a] = fmt.Sprintf("(%s)::%s AS a%d", c.code(Postgres, "v"+strconv.Itoa(a)), typ, a)
-	}
-	q := fmt.Sprintf("CREATE TEMP TABLE dpsql_codes ON COMMIT DROP AS SELECT %s FROM (SELECT %s FROM %s OFFSET 0) s1",
-		strings.Join(codes, ", "), strings.Join(conv, ", "), sn.src.tableRef())
+	q := sn.codesQuery()
 	if _, err := conn.Exec(ctx, "SAVEPOINT dpsql_codes"); err != nil {
 		return sn.src.queryError(ctx, "marginal query", err)
 	}
@@ -551,6 +543,34 @@ func (sn *Snapshot) buildCodes(ctx context.Context, conn *pgx.Conn) error {
 		}
 	}
 	return nil
+}
+
+// codesQuery is the CREATE TABLE AS of the codes table, in three layers
+// (OFFSET 0 keeps PostgreSQL from inlining a layer into every use of its
+// outputs): s1 converts each column once, s2 estimates the bin of each
+// binned one once (binLayer), and the outer list computes the codes.
+func (sn *Snapshot) codesQuery() string {
+	conv := make([]string, len(sn.cols))
+	mid := make([]string, 0, len(sn.cols))
+	codes := make([]string, len(sn.cols))
+	for a := range sn.cols {
+		c := &sn.cols[a]
+		typ := "int2"
+		if c.size > 32767 {
+			typ = "int4"
+		}
+		v := "v" + strconv.Itoa(a)
+		conv[a] = fmt.Sprintf("%s AS %s", c.conv, v)
+		if f, est, ok := c.binLayer(v); ok {
+			mid = append(mid, fmt.Sprintf("%s AS f%d, %s AS b%d", f, a, est, a))
+			codes[a] = fmt.Sprintf("(%s)::%s AS a%d", c.codeWith(Postgres, "f"+strconv.Itoa(a), "b"+strconv.Itoa(a)), typ, a)
+			continue
+		}
+		mid = append(mid, v)
+		codes[a] = fmt.Sprintf("(%s)::%s AS a%d", c.code(Postgres, v), typ, a)
+	}
+	return fmt.Sprintf("CREATE TEMP TABLE dpsql_codes ON COMMIT DROP AS SELECT %s FROM (SELECT %s FROM (SELECT %s FROM %s OFFSET 0) s1 OFFSET 0) s2",
+		strings.Join(codes, ", "), strings.Join(mid, ", "), strings.Join(conv, ", "), sn.src.tableRef())
 }
 
 // readOnly makes the rest of a PostgreSQL transaction read-only.
