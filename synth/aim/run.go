@@ -66,7 +66,7 @@ type run struct {
 	w       []synth.Marginal // canonical workload
 	wkeys   []string         // synth.Key of each workload set
 	cands   []candidate
-	sets    [][]int     // cands[i].attrs
+	sets    [][]int  // cands[i].attrs
 	answers []answer // true candidate marginals M_r(D)
 	sched   *schedule
 

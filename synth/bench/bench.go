@@ -65,9 +65,9 @@ type Config struct {
 
 // Report is the outcome of one seed.
 type Report struct {
-	Seed    int
-	Error   float64 // the Config.Metric error
-	Errors  Errors  // all three metrics
+	Seed   int
+	Error  float64 // the Config.Metric error
+	Errors Errors  // all three metrics
 	// ModelErrors are the same metrics for the answers of the released
 	// graphical model itself (its marginals by inference, before any row
 	// is drawn); Model is false for mechanisms that release no model.
