@@ -77,10 +77,10 @@ func (a *answer) expand() []float64 {
 }
 
 // fetchCells bounds the dense cells asked of an in-memory source at once
-// (32 MB of float64): the workload's true marginals are counted a batch at
+// (8 MB of float64): the workload's true marginals are counted a batch at
 // a time and compacted, so they are never all dense together. A variable
 // for tests.
-var fetchCells = 1 << 22
+var fetchCells = 1 << 20
 
 // candidateAnswers returns the true marginal of every candidate: the
 // workload sets are asked of in.Data (a batch at a time when the data is in
