@@ -181,6 +181,30 @@ func setSensitivity(d *Domain, q *QuerySet) (l1, l2 float64) {
 	return float64(n * r), float64(n) * math.Sqrt(float64(r))
 }
 
+// Sensitivity returns the L1 and L2 sensitivities with which q's set is
+// measured (see setSensitivity).
+func (q *QuerySet) Sensitivity(d *Domain) (l1, l2 float64) { return setSensitivity(d, q) }
+
+// Queries returns the number of q's queries: its cells that satisfy Where.
+func (q *QuerySet) Queries(d *Domain) int {
+	nG, nI := q.cells(d)
+	if len(q.Where) == 0 {
+		return nG * nI
+	}
+	vG, vI := make([]int, len(d.Group)), make([]int, 2*len(d.Indiv))
+	n := 0
+	for c := range nG * nI {
+		if q.matches(d, c, vG, vI) {
+			n++
+		}
+	}
+	return n
+}
+
+// Rounds is the number of adaptive rounds a run at budget ρ plans (fewer if
+// the workload has fewer sets or queries).
+func (r *Runner) Rounds(rho float64) int { return r.roundsFor(rho) }
+
 // DefaultWorkload is all 3-way Q_G and Q_I query sets, plus, for typed
 // households, AllRelations.
 func DefaultWorkload(d *Domain) []QuerySet {
