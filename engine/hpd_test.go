@@ -423,8 +423,32 @@ func TestHierarchicalRelationWorkloadSQL(t *testing.T) {
 			t.Errorf("%s: MySQL error %d, want %d", bad.stmt, code, ErrWorkload.Code())
 		}
 	}
+	// EXPLAIN shows the compiled sets (charging nothing), as does its CALL twin.
+	for _, q := range []string{"EXPLAIN " + head + work, "CALL dpsql_explain_synthetic_table('" + strings.ReplaceAll(head+work, "'", "''") + "')"} {
+		_, rows, err := query(e, root, q)
+		if err != nil {
+			t.Fatalf("%.60s: %v", q, err)
+		}
+		got := map[string]string{}
+		for _, r := range rows {
+			got[r[0].(string)+"|"+r[1].(string)] = r[2].(string)
+		}
+		for k, v := range map[string]string{
+			"workload|Q_R married-to person(rel='spouse', sex) relative(rel='head', employed='yes')": "queries=2 l1=1 l2=1",
+			"workload|Q_R has-child person(race) relative(rel='child', age='18-29')":                 "queries=4 l1=2 l2=2",
+			"workload|Q_G households household(urban) person(sex='F', employed='yes')":               "queries=2 l1=1 l2=1",
+			"workload|total":         "10 sets, 47 queries",
+			"statement|relationship": "rel",
+			"statement|privacy_unit": "census.households, K = 8",
+			"model|rounds":           "12",
+		} {
+			if got[k] != v {
+				t.Errorf("%.40s: %s = %q, want %q", q, k, got[k], v)
+			}
+		}
+	}
 	if b, _ := e.dp.ledger.Budget(unit.LedgerKey()); b.RhoSpent != before.RhoSpent {
-		t.Fatalf("refused requests charged ρ = %v", b.RhoSpent-before.RhoSpent)
+		t.Fatalf("refused or explained requests charged ρ = %v", b.RhoSpent-before.RhoSpent)
 	}
 	if _, _, err := query(e, root, head+work); err != nil {
 		t.Fatal(err)

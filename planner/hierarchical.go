@@ -119,6 +119,7 @@ type hierCompiler struct {
 	text        string
 	relCodes    [3]int // codes of head, spouse, child in child.Rel (typed)
 	relAttr     int    // attribute of child.Rel, or −1
+	preferUnit  bool   // unqualified columns in both tables: the unit's (household counts)
 }
 
 // CompileHierarchical compiles one workload query (text is its SQL, for
@@ -207,6 +208,7 @@ func CompileHierarchical(text string, sel *sqlparser.Select, unit, child HierTab
 		return q, reject(KindJoin, text, "FROM %s, %s, %s JOIN %s, or %s p JOIN %s q (a relationship query)", c.unit.Name, c.child.Name, c.child.Name, c.unit.Name, c.child.Name, c.child.Name)
 	}
 	// Conditions: links (col = col), col = literal, rel IN (…).
+	c.preferUnit = !q.Persons
 	scopeOuter := c.inst[:outer]
 	for _, e := range slices.Concat(on, where) {
 		if err := c.cond(e, scopeOuter, nil); err != nil {
@@ -568,7 +570,7 @@ func (c *hierCompiler) cond(e sqlparser.Expr, outer []*hierInst, sub *hierInst) 
 	default:
 		return reject(KindPredicate, c.text, "only equality conditions (col = value) are supported in hierarchical workloads")
 	}
-	in, a, err := c.resolve(col, outer, sub, true)
+	in, a, err := c.resolve(col, outer, sub, c.preferUnit)
 	if err != nil {
 		return err
 	}

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/dpsql/dpsql/internal/hhgen"
+	"github.com/dpsql/dpsql/synth"
 	"github.com/dpsql/dpsql/synth/noise"
 )
 
@@ -267,6 +268,37 @@ func TestAccounting(t *testing.T) {
 					t.Errorf("σ_I = %v, σ_G = %v", p.sigmaI, p.sigmaG)
 				}
 			}
+		}
+	}
+}
+
+// The default number of rounds follows the budget (10 + 120·√ρ within
+// [10, 50]); ROUNDS overrides it; the plan spends ρ exactly either way.
+func TestRoundsFor(t *testing.T) {
+	auto, err := HPDFixed.New(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fixed, err := HPDFixed.New([]synth.Option{{Name: "ROUNDS", Value: "7"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		rho  float64
+		want int
+	}{{1e-6, 10}, {1.2e-4, 11}, {0.0029, 16}, {0.0118, 23}, {0.043, 35}, {0.1, 48}, {1, 50}, {750, 50}} {
+		if got := auto.roundsFor(c.rho); got != c.want {
+			t.Errorf("ρ = %v: T = %d, want %d", c.rho, got, c.want)
+		}
+		if got := fixed.roundsFor(c.rho); got != 7 {
+			t.Errorf("ROUNDS = 7 at ρ = %v: T = %d", c.rho, got)
+		}
+		p, err := auto.plan(c.rho, 8)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := p.spent(c.want, 8); math.Abs(got-c.rho) > 1e-9*c.rho {
+			t.Errorf("ρ = %v: the plan spends %v", c.rho, got)
 		}
 	}
 }

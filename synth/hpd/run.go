@@ -44,8 +44,8 @@ func (m Method) Summary() string { return m.summary }
 // Schema declares the options.
 func (m Method) Schema() synth.Schema {
 	s := synth.Schema{
-		{Name: "ROUNDS", Kind: synth.Int, Default: "50", Min: 1, Max: 10000, Doc: "adaptive rounds T (one query selected and measured per round)"},
-		{Name: "ALPHA", Kind: synth.Float, Default: "0.5", Min: 0.01, Max: 0.99, Doc: "share of each round's ε0 spent on selection"},
+		{Name: "ROUNDS", Kind: synth.Int, Default: "0", Min: 0, Max: 10000, Doc: "adaptive rounds T (one query set, or query, selected and measured per round); 0: from the budget, T = 10 + 120·√ρ within [10, 50]"},
+		{Name: "ALPHA", Kind: synth.Float, Default: "0.2", Min: 0.01, Max: 0.99, Doc: "share of each round's ε0 spent on selection"},
 		{Name: "MARGINALS", Kind: synth.Int, Default: "1", Min: 0, Max: 1, Doc: "1: each round selects and measures a whole query set (all its cells); 0: a single query, as in the paper"},
 	}
 	switch m.name {
@@ -85,7 +85,7 @@ func (m Method) New(opts []synth.Option) (*Runner, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Runner{m: m, rounds: v.Int("ROUNDS", 50), alpha: v.Float("ALPHA", 0.5), comps: v.Int("COMPONENTS", 100),
+	return &Runner{m: m, rounds: v.Int("ROUNDS", 0), alpha: v.Float("ALPHA", 0.2), comps: v.Int("COMPONENTS", 100),
 		iters: v.Int("ITERS", 25), lr: v.Float("LR", m.defaultLR()), passes: v.Int("PASSES", 10), hidden: v.Int("HIDDEN", 64), marginals: v.Int("MARGINALS", 1) == 1}, nil
 }
 
@@ -181,6 +181,30 @@ func setSensitivity(d *Domain, q *QuerySet) (l1, l2 float64) {
 	return float64(n * r), float64(n) * math.Sqrt(float64(r))
 }
 
+// Sensitivity returns the L1 and L2 sensitivities with which q's set is
+// measured (see setSensitivity).
+func (q *QuerySet) Sensitivity(d *Domain) (l1, l2 float64) { return setSensitivity(d, q) }
+
+// Queries returns the number of q's queries: its cells that satisfy Where.
+func (q *QuerySet) Queries(d *Domain) int {
+	nG, nI := q.cells(d)
+	if len(q.Where) == 0 {
+		return nG * nI
+	}
+	vG, vI := make([]int, len(d.Group)), make([]int, 2*len(d.Indiv))
+	n := 0
+	for c := range nG * nI {
+		if q.matches(d, c, vG, vI) {
+			n++
+		}
+	}
+	return n
+}
+
+// Rounds is the number of adaptive rounds a run at budget ρ plans (fewer if
+// the workload has fewer sets or queries).
+func (r *Runner) Rounds(rho float64) int { return r.roundsFor(rho) }
+
 // DefaultWorkload is all 3-way Q_G and Q_I query sets, plus, for typed
 // households, AllRelations.
 func DefaultWorkload(d *Domain) []QuerySet {
@@ -220,7 +244,20 @@ type plan struct {
 	sigmaG, sigmaI                      float64
 }
 
-func (r *Runner) plan(rho float64, K int) (plan, error) { return r.planT(rho, K, r.rounds) }
+func (r *Runner) plan(rho float64, K int) (plan, error) { return r.planT(rho, K, r.roundsFor(rho)) }
+
+// roundsFor is the number of rounds T at budget ρ: ROUNDS if given, else
+// 10 + 120·√ρ within [10, 50] (public: ρ only). Each round's measurements
+// get ρ/T, so few rounds at small ρ keep the noise of each measured set
+// below its signal, and more rounds at large ρ measure more sets; the
+// constants come from runs on generated households (docs/households.md):
+// the best T was about 10 at ε = 0.1, 20 at ε = 0.5 and 1, 35 at ε = 2.
+func (r *Runner) roundsFor(rho float64) int {
+	if r.rounds > 0 {
+		return r.rounds
+	}
+	return int(math.Min(50, math.Max(10, math.Round(10+120*math.Sqrt(rho)))))
+}
 
 // planT is the plan for T rounds.
 func (r *Runner) planT(rho float64, K, T int) (plan, error) {
@@ -369,7 +406,8 @@ func (r *Runner) Run(ctx context.Context, in *Input) (*Result, error) {
 	var ms []measured
 	// T is capped by the number of candidates (public: it depends on the
 	// domain and workload only), and ρ split over the rounds that run.
-	rounds := min(r.rounds, len(cands))
+	T := r.roundsFor(in.Rho)
+	rounds := min(T, len(cands))
 	var chosenSet []bool
 	if r.marginals {
 		chosenSet = make([]bool, len(work))
@@ -380,9 +418,9 @@ func (r *Runner) Run(ctx context.Context, in *Input) (*Result, error) {
 				n++
 			}
 		}
-		rounds = min(r.rounds, n)
+		rounds = min(T, n)
 	}
-	if rounds < r.rounds {
+	if rounds < T {
 		if pl, err = r.planT(in.Rho, K, rounds); err != nil {
 			return nil, err
 		}
