@@ -101,9 +101,11 @@ func (e *Engine) queryBounds(ctx *sql.Context, table, query string, confidence f
 		if len(res.Measurements) != len(ms) {
 			return nil, ErrInternal.New("%s: %d measurements for %d answers", syn, len(res.Measurements), len(ms))
 		}
-		bound = func(w [][]float64) (bounds.QueryBound, error) {
-			return bounds.MeasuredQuery(syn.rec.Mechanism, res.Note, res.Measurements, k, dom.Sizes(), q.Attrs, w, confidence)
+		mb, err := bounds.NewMeasured(syn.rec.Mechanism, res.Note, res.Measurements, k, dom.Sizes())
+		if err != nil {
+			return nil, boundsError(t, err)
 		}
+		bound = func(w [][]float64) (bounds.QueryBound, error) { return mb.Query(q.Attrs, w, confidence) }
 	} else {
 		a, err := syn.bounds(ctx)
 		if err != nil {
