@@ -80,13 +80,18 @@ func TestQueryBoundsRange(t *testing.T) {
 		{"ga", "age BETWEEN 2 AND 7", "sex"},
 		{"pb", "age <= 4", "sex"},
 		{"pb", "age BETWEEN 2 AND 7", "city"},
+		{"pb", "", "sex"},
 	} {
 		name := tc.table + ": " + tc.where + " by " + tc.group
 		sel, groupBy := "COUNT(*)", ""
 		if tc.group != "" {
 			sel, groupBy = tc.group+", COUNT(*)", " GROUP BY "+tc.group
 		}
-		q := "SELECT " + sel + " FROM " + tc.table + " WHERE " + tc.where + groupBy
+		where := ""
+		if tc.where != "" {
+			where = " WHERE " + tc.where
+		}
+		q := "SELECT " + sel + " FROM " + tc.table + where + groupBy
 		truth := map[string]float64{}
 		// The group's label as dpsql_query_bounds spells it (ENUMs come
 		// back as their index).
@@ -104,7 +109,7 @@ func TestQueryBoundsRange(t *testing.T) {
 			}
 			return fmt.Sprintf("%s=%v", tc.group, v)
 		}
-		for _, r := range f.rows("SELECT " + sel + " FROM raw.people WHERE " + tc.where + groupBy) {
+		for _, r := range f.rows("SELECT " + sel + " FROM raw.people" + where + groupBy) {
 			truth[key(r[0])] = float64(toInt(r[len(r)-1]))
 		}
 		answer := map[string]float64{}
@@ -146,6 +151,7 @@ func TestQueryBoundsRange(t *testing.T) {
 		{`CALL dpsql_query_bounds('syn.hl', 'SELECT sex, city, COUNT(*) FROM hl GROUP BY sex, city')`, "no released marginal"},
 		{`CALL dpsql_query_bounds('syn.hp', 'SELECT sex, COUNT(*) FROM hp WHERE age <= 4 OR sex = ''F'' GROUP BY sex')`, "single-column"},
 		{`CALL dpsql_query_bounds('syn.hp', 'SELECT COUNT(*) FROM hp')`, "every row"},
+		{`CALL dpsql_query_bounds('syn.hp', 'SELECT sex, COUNT(*) FROM hp GROUP BY sex')`, "do not span it"},
 		// (sex, age) was measured with the two prefixes only.
 		{`CALL dpsql_query_bounds('syn.hp', 'SELECT sex, COUNT(*) FROM hp WHERE age BETWEEN 2 AND 7 GROUP BY sex')`, "do not span it"},
 		{`CALL dpsql_query_bounds('syn.hp', 'DELETE FROM hp')`, "SELECT"},

@@ -80,6 +80,9 @@ func (e *Engine) queryBounds(ctx *sql.Context, table, query string, confidence f
 	if !ok {
 		return nil, ErrBadParameter.New("query: its WHERE is not a conjunction of single-column conditions (or matches no row), so it is no single counting query per group")
 	}
+	if factors == nil { // no WHERE: every attribute is grouped
+		factors = make([]*mat.Dense, len(q.Attrs))
+	}
 	// bound is the bound of one group's query.
 	var bound func(weights [][]float64) (bounds.QueryBound, error)
 	if syn.answersOnly() {
