@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 
@@ -32,7 +33,9 @@ import (
 // (synth/bounds; docs/pgm-dropin.md): exact Gaussian intervals where the
 // measurements determine the query, the marginal's L1 bound otherwise.
 // Like SHOW ERROR BOUNDS it is post-processing and needs SELECT on the
-// table.
+// table. A table created with ROWS scales the model's counts to its rows:
+// the estimate is scaled as the SELECT's, and its error bound grows by the
+// scaling's shift; the interval for the true count does not change.
 
 // queryBoundsSchema is the result: one row per group of the answer.
 var queryBoundsSchema = sql.Schema{
@@ -77,6 +80,9 @@ func (e *Engine) queryBounds(ctx *sql.Context, table, query string, confidence f
 	if !ok {
 		return nil, ErrBadParameter.New("query: its WHERE is not a conjunction of single-column conditions (or matches no row), so it is no single counting query per group")
 	}
+	if factors == nil { // no WHERE: every attribute is grouped
+		factors = make([]*mat.Dense, len(q.Attrs))
+	}
 	// bound is the bound of one group's query.
 	var bound func(weights [][]float64) (bounds.QueryBound, error)
 	if syn.answersOnly() {
@@ -98,15 +104,28 @@ func (e *Engine) queryBounds(ctx *sql.Context, table, query string, confidence f
 		if len(res.Measurements) != len(ms) {
 			return nil, ErrInternal.New("%s: %d measurements for %d answers", syn, len(res.Measurements), len(ms))
 		}
-		bound = func(w [][]float64) (bounds.QueryBound, error) {
-			return bounds.MeasuredQuery(syn.rec.Mechanism, res.Note, res.Measurements, k, dom.Sizes(), q.Attrs, w, confidence)
+		mb, err := bounds.NewMeasured(syn.rec.Mechanism, res.Note, res.Measurements, k, dom.Sizes())
+		if err != nil {
+			return nil, boundsError(t, err)
 		}
+		bound = func(w [][]float64) (bounds.QueryBound, error) { return mb.Query(q.Attrs, w, confidence) }
 	} else {
 		a, err := syn.bounds(ctx)
 		if err != nil {
 			return nil, boundsError(t, err)
 		}
-		bound = func(w [][]float64) (bounds.QueryBound, error) { return a.Query(ctx, q.Attrs, w, confidence) }
+		// With ROWS the SELECT scales the model's counts by s = rows/N̂;
+		// |true − s·a| ≤ |true − a| + |1 − s|·a.
+		scale := 1.0
+		if syn.total > 0 && syn.model != nil && syn.model.Total() > 0 {
+			scale = syn.total / syn.model.Total()
+		}
+		bound = func(w [][]float64) (bounds.QueryBound, error) {
+			b, err := a.Query(ctx, q.Attrs, w, confidence)
+			b.Error += math.Abs(1-scale) * b.Estimate
+			b.Estimate *= scale
+			return b, err
+		}
 	}
 	weights := make([][]float64, len(q.Attrs))
 	var codes []int

@@ -388,44 +388,40 @@ func (a *Analysis) kronMarginal(attrs []int) (y, sd []float64, lip float64, ok b
 // hdmm_lls's Kronecker strategies), so that MeasuredQuery applies.
 var answersMechanisms = map[string]bool{"gaussian": true, "hdmm_lls": true}
 
-// MeasuredQuery bounds the answer an answers-only table gives to the
-// counting query ⊗ q_j on attrs (ascending; q as in Analysis.Query) from
-// its released measurement m (as released: hdmm_lls's Kronecker y with
-// its strategy, or a plain noisy marginal), which is ms[k] of the
-// release's measurements ms; sizes are the domain's
-// attribute sizes. The answer is the least-squares estimate
-// ŷ = q·A⁺·y (for a plain marginal, the sum of its cells), which is
-// unbiased with deviation s = σ·∏‖q_j A_j⁺‖₂ (hdmm.Plan.QueryStd), clipped
-// at 0 as the engine clips counts: Estimate = max(0, ŷ). The interval is
-// ŷ ± h (h = z·s + ½, halfWidth) clipped at 0, and Error = h bounds
-// |true − Estimate| (clipping
-// at 0 only moves toward a count, which is never negative). note is the
-// release's note, which tells hdmm_lls releases from before the Kronecker
-// measurements were stored.
-func MeasuredQuery(mechanism, note string, ms []synth.Measurement, k int, sizes []int, attrs []int, q [][]float64, confidence float64) (QueryBound, error) {
+// Measured bounds the answers an answers-only table gives from one of its
+// released measurements (NewMeasured; MeasuredQuery).
+type Measured struct {
+	k     *kronMeas
+	sizes []int
+}
+
+// NewMeasured prepares the bounds of the answers from ms[k], one of the
+// measurements of an answers-only release (as released: hdmm_lls's
+// Kronecker y with its strategy, or a plain noisy marginal); sizes are the
+// domain's attribute sizes, note is the release's note, which tells
+// hdmm_lls releases from before the Kronecker measurements were stored.
+// It fails with ErrNoBounds for mechanisms whose measurements are not iid
+// Gaussian of their stated σ.
+func NewMeasured(mechanism, note string, ms []synth.Measurement, k int, sizes []int) (*Measured, error) {
 	mech := strings.ToLower(mechanism)
 	if !answersMechanisms[mech] {
-		return QueryBound{}, fmt.Errorf("%w for mechanism %s", ErrNoBounds, mechanism)
+		return nil, fmt.Errorf("%w for mechanism %s", ErrNoBounds, mechanism)
 	}
 	if k < 0 || k >= len(ms) {
-		return QueryBound{}, fmt.Errorf("bounds: %w: measurement %d of %d", ErrInvalid, k, len(ms))
+		return nil, fmt.Errorf("bounds: %w: measurement %d of %d", ErrInvalid, k, len(ms))
 	}
 	m := &ms[k]
 	if mech == "hdmm_lls" && !slices.ContainsFunc(ms, func(m synth.Measurement) bool { return m.Kron != nil }) &&
 		strings.Contains(note, "non-identity factors") {
-		return QueryBound{}, fmt.Errorf("%w for this hdmm_lls table: it was released before its Kronecker measurements were stored (recreate it)", ErrNoBounds)
+		return nil, fmt.Errorf("%w for this hdmm_lls table: it was released before its Kronecker measurements were stored (recreate it)", ErrNoBounds)
 	}
-	if err := checkConfidence(confidence); err != nil {
-		return QueryBound{}, err
-	}
-	if m.Query != nil || m.Coarse != nil || !(m.Sigma > 0) || !slices.IsSorted(m.Attrs) || !slices.IsSorted(attrs) ||
-		len(q) != len(attrs) || !marginal.Subset(attrs, m.Attrs) {
-		return QueryBound{}, fmt.Errorf("bounds: %w: query on %v from the measurement on %v", ErrInvalid, attrs, m.Attrs)
+	if m.Query != nil || m.Coarse != nil || !(m.Sigma > 0) || !slices.IsSorted(m.Attrs) {
+		return nil, fmt.Errorf("bounds: %w: measurement on %v", ErrInvalid, m.Attrs)
 	}
 	msizes := make([]int, len(m.Attrs))
 	for j, a := range m.Attrs {
 		if a < 0 || a >= len(sizes) {
-			return QueryBound{}, fmt.Errorf("bounds: %w: attribute %d", ErrInvalid, a)
+			return nil, fmt.Errorf("bounds: %w: attribute %d", ErrInvalid, a)
 		}
 		msizes[j] = sizes[a]
 	}
@@ -435,19 +431,46 @@ func MeasuredQuery(mechanism, note string, ms []synth.Measurement, k int, sizes 
 	}
 	km, err := newKronMeas(&mm, msizes)
 	if err != nil {
-		return QueryBound{}, fmt.Errorf("bounds: %w: %w", ErrInvalid, err)
+		return nil, fmt.Errorf("bounds: %w: %w", ErrInvalid, err)
+	}
+	return &Measured{k: km, sizes: sizes}, nil
+}
+
+// Query bounds the answer to the counting query ⊗ q_j on attrs
+// (ascending, a subset of the measurement's; q as in Analysis.Query). The
+// answer is the least-squares estimate ŷ = q·A⁺·y (for a plain marginal,
+// the sum of its cells), which is unbiased with deviation
+// s = σ·∏‖q_j A_j⁺‖₂ (hdmm.Plan.QueryStd), clipped at 0 as the engine
+// clips counts: Estimate = max(0, ŷ). The interval is ŷ ± h (h = z·s + ½,
+// halfWidth) clipped at 0, and Error = h bounds |true − Estimate|
+// (clipping at 0 only moves toward a count, which is never negative).
+func (m *Measured) Query(attrs []int, q [][]float64, confidence float64) (QueryBound, error) {
+	if err := checkConfidence(confidence); err != nil {
+		return QueryBound{}, err
+	}
+	if !slices.IsSorted(attrs) || len(q) != len(attrs) || !marginal.Subset(attrs, m.k.m.Attrs) {
+		return QueryBound{}, fmt.Errorf("bounds: %w: query on %v from the measurement on %v", ErrInvalid, attrs, m.k.m.Attrs)
 	}
 	rows := make([]*mat.Dense, len(q))
 	for j, a := range attrs {
-		if len(q[j]) != sizes[a] {
-			return QueryBound{}, fmt.Errorf("bounds: %w: %d weights for attribute %d of %d values", ErrInvalid, len(q[j]), a, sizes[a])
+		if len(q[j]) != m.sizes[a] {
+			return QueryBound{}, fmt.Errorf("bounds: %w: %d weights for attribute %d of %d values", ErrInvalid, len(q[j]), a, m.sizes[a])
 		}
-		rows[j] = mat.NewDense(1, sizes[a], slices.Clone(q[j]))
+		rows[j] = mat.NewDense(1, m.sizes[a], slices.Clone(q[j]))
 	}
-	yhat, sd, ok := km.query(attrs, rows)
+	yhat, sd, ok := m.k.query(attrs, rows)
 	if !ok {
 		return QueryBound{}, fmt.Errorf("bounds: %w: this query is not determined by the released measurement (its Kronecker strategy does not span it)", ErrUncovered)
 	}
 	h := halfWidth(1-confidence, sd)
 	return QueryBound{Estimate: max(0, yhat), Lower: max(0, yhat-h), Upper: max(0, yhat+h), Error: h, Supported: true}, nil
+}
+
+// MeasuredQuery is NewMeasured followed by Measured.Query.
+func MeasuredQuery(mechanism, note string, ms []synth.Measurement, k int, sizes []int, attrs []int, q [][]float64, confidence float64) (QueryBound, error) {
+	m, err := NewMeasured(mechanism, note, ms, k, sizes)
+	if err != nil {
+		return QueryBound{}, err
+	}
+	return m.Query(attrs, q, confidence)
 }

@@ -5,9 +5,12 @@ import (
 	"errors"
 	"math"
 	"math/rand/v2"
+	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"gonum.org/v1/gonum/mat"
 
@@ -18,6 +21,7 @@ import (
 	"github.com/dpsql/dpsql/synth/internal/synthtest"
 	"github.com/dpsql/dpsql/synth/noise"
 	"github.com/dpsql/dpsql/synth/pgm"
+	"github.com/dpsql/dpsql/synth/pgm/pgmcsv"
 	"github.com/dpsql/dpsql/synth/privbayes"
 )
 
@@ -404,4 +408,157 @@ func TestMeasuredQueryCoverage(t *testing.T) {
 	if b, err := MeasuredQuery("gaussian", "", ms, 0, sizes, []int{0, 1}, q, 0.9); err != nil || math.Abs(b.Error-(zTwoSided(0.1)*2*math.Sqrt(12)+0.5)) > 1e-9 {
 		t.Errorf("gaussian: %+v, %v; want error z·σ·√12 + ½", b, err)
 	}
+}
+
+// TestRangeBoundsAdult measures the range-query bounds on adult (opt-in:
+// DPSQL_RANGE_BOUNDS_RUNS=N runs; skipped without the shared data): an
+// HDMM workload of prefix ranges on age and hours-per-week at their full
+// 85 and 99 values, ε = 1. For every workload query (group × threshold) it
+// tallies the coverage of the 95% interval and of the model's error bound,
+// their sizes against the true error, and the width of the alternative of
+// summing the cells' 95% intervals (dp_marginal's) over the range.
+func TestRangeBoundsAdult(t *testing.T) {
+	runs, _ := strconv.Atoi(os.Getenv("DPSQL_RANGE_BOUNDS_RUNS"))
+	if runs < 1 {
+		t.Skip("set DPSQL_RANGE_BOUNDS_RUNS=N to run")
+	}
+	data, err := pgmcsv.Load(sharedData(t, "adult.csv"), sharedData(t, "adult-domain.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dom := data.Domain()
+	const age, edu, marital, race, sex, hours, income = 0, 3, 4, 7, 8, 11, 13
+	w := []synth.Marginal{
+		{Attrs: []int{age, sex, income}, Weight: 1, Kron: []*mat.Dense{hdmm.Prefix(dom.Size(age)), nil, nil}},
+		{Attrs: []int{edu, hours}, Weight: 1, Kron: []*mat.Dense{nil, hdmm.Prefix(dom.Size(hours))}},
+		{Attrs: []int{age, marital}, Weight: 1, Kron: []*mat.Dense{hdmm.Prefix(dom.Size(age)), nil}},
+		{Attrs: []int{race, sex, income}, Weight: 1},
+	}
+	ctx := context.Background()
+	const conf = 0.95
+	z := zTwoSided(1 - conf)
+	for _, mech := range []synth.Mechanism{hdmm.Mechanism{}, hdmm.LLS{}} {
+		var n, inInt, inErr int
+		var errRatio, widthRatio, cellRatio []float64
+		start := time.Now()
+		for seed := range runs {
+			r, err := mech.New(nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			in := &synth.Input{Data: data, Workload: w, Rho: rhoOf[1], Noise: noise.Derive(testSecret, int64(seed), "range-adult")}
+			res, err := r.Run(ctx, in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var a *Analysis
+			var mbs []*Measured
+			if res.Model != nil {
+				if a, err = Analyze(FromResult(mech.Name(), res, w)); err != nil {
+					t.Fatal(err)
+				}
+			} else {
+				for c := range res.Measurements {
+					mb, err := NewMeasured(mech.Name(), res.Note, res.Measurements, c, domSizes(dom))
+					if err != nil {
+						t.Fatal(err)
+					}
+					mbs = append(mbs, mb)
+				}
+			}
+			ans, err := hdmm.LeastSquares(res.Measurements, domSizes(dom))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for c, m := range w {
+				if m.Kron == nil {
+					continue
+				}
+				truthM := data.MarginalTo(nil, m.Attrs)
+				sizes := make([]int, len(m.Attrs))
+				for j, x := range m.Attrs {
+					sizes[j] = dom.Size(x)
+				}
+				// Every query of the entry: a unit row per other attribute,
+				// a prefix row on the range attribute.
+				total := 1
+				for j := range m.Attrs {
+					if m.Kron[j] != nil {
+						total *= dom.Size(m.Attrs[j])
+					} else {
+						total *= sizes[j]
+					}
+				}
+				for qi := range total {
+					rest := qi
+					q := make([][]float64, len(m.Attrs))
+					rows := make([]*mat.Dense, len(m.Attrs))
+					cells := 1
+					for j := len(m.Attrs) - 1; j >= 0; j-- {
+						v := rest % sizes[j]
+						rest /= sizes[j]
+						row := make([]float64, sizes[j])
+						if m.Kron[j] != nil {
+							for u := 0; u <= v; u++ {
+								row[u] = 1
+							}
+							cells *= v + 1
+						} else {
+							row[v] = 1
+						}
+						q[j], rows[j] = row, mat.NewDense(1, sizes[j], row)
+					}
+					truth := kronApply(rows, sizes, truthM)[0]
+					var b QueryBound
+					if a != nil {
+						b, err = a.Query(ctx, m.Attrs, q, conf)
+					} else {
+						b, err = mbs[c].Query(m.Attrs, q, conf)
+					}
+					if err != nil {
+						t.Fatal(err)
+					}
+					n++
+					if truth >= b.Lower && truth <= b.Upper {
+						inInt++
+					}
+					if e := math.Abs(truth - b.Estimate); e <= b.Error {
+						inErr++
+						if e > 0 {
+							errRatio = append(errRatio, b.Error/e)
+						}
+					}
+					// The sum of the range's cell intervals, each z·(cell
+					// deviation of the least-squares marginal) wide.
+					half := (b.Upper - b.Lower) / 2
+					cellSum := float64(cells) * z * ans[c].Sigma
+					if half > 0 {
+						widthRatio = append(widthRatio, b.Error/half)
+						cellRatio = append(cellRatio, cellSum/half)
+					}
+				}
+			}
+		}
+		med := func(x []float64) float64 {
+			if len(x) == 0 {
+				return math.NaN()
+			}
+			slices.Sort(x)
+			return x[len(x)/2]
+		}
+		t.Logf("%s, %d runs, %d range queries: interval covered %.4f, error bound covered %.4f; median error bound / true error %.2f, error bound / interval half-width %.2f, summed cell intervals / half-width %.1f (%v)",
+			mech.Name(), runs, n, float64(inInt)/float64(n), float64(inErr)/float64(n), med(errRatio), med(widthRatio), med(cellRatio), time.Since(start).Round(time.Second))
+		if float64(inInt)/float64(n) < conf-0.02 {
+			t.Errorf("%s: interval coverage below %.2f", mech.Name(), conf)
+		}
+	}
+}
+
+// domSizes lists the attribute sizes of dom.
+func domSizes(dom *pgm.Domain) []int {
+	s := make([]int, dom.Len())
+	for a := range s {
+		s[a] = dom.Size(a)
+	}
+	return s
 }
