@@ -132,7 +132,55 @@ const (
 	// largest StepSize·2^-k passing the Armijo test), with far fewer
 	// marginal-oracle calls spent on rejected steps.
 	GrowStep
+	// KeepStep starts every iteration at the step accepted by the previous
+	// one, and tries twice that only after a run of iterations that all
+	// accepted their first trial; the run needed doubles (up to
+	// keepMaxWait) each time such a trial fails and restarts at 1 when one
+	// passes. Where the acceptable step is steady, as it is through most
+	// of a warm-started fit, GrowStep pays two rejected trials per
+	// iteration (4α and 2α before α) and KeepStep about one per
+	// keepMaxWait iterations; the steps differ only while the acceptable
+	// step grows.
+	KeepStep
 )
+
+// keepMaxWait bounds the run of first-trial acceptances after which
+// KeepStep tries a larger step.
+const keepMaxWait = 64
+
+// keepStep is the state of the KeepStep rule.
+type keepStep struct {
+	streak int  // consecutive iterations accepted at their first trial
+	wait   int  // streak needed before trying a larger step
+	grew   bool // the current search started at twice the last step
+}
+
+// next returns where the next search starts after one that accepted step
+// a at its trials-th trial, with max the largest step allowed.
+func (k *keepStep) next(a float64, trials int, max float64) float64 {
+	if k.wait == 0 {
+		k.wait = 1
+	}
+	if k.grew {
+		if trials == 1 {
+			k.wait = 1
+		} else {
+			k.wait = min(2*k.wait, keepMaxWait)
+		}
+	}
+	if trials == 1 {
+		k.streak++
+	} else {
+		k.streak = 0
+	}
+	k.grew = false
+	if k.streak >= k.wait && 2*a <= max {
+		k.streak = 0
+		k.grew = true
+		return 2 * a
+	}
+	return a
+}
 
 // EstimateStats summarises an Estimate run.
 type EstimateStats struct {
@@ -311,6 +359,7 @@ func mirrorDescent(ctx context.Context, jt *junctionTree, obj *objective, theta 
 		step = DefaultStepSize
 	}
 	alpha := step
+	var keep keepStep
 	prog := newProgressTicker(o, jt)
 	prog.tick(0)
 	for i := range o.Iters {
@@ -327,10 +376,11 @@ func mirrorDescent(ctx context.Context, jt *junctionTree, obj *objective, theta 
 		// theta stays at omega while the trial steps are tried: BP forms
 		// omega − alpha·dL itself, and theta moves once, to the accepted step.
 		var newLoss float64
-		accepted := false
+		accepted, trials := false, 0
 		for range maxHalvings {
 			bp.runStep(p, theta, -alpha, dL)
 			st.OracleCalls++
+			trials++
 			newLoss = obj.value(p)
 			if !lineSearch || (newLoss <= loss && loss-newLoss >= 0.5*alpha*obj.total*obj.dirDot()) {
 				accepted = true
@@ -348,9 +398,13 @@ func mirrorDescent(ctx context.Context, jt *junctionTree, obj *objective, theta 
 			kernel.AxpyTo(theta[lo:hi], theta[lo:hi], -alpha, dL[lo:hi])
 		})
 		obj.accept()
-		if o.Step == GrowStep && lineSearch {
+		switch {
+		case !lineSearch:
+		case o.Step == GrowStep:
 			alpha = min(step, alpha*growFactor)
-		} else {
+		case o.Step == KeepStep:
+			alpha = keep.next(alpha, trials, step)
+		default:
 			alpha = step
 		}
 		prev := loss
