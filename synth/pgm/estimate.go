@@ -256,9 +256,10 @@ func Estimate(ctx context.Context, dom *Domain, meas []Measurement, opts *Estima
 	defer pool.stop()
 	obj.team = team{pool}
 	var stats EstimateStats
+	var step float64
 	switch o.Method {
 	case MirrorDescent:
-		err = mirrorDescent(ctx, jt, obj, theta, &o, &stats)
+		step, err = mirrorDescent(ctx, jt, obj, theta, &o, &stats)
 	case Accelerated:
 		err = accelerated(ctx, jt, obj, theta, &o, &stats)
 	default:
@@ -270,7 +271,9 @@ func Estimate(ctx context.Context, dom *Domain, meas []Measurement, opts *Estima
 	if o.Stats != nil {
 		*o.Stats = stats
 	}
-	return newModel(jt, theta, total), nil
+	m := newModel(jt, theta, total)
+	m.step = step
+	return m, nil
 }
 
 // checkMeasurements validates shapes and values.
@@ -339,8 +342,9 @@ func warmStart(theta []float64, jt *junctionTree, ws *Model) error {
 	return nil
 }
 
-// mirrorDescent runs Algorithm 1 with Armijo backtracking, updating theta.
-func mirrorDescent(ctx context.Context, jt *junctionTree, obj *objective, theta []float64, o *EstimateOptions, st *EstimateStats) error {
+// mirrorDescent runs Algorithm 1 with Armijo backtracking, updating theta,
+// and returns the last accepted step (0 if none was).
+func mirrorDescent(ctx context.Context, jt *junctionTree, obj *objective, theta []float64, o *EstimateOptions, st *EstimateStats) (float64, error) {
 	bp := newBPWork(jt)
 	bp.team = obj.team
 	// One arena of marginals suffices: the loss, its gradient and the
@@ -359,6 +363,13 @@ func mirrorDescent(ctx context.Context, jt *junctionTree, obj *objective, theta 
 		step = DefaultStepSize
 	}
 	alpha := step
+	if ws := o.WarmStart; o.Step == KeepStep && lineSearch && ws != nil && ws.step > 0 {
+		// The acceptable step changes little when a measurement is
+		// added: start where the previous fit ended rather than halving
+		// down from the full step again.
+		alpha = min(step, ws.step)
+	}
+	var last float64 // last accepted step
 	var keep keepStep
 	prog := newProgressTicker(o, jt)
 	prog.tick(0)
@@ -367,10 +378,10 @@ func mirrorDescent(ctx context.Context, jt *junctionTree, obj *objective, theta 
 			prog.tick(i)
 		}
 		if err := ctx.Err(); err != nil {
-			return fmt.Errorf("pgm: estimation cancelled: %w", err)
+			return 0, fmt.Errorf("pgm: estimation cancelled: %w", err)
 		}
 		if loss == 0 {
-			return nil
+			return last, nil
 		}
 		obj.grad(dL)
 		// theta stays at omega while the trial steps are tried: BP forms
@@ -392,12 +403,13 @@ func mirrorDescent(ctx context.Context, jt *junctionTree, obj *objective, theta 
 			// No step of 25 halvings decreases the loss enough: the fit
 			// has converged to working precision. (The reference takes
 			// the last trial step anyway, which can increase the loss.)
-			return nil
+			return last, nil
 		}
 		bp.team.run(n, 1, func(lo, hi, _ int) {
 			kernel.AxpyTo(theta[lo:hi], theta[lo:hi], -alpha, dL[lo:hi])
 		})
 		obj.accept()
+		last = alpha
 		switch {
 		case !lineSearch:
 		case o.Step == GrowStep:
@@ -412,10 +424,10 @@ func mirrorDescent(ctx context.Context, jt *junctionTree, obj *objective, theta 
 		st.Iters++
 		st.Loss = loss
 		if o.Tol > 0 && prev-loss < o.Tol*math.Abs(prev) {
-			return nil
+			return last, nil
 		}
 	}
-	return nil
+	return last, nil
 }
 
 // accelerated runs Algorithm 2 (accelerated dual averaging) and finishes with

@@ -552,3 +552,50 @@ func TestKeepStepMatchesGrowStep(t *testing.T) {
 		}
 	}
 }
+
+// TestKeepStepWarmStep: a KeepStep fit warm-started from a KeepStep model
+// starts its first line search at the step that fit ended with, so it
+// spends fewer oracle calls than one that starts at the full step, and the
+// model it returns records its own last step.
+func TestKeepStepWarmStep(t *testing.T) {
+	rng := rand.New(rand.NewPCG(43, 44))
+	ctx := context.Background()
+	saved := 0
+	for trial := range 6 {
+		d := 4 + rng.IntN(3)
+		dom := randomDomain(t, rng, d, 5)
+		sizes := make([]int, d)
+		for i := range sizes {
+			sizes[i] = dom.Size(i)
+		}
+		ds := randomDataset(t, uint64(200+trial), sizes, 2000)
+		meas := measure(ds, dedupe(randomSets(rng, d, 3+rng.IntN(4), 3)), 5, rng)
+		prev, err := Estimate(ctx, dom, meas[:len(meas)-1], &EstimateOptions{Iters: 100, Step: KeepStep})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !(prev.step > 0 && prev.step <= DefaultStepSize) {
+			t.Fatalf("trial %d: fitted model records step %v", trial, prev.step)
+		}
+		noStep := *prev
+		noStep.step = 0
+		var from, full EstimateStats
+		m, err := Estimate(ctx, dom, meas, &EstimateOptions{Iters: 20, Step: KeepStep, WarmStart: prev, Stats: &from})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := Estimate(ctx, dom, meas, &EstimateOptions{Iters: 20, Step: KeepStep, WarmStart: &noStep, Stats: &full}); err != nil {
+			t.Fatal(err)
+		}
+		if from.Iters == full.Iters && from.OracleCalls > full.OracleCalls {
+			t.Errorf("trial %d: %d calls from the recorded step, %d from the full step", trial, from.OracleCalls, full.OracleCalls)
+		}
+		if m.step <= 0 {
+			t.Errorf("trial %d: refitted model records step %v", trial, m.step)
+		}
+		saved += full.OracleCalls - from.OracleCalls
+	}
+	if saved <= 0 {
+		t.Errorf("starting from the recorded step saved %d oracle calls over 6 problems", saved)
+	}
+}
