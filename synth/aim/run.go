@@ -89,11 +89,13 @@ func (r *run) measure(attrs []int, x *answer, sigma, eps float64, round int) {
 }
 
 // estimate refits the model to all measurements, warm-started. Each line
-// search starts from 4× the previous step (pgm.GrowStep): on adult (ε = 1,
-// all 3-way, seeds 0–5) that cut AIM's CPU by a fifth with mean error
-// 0.1837 against 0.1855 for restarting every search at the full step.
+// search starts from the previous accepted step (pgm.KeepStep): the
+// acceptable step is steady through a warm-started fit, so GrowStep (4×
+// the previous step) paid two rejected belief propagations per iteration;
+// KeepStep pays about 0.6, and on adult it reaches a lower loss in the same
+// iterations (docs/aim-performance.md, Speed).
 func (r *run) estimate(ctx context.Context, iters int, progress func(pgm.EstimateProgress)) error {
-	m, err := pgm.Estimate(ctx, r.dom, r.meas, &pgm.EstimateOptions{Iters: iters, WarmStart: r.model, Step: pgm.GrowStep, Progress: progress})
+	m, err := pgm.Estimate(ctx, r.dom, r.meas, &pgm.EstimateOptions{Iters: iters, WarmStart: r.model, Step: pgm.KeepStep, Progress: progress})
 	if err != nil {
 		return err
 	}

@@ -132,7 +132,55 @@ const (
 	// largest StepSize·2^-k passing the Armijo test), with far fewer
 	// marginal-oracle calls spent on rejected steps.
 	GrowStep
+	// KeepStep starts every iteration at the step accepted by the previous
+	// one, and tries twice that only after a run of iterations that all
+	// accepted their first trial; the run needed doubles (up to
+	// keepMaxWait) each time such a trial fails and restarts at 1 when one
+	// passes. Where the acceptable step is steady, as it is through most
+	// of a warm-started fit, GrowStep pays two rejected trials per
+	// iteration (4α and 2α before α) and KeepStep about one per
+	// keepMaxWait iterations; the steps differ only while the acceptable
+	// step grows.
+	KeepStep
 )
+
+// keepMaxWait bounds the run of first-trial acceptances after which
+// KeepStep tries a larger step.
+const keepMaxWait = 64
+
+// keepStep is the state of the KeepStep rule.
+type keepStep struct {
+	streak int  // consecutive iterations accepted at their first trial
+	wait   int  // streak needed before trying a larger step
+	grew   bool // the current search started at twice the last step
+}
+
+// next returns where the next search starts after one that accepted step
+// a at its trials-th trial, with max the largest step allowed.
+func (k *keepStep) next(a float64, trials int, max float64) float64 {
+	if k.wait == 0 {
+		k.wait = 1
+	}
+	if k.grew {
+		if trials == 1 {
+			k.wait = 1
+		} else {
+			k.wait = min(2*k.wait, keepMaxWait)
+		}
+	}
+	if trials == 1 {
+		k.streak++
+	} else {
+		k.streak = 0
+	}
+	k.grew = false
+	if k.streak >= k.wait && 2*a <= max {
+		k.streak = 0
+		k.grew = true
+		return 2 * a
+	}
+	return a
+}
 
 // EstimateStats summarises an Estimate run.
 type EstimateStats struct {
@@ -208,9 +256,10 @@ func Estimate(ctx context.Context, dom *Domain, meas []Measurement, opts *Estima
 	defer pool.stop()
 	obj.team = team{pool}
 	var stats EstimateStats
+	var step float64
 	switch o.Method {
 	case MirrorDescent:
-		err = mirrorDescent(ctx, jt, obj, theta, &o, &stats)
+		step, err = mirrorDescent(ctx, jt, obj, theta, &o, &stats)
 	case Accelerated:
 		err = accelerated(ctx, jt, obj, theta, &o, &stats)
 	default:
@@ -222,7 +271,9 @@ func Estimate(ctx context.Context, dom *Domain, meas []Measurement, opts *Estima
 	if o.Stats != nil {
 		*o.Stats = stats
 	}
-	return newModel(jt, theta, total), nil
+	m := newModel(jt, theta, total)
+	m.step = step
+	return m, nil
 }
 
 // checkMeasurements validates shapes and values.
@@ -291,8 +342,9 @@ func warmStart(theta []float64, jt *junctionTree, ws *Model) error {
 	return nil
 }
 
-// mirrorDescent runs Algorithm 1 with Armijo backtracking, updating theta.
-func mirrorDescent(ctx context.Context, jt *junctionTree, obj *objective, theta []float64, o *EstimateOptions, st *EstimateStats) error {
+// mirrorDescent runs Algorithm 1 with Armijo backtracking, updating theta,
+// and returns the last accepted step (0 if none was).
+func mirrorDescent(ctx context.Context, jt *junctionTree, obj *objective, theta []float64, o *EstimateOptions, st *EstimateStats) (float64, error) {
 	bp := newBPWork(jt)
 	bp.team = obj.team
 	// One arena of marginals suffices: the loss, its gradient and the
@@ -311,6 +363,14 @@ func mirrorDescent(ctx context.Context, jt *junctionTree, obj *objective, theta 
 		step = DefaultStepSize
 	}
 	alpha := step
+	if ws := o.WarmStart; o.Step == KeepStep && lineSearch && ws != nil && ws.step > 0 {
+		// The acceptable step changes little when a measurement is
+		// added: start where the previous fit ended rather than halving
+		// down from the full step again.
+		alpha = min(step, ws.step)
+	}
+	var last float64 // last accepted step
+	var keep keepStep
 	prog := newProgressTicker(o, jt)
 	prog.tick(0)
 	for i := range o.Iters {
@@ -318,19 +378,20 @@ func mirrorDescent(ctx context.Context, jt *junctionTree, obj *objective, theta 
 			prog.tick(i)
 		}
 		if err := ctx.Err(); err != nil {
-			return fmt.Errorf("pgm: estimation cancelled: %w", err)
+			return 0, fmt.Errorf("pgm: estimation cancelled: %w", err)
 		}
 		if loss == 0 {
-			return nil
+			return last, nil
 		}
 		obj.grad(dL)
 		// theta stays at omega while the trial steps are tried: BP forms
 		// omega − alpha·dL itself, and theta moves once, to the accepted step.
 		var newLoss float64
-		accepted := false
+		accepted, trials := false, 0
 		for range maxHalvings {
 			bp.runStep(p, theta, -alpha, dL)
 			st.OracleCalls++
+			trials++
 			newLoss = obj.value(p)
 			if !lineSearch || (newLoss <= loss && loss-newLoss >= 0.5*alpha*obj.total*obj.dirDot()) {
 				accepted = true
@@ -342,15 +403,20 @@ func mirrorDescent(ctx context.Context, jt *junctionTree, obj *objective, theta 
 			// No step of 25 halvings decreases the loss enough: the fit
 			// has converged to working precision. (The reference takes
 			// the last trial step anyway, which can increase the loss.)
-			return nil
+			return last, nil
 		}
 		bp.team.run(n, 1, func(lo, hi, _ int) {
 			kernel.AxpyTo(theta[lo:hi], theta[lo:hi], -alpha, dL[lo:hi])
 		})
 		obj.accept()
-		if o.Step == GrowStep && lineSearch {
+		last = alpha
+		switch {
+		case !lineSearch:
+		case o.Step == GrowStep:
 			alpha = min(step, alpha*growFactor)
-		} else {
+		case o.Step == KeepStep:
+			alpha = keep.next(alpha, trials, step)
+		default:
 			alpha = step
 		}
 		prev := loss
@@ -358,10 +424,10 @@ func mirrorDescent(ctx context.Context, jt *junctionTree, obj *objective, theta 
 		st.Iters++
 		st.Loss = loss
 		if o.Tol > 0 && prev-loss < o.Tol*math.Abs(prev) {
-			return nil
+			return last, nil
 		}
 	}
-	return nil
+	return last, nil
 }
 
 // accelerated runs Algorithm 2 (accelerated dual averaging) and finishes with

@@ -222,7 +222,7 @@ func TestEstimateLossMonotone(t *testing.T) {
 	}
 	ds := randomDataset(t, 27, sizes, 1000)
 	meas := measure(ds, dedupe(randomSets(rng, 5, 5, 3)), 10, rng)
-	for _, rule := range []StepRule{ResetStep, GrowStep} {
+	for _, rule := range []StepRule{ResetStep, GrowStep, KeepStep} {
 		prev := math.Inf(1)
 		for iters := 1; iters <= 30; iters++ {
 			var st EstimateStats
@@ -458,5 +458,144 @@ func TestEstimateProgress(t *testing.T) {
 		if last := got[len(got)-1].Iter; stats.Iters-last > ProgressEvery {
 			t.Errorf("method %d: last report at iteration %d of %d run", method, last, stats.Iters)
 		}
+	}
+}
+
+// TestKeepStepSchedule drives the KeepStep rule through a scripted run of
+// line searches: it keeps the accepted step, tries twice it after wait
+// first-trial acceptances, doubles wait when that fails (up to
+// keepMaxWait), restarts it at 1 when it passes, and never exceeds max.
+func TestKeepStepSchedule(t *testing.T) {
+	var k keepStep
+	a := 0.25
+	// First search accepted at its third trial: keep a.
+	if got := k.next(a, 3, 2); got != a {
+		t.Fatalf("after a 3-trial search: start %v, want %v", got, a)
+	}
+	// One first-trial acceptance reaches wait = 1: try 2a.
+	if got := k.next(a, 1, 2); got != 2*a {
+		t.Fatalf("after a first-trial acceptance: start %v, want %v", got, 2*a)
+	}
+	// The larger step failed (accepted a at trial 2): wait becomes 2.
+	wait := 1
+	for round := 0; round < 10; round++ {
+		wait = min(2*wait, keepMaxWait)
+		if got := k.next(a, 2, 2); got != a {
+			t.Fatalf("round %d: after a failed larger step: start %v, want %v", round, got, a)
+		}
+		for i := 1; i < wait; i++ {
+			if got := k.next(a, 1, 2); got != a {
+				t.Fatalf("round %d: tried a larger step after %d of %d acceptances", round, i, wait)
+			}
+		}
+		if got := k.next(a, 1, 2); got != 2*a {
+			t.Fatalf("round %d: no larger step after %d acceptances", round, wait)
+		}
+	}
+	// A larger step that passes restarts wait at 1: the next search
+	// tries larger again, as GrowStep would.
+	a *= 2
+	if got := k.next(a, 1, 2); got != 2*a {
+		t.Fatalf("after a passing larger step: start %v, want %v", got, 2*a)
+	}
+	if got := k.next(2*a, 2, 2); got != 2*a {
+		t.Fatalf("after a failed larger step: start %v, want %v", got, 2*a)
+	}
+	if got := k.next(2*a, 1, 2); got != 2*a {
+		t.Fatalf("tried a larger step after 1 of 2 acceptances")
+	}
+	// Never beyond max.
+	k = keepStep{}
+	for range 5 {
+		if got := k.next(2, 1, 2); got != 2 {
+			t.Fatalf("start %v beyond max 2", got)
+		}
+	}
+}
+
+// TestKeepStepMatchesGrowStep: on random problems KeepStep reaches the loss
+// of GrowStep to 1e-6 relative after enough iterations to converge, with
+// fewer marginal-oracle calls; from a warm start too.
+func TestKeepStepMatchesGrowStep(t *testing.T) {
+	rng := rand.New(rand.NewPCG(41, 42))
+	ctx := context.Background()
+	for trial := range 6 {
+		d := 4 + rng.IntN(3)
+		dom := randomDomain(t, rng, d, 5)
+		sizes := make([]int, d)
+		for i := range sizes {
+			sizes[i] = dom.Size(i)
+		}
+		ds := randomDataset(t, uint64(100+trial), sizes, 2000)
+		sets := dedupe(randomSets(rng, d, 3+rng.IntN(4), 3))
+		meas := measure(ds, sets, 5, rng)
+		warm, err := Estimate(ctx, dom, meas[:len(meas)-1], &EstimateOptions{Iters: 50, Step: GrowStep})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, ws := range []*Model{nil, warm} {
+			var grow, keep EstimateStats
+			if _, err := Estimate(ctx, dom, meas, &EstimateOptions{Iters: 2000, Step: GrowStep, Stats: &grow, WarmStart: ws}); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := Estimate(ctx, dom, meas, &EstimateOptions{Iters: 2000, Step: KeepStep, Stats: &keep, WarmStart: ws}); err != nil {
+				t.Fatal(err)
+			}
+			if !near(keep.Loss, grow.Loss, 1e-6) {
+				t.Errorf("trial %d (warm %v): KeepStep loss %v, GrowStep %v", trial, ws != nil, keep.Loss, grow.Loss)
+			}
+			perIter := func(s EstimateStats) float64 { return float64(s.OracleCalls) / float64(max(1, s.Iters)) }
+			t.Logf("trial %d warm %v: GrowStep %d calls / %d iterations, KeepStep %d / %d", trial, ws != nil, grow.OracleCalls, grow.Iters, keep.OracleCalls, keep.Iters)
+			if perIter(grow) > 1.5 && perIter(keep) > 0.75*perIter(grow) {
+				t.Errorf("trial %d (warm %v): KeepStep %d calls in %d iterations, GrowStep %d in %d", trial, ws != nil, keep.OracleCalls, keep.Iters, grow.OracleCalls, grow.Iters)
+			}
+		}
+	}
+}
+
+// TestKeepStepWarmStep: a KeepStep fit warm-started from a KeepStep model
+// starts its first line search at the step that fit ended with, so it
+// spends fewer oracle calls than one that starts at the full step, and the
+// model it returns records its own last step.
+func TestKeepStepWarmStep(t *testing.T) {
+	rng := rand.New(rand.NewPCG(43, 44))
+	ctx := context.Background()
+	saved := 0
+	for trial := range 6 {
+		d := 4 + rng.IntN(3)
+		dom := randomDomain(t, rng, d, 5)
+		sizes := make([]int, d)
+		for i := range sizes {
+			sizes[i] = dom.Size(i)
+		}
+		ds := randomDataset(t, uint64(200+trial), sizes, 2000)
+		meas := measure(ds, dedupe(randomSets(rng, d, 3+rng.IntN(4), 3)), 5, rng)
+		prev, err := Estimate(ctx, dom, meas[:len(meas)-1], &EstimateOptions{Iters: 100, Step: KeepStep})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !(prev.step > 0 && prev.step <= DefaultStepSize) {
+			t.Fatalf("trial %d: fitted model records step %v", trial, prev.step)
+		}
+		noStep := *prev
+		noStep.step = 0
+		var from, full EstimateStats
+		m, err := Estimate(ctx, dom, meas, &EstimateOptions{Iters: 20, Step: KeepStep, WarmStart: prev, Stats: &from})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := Estimate(ctx, dom, meas, &EstimateOptions{Iters: 20, Step: KeepStep, WarmStart: &noStep, Stats: &full}); err != nil {
+			t.Fatal(err)
+		}
+		if from.Iters == full.Iters && from.OracleCalls > full.OracleCalls {
+			t.Errorf("trial %d: %d calls from the recorded step, %d from the full step", trial, from.OracleCalls, full.OracleCalls)
+		}
+		if m.step <= 0 {
+			t.Errorf("trial %d: refitted model records step %v", trial, m.step)
+		}
+		saved += full.OracleCalls - from.OracleCalls
+	}
+	if saved <= 0 {
+		t.Errorf("starting from the recorded step saved %d oracle calls over 6 problems", saved)
 	}
 }

@@ -19,6 +19,10 @@ type Model struct {
 	p     []float64 // clique marginals as probabilities, arena layout
 	logZ  float64
 	total float64
+	// step is the line-search step the fit that made the model accepted
+	// last (0 if unknown): a KeepStep fit warm-started from the model
+	// starts its first search there instead of at the full step.
+	step float64
 }
 
 // newModel runs belief propagation on theta (which the model keeps).
