@@ -29,9 +29,9 @@ func Options(name string) []synth.Option {
 	// post-processing of released values too: fewer steps leave the
 	// accounting the audit checks unchanged.
 	case "gem":
-		return []synth.Option{{Name: "HIDDEN", Value: 16}, {Name: "MAX_ITERS", Value: 10}}
+		return []synth.Option{{Name: "HIDDEN", Value: 16}, {Name: "LATENT", Value: 8}, {Name: "BATCH", Value: 50}, {Name: "MAX_ITERS", Value: 10}}
 	case "gem_pub":
-		return []synth.Option{{Name: "HIDDEN", Value: 16}, {Name: "MAX_ITERS", Value: 10}, {Name: "PRETRAIN_ITERS", Value: 10}}
+		return []synth.Option{{Name: "HIDDEN", Value: 16}, {Name: "LATENT", Value: 8}, {Name: "BATCH", Value: 50}, {Name: "MAX_ITERS", Value: 10}, {Name: "PRETRAIN_ITERS", Value: 10}}
 	case "rap", "rap_softmax":
 		return []synth.Option{{Name: "MAX_ITERS", Value: 20}}
 	case "pep", "pep_pub":
