@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -277,4 +278,61 @@ func TestAnswerPrivileges(t *testing.T) {
 	}
 	f.exec("REVOKE SELECT ON syn.r FROM ana")
 	denied("syn.r")
+}
+
+// TestQueryBoundsAIM checks dpsql_query_bounds on AIM tables against the
+// bounds package run on the stored release (range and equality queries on
+// the default 2-way workload), the ROWS scaling, and MST's refusal.
+func TestQueryBoundsAIM(t *testing.T) {
+	f := newAnswerFixture(t)
+	_, modelBlob, relBlob := f.record("syn", "p")
+	m, err := pgm.UnmarshalModel(modelBlob)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := synth.UnmarshalRelease(relBlob)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Model = m
+	rec, _, _ := f.record("syn", "p")
+	var w []synth.Marginal
+	for _, q := range rec.Workload {
+		w = append(w, synth.Marginal{Attrs: q.Attrs, Weight: q.Weight})
+	}
+	a, err := bounds.Analyze(bounds.FromResult("aim", res, w))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// sex (0, 2 values) by age (1, ≤ 4): the prefix over age's codes.
+	rows := f.rows("CALL dpsql_query_bounds('syn.p', 'SELECT sex, COUNT(*) FROM p WHERE age <= 4 GROUP BY sex', 0.9)")
+	if len(rows) != 2 {
+		t.Fatalf("%d rows %v, want one per sex", len(rows), rows)
+	}
+	ageSize := rec.Domain.Columns[1].Size()
+	for g, r := range rows {
+		q := [][]float64{make([]float64, 2), make([]float64, ageSize)}
+		q[0][g] = 1
+		for v := 0; v < ageSize; v++ {
+			if x, _ := strconv.Atoi(fmt.Sprint(cellValue(&rec.Domain.Columns[1], v))); x <= 4 {
+				q[1][v] = 1
+			}
+		}
+		want, err := a.Query(context.Background(), []int{0, 1}, q, 0.9)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r[1] != want.Estimate || r[2] != want.Lower || r[3] != want.Upper || r[4] != want.Error || r[5] != support(want.Supported) {
+			t.Errorf("row %d = %v, want %+v", g, r, want)
+		}
+	}
+	// ROWS = 300 scales the estimate to 300 rows.
+	for _, r := range f.rows("CALL dpsql_query_bounds('syn.r', 'SELECT sex, COUNT(*) FROM r GROUP BY sex')") {
+		if !(r[1].(float64) <= 300 && r[4].(float64) > 0) {
+			t.Errorf("ROWS table: row %v", r)
+		}
+	}
+	if _, _, err := query(f.e, f.root, "CALL dpsql_query_bounds('syn.m', 'SELECT sex, COUNT(*) FROM m GROUP BY sex')"); errCode(err) != ErrNoBounds.Code() {
+		t.Errorf("mst: %v, want ErrNoBounds", err)
+	}
 }
