@@ -236,10 +236,15 @@ func CheckBudget(in *synth.Input, cfg Config, w []synth.Marginal) error {
 }
 
 // Sample draws rows records from the mixture p (B × d' over layout l):
-// each picks a component uniformly, then every attribute from that
-// component's block, which is normalised first (RAP's relaxed rows are
-// clipped at 0; an all-zero block is uniform). Post-processing: rng is
-// in.Post().
+// every component gives ⌊rows/B⌋ rows, rows mod B distinct components
+// drawn uniformly one more, in a random order, and each row draws every
+// attribute from its component's block, which is normalised first (RAP's
+// relaxed rows are clipped at 0; an all-zero block is uniform). Each
+// component's expected share is still 1/B, so the rows' expected
+// marginals are the mixture's, but the cell counts lose the variance of
+// drawing the component per row (stratified sampling), which at large ε
+// is a visible part of the released rows' error (docs/gem.md).
+// Post-processing: rng is in.Post().
 func Sample(l *prodq.Layout, p []float64, B, rows int, rng interface {
 	IntN(int) int
 	Float64() float64
@@ -248,8 +253,29 @@ func Sample(l *prodq.Layout, p []float64, B, rows int, rng interface {
 	for a := range out {
 		out[a] = make([]uint16, rows)
 	}
+	comp := make([]int32, rows)
+	for r := range comp {
+		comp[r] = int32(r % B)
+	}
+	// The last rows mod B entries are components 0..rows mod B − 1: give
+	// their extra row to distinct uniform components instead.
+	if extra := rows % B; extra > 0 {
+		perm := make([]int32, B)
+		for i := range perm {
+			perm[i] = int32(i)
+		}
+		for i := range extra {
+			k := i + rng.IntN(B-i)
+			perm[i], perm[k] = perm[k], perm[i]
+			comp[rows-extra+i] = perm[i]
+		}
+	}
+	for r := rows - 1; r > 0; r-- {
+		k := rng.IntN(r + 1)
+		comp[r], comp[k] = comp[k], comp[r]
+	}
 	for r := range rows {
-		b := rng.IntN(B)
+		b := int(comp[r])
 		row := p[b*l.Width : (b+1)*l.Width]
 		for a, s := range l.Size {
 			blk := row[l.Off[a] : l.Off[a]+s]

@@ -80,19 +80,39 @@ func TestSample(t *testing.T) {
 	l := []int{2, 3}
 	p := []float64{1, -0.5, 0, 0, 1, -1, 1, 1, 0, -2}
 	rng := noise.Derive([]byte("amloop test secret, 32 bytes long"), 1, "s").Rand()
-	out := Sample(newLayout(l), p, 2, 1000, rng)
-	ones := 0
-	for r := range 1000 {
-		switch {
-		case out[0][r] == 0 && out[1][r] == 2:
-		case out[0][r] == 1 && out[1][r] == 0:
-			ones++
-		default:
-			t.Fatalf("row %d = (%d, %d), not a component", r, out[0][r], out[1][r])
+	for _, rows := range []int{1000, 1001, 1} {
+		out := Sample(newLayout(l), p, 2, rows, rng)
+		ones, run := 0, 0
+		for r := range rows {
+			switch {
+			case out[0][r] == 0 && out[1][r] == 2:
+			case out[0][r] == 1 && out[1][r] == 0:
+				ones++
+			default:
+				t.Fatalf("row %d = (%d, %d), not a component", r, out[0][r], out[1][r])
+			}
+			if r > 0 && out[0][r] == out[0][r-1] {
+				run++
+			}
+		}
+		// Stratified: every component gives ⌊rows/B⌋ rows or one more.
+		if ones != rows/2 && ones != rows/2+1 {
+			t.Errorf("%d rows: %d from component 1, want %d or %d", rows, ones, rows/2, rows/2+1)
+		}
+		// In a random order, not grouped by component.
+		if rows > 100 && run > rows*3/4 {
+			t.Errorf("%d rows: %d equal neighbours, rows grouped by component", rows, run)
 		}
 	}
-	if ones < 400 || ones > 600 {
-		t.Errorf("%d of 1000 rows from component 1, want about 500", ones)
+	// Component 1 gets the odd row about half the time.
+	odd := 0
+	for range 400 {
+		if Sample(newLayout(l), p, 2, 1, rng)[0][0] == 1 {
+			odd++
+		}
+	}
+	if odd < 150 || odd > 250 {
+		t.Errorf("the odd row came from component 1 %d times of 400, want about 200", odd)
 	}
 }
 
