@@ -303,6 +303,22 @@ func TestRoundsFor(t *testing.T) {
 	}
 }
 
+// hpd_gen's default steps per round keep ~1250 Adam steps in all; ITERS
+// overrides it; hpd_fixed keeps 25.
+func TestItersFor(t *testing.T) {
+	gen, _ := HPDGen.New(nil)
+	gen7, _ := HPDGen.New([]synth.Option{{Name: "ITERS", Value: "7"}})
+	fixed, _ := HPDFixed.New(nil)
+	for _, c := range []struct{ T, gen, gen7, fixed int }{{11, 114, 7, 25}, {23, 55, 7, 25}, {35, 36, 7, 25}, {50, 25, 7, 25}, {100, 25, 7, 25}} {
+		if g, g7, f := gen.itersFor(c.T), gen7.itersFor(c.T), fixed.itersFor(c.T); g != c.gen || g7 != c.gen7 || f != c.fixed {
+			t.Errorf("T = %d: hpd_gen %d, ITERS = 7 %d, hpd_fixed %d; want %d %d %d", c.T, g, g7, f, c.gen, c.gen7, c.fixed)
+		}
+	}
+	if _, err := HPDFixed.New([]synth.Option{{Name: "ITERS", Value: "0"}}); err == nil {
+		t.Error("hpd_fixed accepted ITERS = 0")
+	}
+}
+
 // errors returns the max and mean error over the workload, on the paper's
 // scale: Q_G per household of the data, Q_I per person of the data.
 func workloadErr(d *Domain, real, syn *Records, sets []QuerySet) (mx, mean float64) {

@@ -54,13 +54,42 @@ func (m Method) Schema() synth.Schema {
 	default:
 		s = append(s,
 			synth.Param{Name: "COMPONENTS", Kind: synth.Int, Default: "100", Min: 1, Max: 100000, Doc: "mixture components M"},
-			synth.Param{Name: "ITERS", Kind: synth.Int, Default: "25", Min: 1, Max: 100000, Doc: "Adam steps per round S"},
+			m.itersParam(),
 			synth.Param{Name: "LR", Kind: synth.Float, Default: strconv.FormatFloat(m.defaultLR(), 'g', -1, 64), Min: 1e-6, Max: 10, Doc: "Adam learning rate"})
 		if m.name == "hpd_gen" {
 			s = append(s, synth.Param{Name: "HIDDEN", Kind: synth.Int, Default: "64", Min: 1, Max: 4096, Doc: "hidden units of the generator"})
 		}
 	}
 	return s
+}
+
+// defaultIters is ITERS' default: 25 Adam steps per round for hpd_fixed;
+// 0 (from the rounds) for hpd_gen.
+func (m Method) defaultIters() int {
+	if m.name == "hpd_gen" {
+		return 0
+	}
+	return 25
+}
+
+func (m Method) itersParam() synth.Param {
+	p := synth.Param{Name: "ITERS", Kind: synth.Int, Default: strconv.Itoa(m.defaultIters()), Min: 1, Max: 100000, Doc: "Adam steps per round S"}
+	if m.name == "hpd_gen" {
+		p.Min, p.Doc = 0, "Adam steps per round S; 0: at least 25 and 1250 in all (⌈1250/T⌉)"
+	}
+	return p
+}
+
+// itersFor is the number of Adam steps per round when the run has T
+// rounds: ITERS if given, else (hpd_gen) max(25, ⌈1250/T⌉): the shared
+// generator, at a small learning rate, needs about 1250 steps in all
+// whatever the number of rounds, while the fixed table's fit (per-
+// component logits) is as good with 25 per round.
+func (r *Runner) itersFor(T int) int {
+	if r.iters > 0 {
+		return r.iters
+	}
+	return max(25, (1250+T-1)/max(T, 1))
 }
 
 func (m Method) defaultLR() float64 {
@@ -86,7 +115,7 @@ func (m Method) New(opts []synth.Option) (*Runner, error) {
 		return nil, err
 	}
 	return &Runner{m: m, rounds: v.Int("ROUNDS", 0), alpha: v.Float("ALPHA", 0.2), comps: v.Int("COMPONENTS", 100),
-		iters: v.Int("ITERS", 25), lr: v.Float("LR", m.defaultLR()), passes: v.Int("PASSES", 10), hidden: v.Int("HIDDEN", 64), marginals: v.Int("MARGINALS", 1) == 1}, nil
+		iters: v.Int("ITERS", m.defaultIters()), lr: v.Float("LR", m.defaultLR()), passes: v.Int("PASSES", 10), hidden: v.Int("HIDDEN", 64), marginals: v.Int("MARGINALS", 1) == 1}, nil
 }
 
 // Input is everything a run needs.
@@ -388,18 +417,6 @@ func (r *Runner) Run(ctx context.Context, in *Input) (*Result, error) {
 	res.NoisyHouseholds = ng
 	rhoUsed := 1 / (2 * pl.sigma0 * pl.sigma0)
 
-	var est estimator
-	switch r.m.name {
-	case "hpd_fixed":
-		est = newFixed(d, r.comps, r.iters, r.lr, post)
-	case "hpd_gen":
-		est = newGen(d, r.comps, r.iters, r.hidden, r.lr, post)
-	default:
-		est, err = newExplicit(d, r.passes)
-		if err != nil {
-			return nil, err
-		}
-	}
 	chosen := make([]bool, len(cands))
 	scores := make([]float64, len(cands))
 	model := make([][]float64, len(work))
@@ -422,6 +439,18 @@ func (r *Runner) Run(ctx context.Context, in *Input) (*Result, error) {
 	}
 	if rounds < T {
 		if pl, err = r.planT(in.Rho, K, rounds); err != nil {
+			return nil, err
+		}
+	}
+	var est estimator
+	switch r.m.name {
+	case "hpd_fixed":
+		est = newFixed(d, r.comps, r.iters, r.lr, post)
+	case "hpd_gen":
+		est = newGen(d, r.comps, r.itersFor(rounds), r.hidden, r.lr, post)
+	default:
+		est, err = newExplicit(d, r.passes)
+		if err != nil {
 			return nil, err
 		}
 	}
