@@ -17,6 +17,7 @@ import (
 	"github.com/dpsql/dpsql/sqlfuncs"
 	"github.com/dpsql/dpsql/synth"
 	"github.com/dpsql/dpsql/synth/bounds"
+	"github.com/dpsql/dpsql/synth/hdmm"
 	"github.com/dpsql/dpsql/synth/pgm"
 )
 
@@ -144,7 +145,14 @@ func (t *synTable) released(ctx context.Context) ([]planner.Measured, error) {
 			t.releasedErr = err
 			return
 		}
-		for _, m := range res.Measurements {
+		// hdmm_lls's Kronecker measurements answer through their
+		// least-squares marginals.
+		ms, err := hdmm.LeastSquares(res.Measurements, t.rec.Domain.Sizes())
+		if err != nil {
+			t.releasedErr = fmt.Errorf("%s: %w", t, err)
+			return
+		}
+		for _, m := range ms {
 			if m.Query != nil || m.Coarse != nil {
 				t.releasedErr = fmt.Errorf("%s: a released answer is not a plain marginal", t)
 				return

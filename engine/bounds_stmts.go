@@ -21,6 +21,7 @@ import (
 // Both read the bounds.Analysis of the synthetic table (answer.go), built
 // once per table from its model, its stored release and its workload; the
 // bounds are post-processing and cost no privacy budget. Only AIM models
+// (and, for their measured sets, pep, pmw, hdmm_pgm and privbayes_pgm)
 // have bounds. Reading them needs SELECT on the synthetic table, as reading
 // its rows does; a table the session may not read is reported as missing.
 
@@ -85,6 +86,19 @@ func checkConfidence(c float64) error {
 // readableSynthetic resolves tn to a synthetic table with a model that the
 // session may read (SELECT on it). A table it may not read is missing.
 func (e *Engine) readableSynthetic(ctx *sql.Context, tn dpparse.TableName, what string) (tableRef, *synTable, error) {
+	t, syn, err := e.readableRelease(ctx, tn, what)
+	if err != nil {
+		return tableRef{}, nil, err
+	}
+	if syn.answersOnly() {
+		return tableRef{}, nil, ErrNoBounds.New("%s is not a synthetic table with a model, so it has no error bounds", t)
+	}
+	return t, syn, nil
+}
+
+// readableRelease resolves tn to a synthetic table with a model or an
+// answers-only one that the session may read (SELECT on it).
+func (e *Engine) readableRelease(ctx *sql.Context, tn dpparse.TableName, what string) (tableRef, *synTable, error) {
 	if err := e.needCatalog(what); err != nil {
 		return tableRef{}, nil, err
 	}
@@ -102,6 +116,11 @@ func (e *Engine) readableSynthetic(ctx *sql.Context, tn dpparse.TableName, what 
 		return tableRef{}, nil, ErrInternal.Wrap(err, "looking up %s", t)
 	}
 	if syn == nil || syn.answersOnly() {
+		if msg := e.hierNoBounds(ctx, t); msg != "" {
+			return tableRef{}, nil, ErrNoBounds.New("%s", msg)
+		}
+	}
+	if syn == nil {
 		return tableRef{}, nil, ErrNoBounds.New("%s is not a synthetic table with a model, so it has no error bounds", t)
 	}
 	return t, syn, nil

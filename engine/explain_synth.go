@@ -81,7 +81,9 @@ func explainSynthText(query string) (int, bool) {
 		return 0, false
 	}
 	if err == nil {
-		if _, isCreate := p.Stmt.(*dpparse.CreateSynthetic); !isCreate {
+		_, isCreate := p.Stmt.(*dpparse.CreateSynthetic)
+		_, isHier := p.Stmt.(*dpparse.CreateSyntheticTables)
+		if !isCreate && !isHier {
 			return 0, false
 		}
 	}
@@ -101,7 +103,8 @@ func (p *parser) parseExplainSynth(query string, delimiter rune, multi bool) (st
 		return failed(ErrSyntax.Wrap(err, "EXPLAIN (use CALL dpsql_explain_synthetic_table(?) to pass parameters)")), query, "", true
 	}
 	cs, isCreate := parsedStmt.(*dpparse.CreateSynthetic)
-	if !isCreate {
+	hs, isHier := parsedStmt.(*dpparse.CreateSyntheticTables)
+	if !isCreate && !isHier {
 		return failed(ErrSyntax.New("EXPLAIN expects CREATE SYNTHETIC TABLE here")), query, "", true
 	}
 	parsed = sql.RemoveSpaceAndDelimiter(query[:at+n], delimiter)
@@ -110,15 +113,16 @@ func (p *parser) parseExplainSynth(query string, delimiter rune, multi bool) (st
 		rest = ""
 	}
 	if rest != "" && !multi {
-		return failed(ErrSyntax.New("unexpected text after EXPLAIN %s: %s", cs, abbrev(rest))), query, "", true
+		return failed(ErrSyntax.New("unexpected text after EXPLAIN %s: %s", parsedStmt, abbrev(rest))), query, "", true
 	}
-	return ast.InjectedStatement{Statement: &explainSynthNode{e: p.e, stmt: cs}, Auth: authAnyone}, parsed, rest, true
+	return ast.InjectedStatement{Statement: &explainSynthNode{e: p.e, stmt: cs, hier: hs}, Auth: authAnyone}, parsed, rest, true
 }
 
 // explainSynthNode is the plan node of EXPLAIN CREATE SYNTHETIC TABLE.
 type explainSynthNode struct {
 	e    *Engine
 	stmt *dpparse.CreateSynthetic
+	hier *dpparse.CreateSyntheticTables // EXPLAIN CREATE SYNTHETIC TABLES (stmt is nil)
 }
 
 var _ statementNode = (*explainSynthNode)(nil)
@@ -127,7 +131,12 @@ var _ statementNode = (*explainSynthNode)(nil)
 func (n *explainSynthNode) Resolved() bool { return true }
 
 // String implements sql.Node.
-func (n *explainSynthNode) String() string { return "EXPLAIN " + n.stmt.String() }
+func (n *explainSynthNode) String() string {
+	if n.hier != nil {
+		return "EXPLAIN " + n.hier.String()
+	}
+	return "EXPLAIN " + n.stmt.String()
+}
 
 // Schema implements sql.Node.
 func (n *explainSynthNode) Schema() sql.Schema { return explainSynthSchema }
@@ -156,7 +165,13 @@ func (n *explainSynthNode) WithResolvedChildren(children []any) (any, error) {
 
 // RowIter implements sql.ExecSourceRel.
 func (n *explainSynthNode) RowIter(ctx *sql.Context, _ sql.Row) (sql.RowIter, error) {
-	rows, err := n.e.explainSynthetic(ctx, n.stmt)
+	var rows []sql.Row
+	var err error
+	if n.hier != nil {
+		rows, err = n.e.explainHier(ctx, n.hier)
+	} else {
+		rows, err = n.e.explainSynthetic(ctx, n.stmt)
+	}
 	if err != nil {
 		return nil, SQLError(err)
 	}
@@ -172,15 +187,21 @@ func (e *Engine) explainSyntheticProcedure() sql.ExternalStoredProcedureDetails 
 		Function: func(ctx *sql.Context, statement string) (sql.RowIter, error) {
 			parsed, n, ok, err := dpparse.Parse(statement)
 			stmt, isCreate := parsed.(*dpparse.CreateSynthetic)
+			hier, isHier := parsed.(*dpparse.CreateSyntheticTables)
 			switch {
-			case !ok || (err == nil && !isCreate):
-				return nil, SQLError(ErrBadParameter.New("dpsql_explain_synthetic_table expects a CREATE SYNTHETIC TABLE statement"))
+			case !ok || (err == nil && !isCreate && !isHier):
+				return nil, SQLError(ErrBadParameter.New("dpsql_explain_synthetic_table expects a CREATE SYNTHETIC TABLE or TABLES statement"))
 			case err != nil:
 				return nil, SQLError(ErrSyntax.Wrap(err, ""))
 			case !isBlank(statement[n:], ';'):
-				return nil, SQLError(ErrSyntax.New("unexpected text after %s: %s", stmt, abbrev(statement[n:])))
+				return nil, SQLError(ErrSyntax.New("unexpected text after %s: %s", parsed, abbrev(statement[n:])))
 			}
-			rows, err := e.explainSynthetic(ctx, stmt)
+			var rows []sql.Row
+			if isHier {
+				rows, err = e.explainHier(ctx, hier)
+			} else {
+				rows, err = e.explainSynthetic(ctx, stmt)
+			}
 			if err != nil {
 				return nil, SQLError(err)
 			}

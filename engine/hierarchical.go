@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -69,6 +70,21 @@ type hierRequest struct {
 	domain            *hpd.Domain
 	workload          []hpd.QuerySet
 	workloadText      string
+	mechOpts          []catalog.SyntheticOption // the method's own options, as given
+}
+
+// hierOutput is the Output of the synthetic-table records of a
+// hierarchical release: plain rows (queries read them, see answer.go),
+// listed by SHOW SYNTHETIC TABLES with the other table of the pair.
+const hierOutput = "hierarchical rows"
+
+// hierRelease is the release stored with both tables of a hierarchical
+// synthesis: what the mechanism released besides the rows.
+type hierRelease struct {
+	Unit, Child     string // the two synthetic tables, db.name, at creation
+	NoisyHouseholds float64
+	Measurements    []hpd.Measurement
+	Workload        string
 }
 
 func (e *Engine) createSyntheticTablesNode(s *dpparse.CreateSyntheticTables) *dpNode {
@@ -208,6 +224,7 @@ func (r *hierRequest) parseOptions(opts []dpparse.Option) error {
 			r.households = int(n)
 		default:
 			mech = append(mech, synth.Option{Name: o.Name, Value: o.Value.Text})
+			r.mechOpts = append(r.mechOpts, catalog.SyntheticOption{Name: strings.ToUpper(o.Name), Value: o.Value.Text})
 		}
 	}
 	if !seen[optEpsilon] {
@@ -343,9 +360,13 @@ func (r *hierRequest) compileWorkload() error {
 		r.workloadText = w.String()
 	case w.AllKWay > 0:
 		r.workload = hpd.AllKWay(r.domain, w.AllKWay)
+		if r.domain.Typed {
+			r.workload = append(r.workload, hpd.AllRelations(r.domain)...)
+		}
 		r.workloadText = w.String()
 	default:
-		r.workload = hpd.AllKWay(r.domain, 3)
+		// Typed households add every relation (Q_R) to the 3-way sets.
+		r.workload = hpd.DefaultWorkload(r.domain)
 		r.workloadText = "WORKLOAD ALL 3-WAY (default)"
 	}
 	return nil
@@ -508,17 +529,47 @@ func (e *Engine) runHier(ctx *sql.Context, r *hierRequest) (_ int, err error) {
 		return fmt.Sprintf("dpsql synthetic copy of %s.%s (%s over the privacy unit %s.%s, epsilon=%g, delta=%g)",
 			src.DB, src.Name, r.method.Name(), r.unit.DB, r.unit.Name, r.epsilon, r.delta)
 	}
+	release, err := json.Marshal(hierRelease{Unit: r.unitT.String(), Child: r.childT.String(), NoisyHouseholds: out.NoisyHouseholds,
+		Measurements: out.Measurements, Workload: r.workloadText})
+	if err != nil {
+		return 0, ErrInternal.Wrap(err, "encoding the release (the privacy budget of this statement stays spent)")
+	}
+	rounds := 0
+	for _, m := range out.Measurements {
+		rounds = max(rounds, m.Round)
+	}
+	created := time.Now().UTC()
+	record := func(t dpparse.TableName, src tableRef, dom *domain.Table, rows int) *catalog.Synthetic {
+		return &catalog.Synthetic{DB: t.DB, Name: t.Name, SourceID: src.ID, SourceDB: src.DB, SourceName: src.Name,
+			Mechanism: r.method.Name(), Output: hierOutput, Options: r.mechOpts, Seed: r.seed,
+			Epsilon: r.epsilon, Delta: r.delta, Rho: res.Rho(), RhoUsed: out.RhoUsed, LedgerEntry: res.ID(),
+			Rows: int64(rows), Rounds: rounds, CreatedAt: created, User: r.user, Statement: r.stmt.String(), Domain: *dom}
+	}
 	err = e.dp.cat.Update(wctx, func(tx *catalog.Tx) error {
-		if _, err := tx.CreateTable(r.unitT.DB, r.unitT.Name, sql.NewPrimaryKeySchema(hsch), sql.Collation_Default, comment(r.unit)); err != nil {
+		if _, err := tx.SweepSynthetic(); err != nil {
 			return err
 		}
-		if err := tx.InsertRows(r.unitT.DB, r.unitT.Name, hrows); err != nil {
-			return err
+		for _, t := range []struct {
+			name dpparse.TableName
+			src  tableRef
+			dom  *domain.Table
+			sch  sql.Schema
+			rows []sql.Row
+		}{{r.unitT, r.unit, r.unitDom, hsch, hrows}, {r.childT, r.child, r.childDom, psch, prows}} {
+			id, err := tx.CreateTable(t.name.DB, t.name.Name, sql.NewPrimaryKeySchema(t.sch), sql.Collation_Default, comment(t.src))
+			if err != nil {
+				return err
+			}
+			if err := tx.InsertRows(t.name.DB, t.name.Name, t.rows); err != nil {
+				return err
+			}
+			rec := record(t.name, t.src, t.dom, len(t.rows))
+			rec.TableID = id
+			if err := tx.PutSynthetic(rec, nil, release); err != nil {
+				return err
+			}
 		}
-		if _, err := tx.CreateTable(r.childT.DB, r.childT.Name, sql.NewPrimaryKeySchema(psch), sql.Collation_Default, comment(r.child)); err != nil {
-			return err
-		}
-		return tx.InsertRows(r.childT.DB, r.childT.Name, prows)
+		return nil
 	})
 	if err != nil {
 		log.Error("synthetic tables not written after their budget was committed", "err", err)
@@ -611,4 +662,58 @@ func (e *Engine) createSyntheticTablesProcedure() sql.ExternalStoredProcedureDet
 			return sql.RowsToRowIter(sql.Row{strings.Join(names, ", "), int64(rows)}), nil
 		},
 	}
+}
+
+// hierPairs maps each live hierarchical record (by table ID) to the other
+// table of its release: the records of one release share the ledger entry,
+// the statement and the creation time.
+func hierPairs(tx *catalog.Tx) map[uint64]*catalog.Synthetic {
+	type key struct {
+		entry uint64
+		stmt  string
+		at    time.Time
+	}
+	groups := map[key][]*catalog.Synthetic{}
+	_ = tx.ForEachSynthetic(func(r *catalog.Synthetic) error {
+		if r.Output == hierOutput && tx.SyntheticLive(r) {
+			k := key{r.LedgerEntry, r.Statement, r.CreatedAt}
+			groups[k] = append(groups[k], r)
+		}
+		return nil
+	})
+	out := map[uint64]*catalog.Synthetic{}
+	for _, g := range groups {
+		if len(g) == 2 {
+			out[g[0].TableID], out[g[1].TableID] = g[1], g[0]
+		}
+	}
+	return out
+}
+
+// hierOutputText is SHOW SYNTHETIC TABLES' Output of a hierarchical table:
+// which side of the release it is and the other table (if not dropped).
+func hierOutputText(r *catalog.Synthetic, pairs map[uint64]*catalog.Synthetic) string {
+	other, ok := pairs[r.TableID]
+	if !ok {
+		return hierOutput + " (the other table was dropped)"
+	}
+	return fmt.Sprintf("%s, linked with %s.%s", hierOutput, other.DB, other.Name)
+}
+
+// hierNoBounds explains why a table of a hierarchical release has no error
+// bounds ("" if t is not one).
+func (e *Engine) hierNoBounds(ctx *sql.Context, t tableRef) string {
+	var rec *catalog.Synthetic
+	_ = e.dp.cat.View(ctx, func(tx *catalog.Tx) error {
+		if r, ok, err := tx.Synthetic(t.ID); ok && err == nil && r.Output == hierOutput {
+			rec = r
+		}
+		return nil
+	})
+	if rec == nil {
+		return ""
+	}
+	return fmt.Sprintf("%s is one of the two tables of a hierarchical release (%s, from %s.%s): its rows are households "+
+		"and persons sampled from a model fitted to noisy household- and person-level counts, which gives no "+
+		"per-marginal error bounds; queries on it read its rows", t, rec.Mechanism, rec.SourceDB, rec.SourceName)
 }

@@ -80,5 +80,5 @@ func (e *Engine) procedures() []sql.ExternalStoredProcedureDetails {
 	return append([]sql.ExternalStoredProcedureDetails{
 		e.statusProcedure(), e.backupProcedure(), e.setPrivacyUnitProcedure(), e.explainSyntheticProcedure(),
 		e.createSyntheticTablesProcedure(),
-	}, append(append(e.privacyProcedures(), e.synthesisProcedures()...), e.showErrorBoundsProcedures()...)...)
+	}, append(append(e.privacyProcedures(), e.synthesisProcedures()...), append(e.showErrorBoundsProcedures(), e.queryBoundsProcedures()...)...)...)
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/dpsql/dpsql/engine/dpparse"
 	"github.com/dpsql/dpsql/planner"
 	"github.com/dpsql/dpsql/synth"
+	"github.com/dpsql/dpsql/synth/hdmm"
 	"github.com/dpsql/dpsql/synth/noise"
 	"github.com/dpsql/dpsql/synth/pgm"
 	"github.com/dpsql/dpsql/synth/registry"
@@ -814,7 +815,13 @@ func (e *Engine) prepareRelease(ctx context.Context, r *synthRequest, out *synth
 	}
 	switch r.mech.Output() {
 	case synth.AnswersOnly:
-		if rows, err = answerRows(ctx, out.Measurements, r.dom, sch); err != nil {
+		// hdmm_lls releases Kronecker measurements: the table holds their
+		// least-squares marginals.
+		var ans []synth.Measurement
+		if ans, err = hdmm.LeastSquares(out.Measurements, r.dom.Sizes()); err != nil {
+			return
+		}
+		if rows, err = answerRows(ctx, ans, r.dom, sch); err != nil {
 			return
 		}
 	case synth.RowsOnly:

@@ -105,6 +105,7 @@ func (e *Engine) syntheticTableRows(ctx *sql.Context, db string) ([]sql.Row, err
 	mdb := e.sqle.Analyzer.Catalog.MySQLDb
 	var rows []sql.Row
 	err := e.dp.cat.View(ctx, func(tx *catalog.Tx) error {
+		pairs := hierPairs(tx)
 		return tx.ForEachSynthetic(func(r *catalog.Synthetic) error {
 			if db != "" && !strings.EqualFold(r.DB, db) || !tx.SyntheticLive(r) {
 				return nil
@@ -113,8 +114,12 @@ func (e *Engine) syntheticTableRows(ctx *sql.Context, db string) ([]sql.Row, err
 			if !mdb.UserHasPrivileges(ctx, op) {
 				return nil
 			}
+			output := r.Output
+			if r.Output == hierOutput {
+				output = hierOutputText(r, pairs)
+			}
 			rows = append(rows, sql.Row{
-				r.DB, r.Name, r.SourceDB + "." + r.SourceName, r.Mechanism, r.Output,
+				r.DB, r.Name, r.SourceDB + "." + r.SourceName, r.Mechanism, output,
 				r.Epsilon, r.Delta, r.Rho, r.Rows, int64(r.Rounds), r.ModelSize,
 				r.CreatedAt.UTC().Format(time.RFC3339), r.User,
 			})

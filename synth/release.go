@@ -32,21 +32,28 @@ import (
 //	snapshots: count, then round (varint) and the model
 //	    (0 = nil, else length+1 then pgm's MarshalBinary)
 //	version 2 adds: note (length, bytes), artifact (length, bytes)
+//	version 3 adds, per measurement after coarse: kron (0 = nil, else
+//	    count+1, then per factor 0 = identity, else rows+1, cols and
+//	    rows·cols floats)
 //
 // A list of ints is its count followed by the values.
 
 const (
 	releaseMagic   = "DPRL"
-	releaseVersion = 2
+	releaseVersion = 3
 )
 
 // ErrRelease is wrapped by UnmarshalRelease's errors for malformed input.
 var ErrRelease = errors.New("synth: malformed release encoding")
 
 // MarshalRelease encodes r's release: everything but Model and Rows.
-func MarshalRelease(r *Result) ([]byte, error) {
+func MarshalRelease(r *Result) ([]byte, error) { return marshalRelease(r, releaseVersion) }
+
+// marshalRelease writes r in the layout of the given version (tests write
+// old versions with it, to check that they still decode).
+func marshalRelease(r *Result, version uint64) ([]byte, error) {
 	w := releaseWriter{b: append([]byte(nil), releaseMagic...)}
-	w.uint(releaseVersion)
+	w.uint(version)
 	w.float(r.RhoUsed)
 	w.uint(uint64(len(r.Measurements)))
 	for i := range r.Measurements {
@@ -56,24 +63,25 @@ func MarshalRelease(r *Result) ([]byte, error) {
 		w.float(m.Epsilon)
 		w.float(m.Sigma)
 		w.floats(m.Y)
-		if m.Query == nil {
-			w.uint(0)
-		} else {
-			rows, cols := m.Query.Dims()
-			w.uint(uint64(rows) + 1)
-			w.uint(uint64(cols))
-			for i := range rows {
-				for j := range cols {
-					w.float(m.Query.At(i, j))
-				}
-			}
-		}
+		w.matrix(m.Query)
 		if m.Coarse == nil {
 			w.uint(0)
 		} else {
 			w.uint(uint64(len(m.Coarse)) + 1)
 			for _, c := range m.Coarse {
 				w.ints(c)
+			}
+		}
+		switch {
+		case version < 3 && m.Kron != nil:
+			return nil, fmt.Errorf("synth: release version %d cannot hold Kronecker measurements", version)
+		case version < 3:
+		case m.Kron == nil:
+			w.uint(0)
+		default:
+			w.uint(uint64(len(m.Kron)) + 1)
+			for _, f := range m.Kron {
+				w.matrix(f)
 			}
 		}
 	}
@@ -107,6 +115,12 @@ func MarshalRelease(r *Result) ([]byte, error) {
 		w.uint(uint64(len(b)) + 1)
 		w.b = append(w.b, b...)
 	}
+	if version < 2 {
+		if r.Note != "" || r.Artifact != nil {
+			return nil, fmt.Errorf("synth: release version %d cannot hold a note or an artifact", version)
+		}
+		return w.b, nil
+	}
 	w.uint(uint64(len(r.Note)))
 	w.b = append(w.b, r.Note...)
 	w.uint(uint64(len(r.Artifact)))
@@ -134,25 +148,21 @@ func UnmarshalRelease(b []byte) (*Result, error) {
 		m.Epsilon = rd.float()
 		m.Sigma = rd.float()
 		m.Y = rd.floats()
-		if rows := rd.uint(); rows > 0 {
-			rows--
-			cols := rd.uint()
-			if rd.err == nil && (rows == 0 || cols == 0 || rows*cols/cols != rows || rows*cols > uint64(len(rd.b))/8) {
-				rd.fail("query matrix %d×%d", rows, cols)
-			}
-			if rd.err == nil {
-				data := make([]float64, rows*cols)
-				for i := range data {
-					data[i] = rd.float()
-				}
-				m.Query = mat.NewDense(int(rows), int(cols), data)
-			}
-		}
+		m.Query = rd.matrix()
 		if k := rd.uint(); k > 0 {
 			k = min(k-1, rd.maxCount(1))
 			m.Coarse = make([][]int, k)
 			for i := range m.Coarse {
 				m.Coarse[i] = rd.ints()
+			}
+		}
+		if version >= 3 {
+			if k := rd.uint(); k > 0 {
+				k = min(k-1, rd.maxCount(1))
+				m.Kron = make([]*mat.Dense, k)
+				for i := range m.Kron {
+					m.Kron[i] = rd.matrix()
+				}
 			}
 		}
 		if rd.err != nil {
@@ -221,6 +231,22 @@ func UnmarshalRelease(b []byte) (*Result, error) {
 }
 
 type releaseWriter struct{ b []byte }
+
+// matrix writes 0 for nil, else rows+1, cols and the entries row by row.
+func (w *releaseWriter) matrix(m *mat.Dense) {
+	if m == nil {
+		w.uint(0)
+		return
+	}
+	rows, cols := m.Dims()
+	w.uint(uint64(rows) + 1)
+	w.uint(uint64(cols))
+	for i := range rows {
+		for j := range cols {
+			w.float(m.At(i, j))
+		}
+	}
+}
 
 func (w *releaseWriter) uint(v uint64) { w.b = binary.AppendUvarint(w.b, v) }
 func (w *releaseWriter) int(v int64)   { w.b = binary.AppendVarint(w.b, v) }
@@ -320,6 +346,27 @@ func (r *releaseReader) bytes() []byte {
 	out := append([]byte(nil), r.b[:l]...)
 	r.b = r.b[l:]
 	return out
+}
+
+// matrix reads what releaseWriter.matrix wrote (nil for 0).
+func (r *releaseReader) matrix() *mat.Dense {
+	rows := r.uint()
+	if r.err != nil || rows == 0 {
+		return nil
+	}
+	rows--
+	cols := r.uint()
+	if r.err == nil && (rows == 0 || cols == 0 || rows*cols/cols != rows || rows*cols > uint64(len(r.b))/8) {
+		r.fail("matrix %d×%d", rows, cols)
+	}
+	if r.err != nil {
+		return nil
+	}
+	data := make([]float64, rows*cols)
+	for i := range data {
+		data[i] = r.float()
+	}
+	return mat.NewDense(int(rows), int(cols), data)
 }
 
 func (r *releaseReader) ints() []int {

@@ -44,6 +44,9 @@ func testRelease(t *testing.T, rng *rand.Rand) *Result {
 			{Measurement: pgm.Measurement{Attrs: []int{1}, Query: q, Y: randY(2), Sigma: 1.5}, Round: 2, Epsilon: 0.25,
 				Coarse: [][]int{{0, 0, 1}}},
 			{Measurement: meas[1], Round: 3, Epsilon: 0.5},
+			// An HDMM-style Kronecker measurement: identity on a, prefix
+			// ranges on c.
+			{Measurement: pgm.Measurement{Attrs: []int{0, 2}, Kron: []*mat.Dense{nil, prefix(4)}, Y: randY(8), Sigma: 4.5}},
 		},
 		Rounds: []Round{
 			{Round: 1, Epsilon: 0.1, Sigma: 4, Sensitivity: 2, Candidates: 6, Selected: []int{1, 2}, RhoUsed: 0.01, ModelSize: 0.001},
@@ -56,6 +59,17 @@ func testRelease(t *testing.T, rng *rand.Rand) *Result {
 		Note:          "best mixture error 0.12",
 		Artifact:      []byte{0, 1, 2, 0xff},
 	}
+}
+
+// prefix is the n×n prefix-range matrix.
+func prefix(n int) *mat.Dense {
+	p := mat.NewDense(n, n, nil)
+	for z := range n {
+		for v := 0; v <= z; v++ {
+			p.Set(z, v, 1)
+		}
+	}
+	return p
 }
 
 func TestReleaseRoundTrip(t *testing.T) {
@@ -113,22 +127,37 @@ func TestReleaseRoundTrip(t *testing.T) {
 	}
 }
 
-// A version-1 release (no note, no artifact) still decodes.
-func TestReleaseVersion1(t *testing.T) {
+// Releases written by older versions still decode: version 1 (no note, no
+// artifact) and version 2 (no Kronecker measurements).
+func TestReleaseOldVersions(t *testing.T) {
 	r := testRelease(t, rand.New(rand.NewPCG(5, 6)))
-	r.Note, r.Artifact = "", nil
-	b, err := MarshalRelease(r)
-	if err != nil {
-		t.Fatal(err)
+	r.Model, r.Rows, r.Snapshots = nil, nil, nil
+	var plain []Measurement
+	for _, m := range r.Measurements {
+		if m.Kron == nil {
+			plain = append(plain, m)
+		}
 	}
-	// Version 2 ends with two empty strings (two zero bytes).
-	v1 := append([]byte("DPRL\x01"), b[5:len(b)-2]...)
-	got, err := UnmarshalRelease(v1)
-	if err != nil {
-		t.Fatal(err)
+	if _, err := marshalRelease(r, 2); err == nil {
+		t.Error("version 2 accepted a Kronecker measurement")
 	}
-	if len(got.Measurements) != len(r.Measurements) || len(got.Rounds) != len(r.Rounds) || got.Note != "" || got.Artifact != nil {
-		t.Errorf("version 1 decoded as %+v", got)
+	r.Measurements = plain
+	for _, v := range []uint64{1, 2} {
+		want := *r
+		if v == 1 {
+			want.Note, want.Artifact = "", nil
+		}
+		b, err := marshalRelease(&want, v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := UnmarshalRelease(b)
+		if err != nil {
+			t.Fatalf("version %d: %v", v, err)
+		}
+		if !reflect.DeepEqual(got, &want) {
+			t.Errorf("version %d decoded as\n%+v\nwant\n%+v", v, got, &want)
+		}
 	}
 }
 
@@ -146,7 +175,7 @@ func TestReleaseMalformed(t *testing.T) {
 	bad := [][]byte{
 		append(bytes.Clone(b), 0),                                              // trailing byte
 		append([]byte("DPRX"), b[4:]...),                                       // magic
-		append([]byte("DPRL\x03"), b[5:]...),                                   // version
+		append([]byte("DPRL\x04"), b[5:]...),                                   // version
 		[]byte("DPRL\x01\x00\x00\x00\x00\x00\x00\x00\x00\xff\xff\xff\xff\x0f"), // huge count
 	}
 	for i, in := range bad {

@@ -404,4 +404,33 @@ func TestBenchMechanism(t *testing.T) {
 			t.Errorf("%v: exit %d stdout %q stderr %q; want exit %d and %q", tt.args[1:2], code, stdout, stderr, tt.wantCode, tt.wantOut)
 		}
 	}
+	// AIM, two seeds: a line per seed and the mean, each with the rows'
+	// error, the model's own error, and the seed's peak memory.
+	stdout, stderr, code := runDpsql(t, "bench", "aim", "--csv", csvPath, "--domain", domain, "--seeds", "2",
+		"--option", "ROUNDS=6", "--option", "FINAL_ITERS=50")
+	if code != 0 {
+		t.Fatalf("bench aim: exit %d, stderr %q", code, stderr)
+	}
+	lines := strings.Split(strings.TrimSpace(stdout), "\n")
+	if len(lines) != 5 || !strings.Contains(lines[1], "model") || !strings.Contains(lines[1], "peak MB") {
+		t.Fatalf("bench aim output:\n%s", stdout)
+	}
+	for i, want := range []string{"0", "1", "mean"} {
+		f := strings.Fields(lines[2+i])
+		if len(f) != 12 || f[0] != want {
+			t.Errorf("line %q: want 12 fields starting with %q", lines[2+i], want)
+			continue
+		}
+		rows, err1 := strconv.ParseFloat(f[1], 64)
+		model, err2 := strconv.ParseFloat(f[2], 64)
+		peak, err3 := strconv.ParseFloat(f[10], 64)
+		if err1 != nil || err2 != nil || err3 != nil || !(rows >= 0 && rows <= 2) || !(model >= 0 && model <= 2) || !(peak > 0) {
+			t.Errorf("line %q: rows error, model error or peak MB unreadable or out of range", lines[2+i])
+		}
+	}
+	// An answers-only mechanism has no model: its model column is "-".
+	stdout, _, _ = runDpsql(t, "bench", "gaussian", "--csv", csvPath, "--domain", domain)
+	if lines := strings.Split(strings.TrimSpace(stdout), "\n"); len(lines) != 4 || strings.Fields(lines[2])[2] != "-" {
+		t.Errorf("bench gaussian output:\n%s", stdout)
+	}
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"slices"
 
 	"github.com/dpsql/dpsql/synth"
 	"github.com/dpsql/dpsql/synth/internal/adaptive"
@@ -40,25 +39,11 @@ func (o *Options) Run(ctx context.Context, in *synth.Input) (*synth.Result, erro
 		return nil, fmt.Errorf("aim: %w", err)
 	}
 
-	// True answers of every candidate, computed once: the workload sets by
-	// counting, their subsets by projection.
-	tops := make([][]int, len(w))
-	for i, m := range w {
-		tops[i] = m.Attrs
-	}
-	topAns, err := data.Marginals(ctx, tops)
+	// True answers of every candidate, computed once and held compactly.
+	answers, err := candidateAnswers(ctx, in, w, cands)
 	if err != nil {
 		// Nothing measured: nothing spent.
 		return &synth.Result{}, fmt.Errorf("aim: true marginals: %w", err)
-	}
-	answers := make([][]float64, len(cands))
-	for i, c := range cands {
-		p := c.parents[0]
-		if len(c.attrs) == len(w[p].Attrs) {
-			answers[i] = topAns[p] // the workload set itself
-			continue
-		}
-		answers[i] = marginal.ProjectTo(nil, dom, w[p].Attrs, topAns[p], c.attrs)
 	}
 
 	wkeys := make([]string, len(w))
@@ -81,8 +66,8 @@ type run struct {
 	w       []synth.Marginal // canonical workload
 	wkeys   []string         // synth.Key of each workload set
 	cands   []candidate
-	sets    [][]int     // cands[i].attrs
-	answers [][]float64 // true candidate marginals M_r(D)
+	sets    [][]int  // cands[i].attrs
+	answers []answer // true candidate marginals M_r(D)
 	sched   *schedule
 
 	meas     []pgm.Measurement
@@ -94,8 +79,8 @@ type run struct {
 
 // measure releases x (the true marginal over attrs) with discrete Gaussian
 // noise sigma, selected in round with parameter eps.
-func (r *run) measure(attrs []int, x []float64, sigma, eps float64, round int) {
-	y := slices.Clone(x)
+func (r *run) measure(attrs []int, x *answer, sigma, eps float64, round int) {
+	y := x.expand()
 	r.in.Noise.AddDiscreteGaussian(y, sigma)
 	m := pgm.Measurement{Attrs: attrs, Y: y, Sigma: sigma}
 	r.meas = append(r.meas, m)
@@ -136,7 +121,7 @@ func (r *run) loop(ctx context.Context, sigma0 float64) (*synth.Result, error) {
 	// Initialisation: every 1-way candidate with σ_0.
 	for i, c := range r.cands {
 		if len(c.attrs) == 1 {
-			r.measure(c.attrs, r.answers[i], sigma0, 0, 0)
+			r.measure(c.attrs, &r.answers[i], sigma0, 0, 0)
 		}
 	}
 	if err := r.estimate(ctx, r.opt.PGMIters, nil); err != nil {
@@ -178,7 +163,7 @@ func (r *run) loop(ctx context.Context, sigma0 float64) (*synth.Result, error) {
 		r.tracker.Round(t, eligible, r.model)
 
 		before := r.model.Marginal(sel.attrs)
-		r.measure(sel.attrs, r.answers[pick], sigma, eps, t)
+		r.measure(sel.attrs, &r.answers[pick], sigma, eps, t)
 		if err := r.estimate(ctx, r.opt.PGMIters, nil); err != nil {
 			return fail(fmt.Errorf("round %d estimation: %w", t, err))
 		}

@@ -231,6 +231,17 @@ func answer(m *synth.Measurement, ds *pgm.Dataset) ([]float64, error) {
 		}
 		x = cds.MarginalTo(nil, idx)
 	}
+	if m.Kron != nil {
+		// A Kronecker query (HDMM's strategies) on the marginal.
+		sizes := make([]int, len(m.Attrs))
+		for j, a := range m.Attrs {
+			sizes[j] = ds.Domain().Size(a)
+		}
+		if m.Coarse != nil || m.Query != nil || len(m.Kron) != len(m.Attrs) {
+			return nil, fmt.Errorf("audit: measurement on %v: malformed Kronecker query", m.Attrs)
+		}
+		return pgm.KronMul(m.Kron, sizes, x, false), nil
+	}
 	if m.Query == nil {
 		return x, nil
 	}

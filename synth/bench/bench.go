@@ -23,15 +23,13 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os"
-	"runtime"
 	"strconv"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/dpsql/dpsql/budget"
 	"github.com/dpsql/dpsql/synth"
+	"github.com/dpsql/dpsql/synth/hdmm"
 	"github.com/dpsql/dpsql/synth/noise"
 	"github.com/dpsql/dpsql/synth/pgm"
 	"github.com/dpsql/dpsql/synth/pgm/pgmcsv"
@@ -68,14 +66,20 @@ type Config struct {
 
 // Report is the outcome of one seed.
 type Report struct {
-	Seed    int
-	Error   float64 // the Config.Metric error
-	Errors  Errors  // all three metrics
-	Rounds  int
-	RhoUsed float64
-	Wall    time.Duration
-	CPU     time.Duration // process CPU time (user + system) during the run
-	PeakMB  float64       // peak resident set so far (0 if unknown)
+	Seed   int
+	Error  float64 // the Config.Metric error
+	Errors Errors  // all three metrics
+	// ModelErrors are the same metrics for the answers of the released
+	// graphical model itself (its marginals by inference, before any row
+	// is drawn); Model is false for mechanisms that release no model.
+	ModelErrors Errors
+	Model       bool
+	Rounds      int
+	RhoUsed     float64
+	Wall        time.Duration
+	CPU         time.Duration // process CPU time (user + system) during the run
+	PeakMB      float64       // this run's peak resident set (0 if unknown)
+	HeapMB      float64       // this run's peak Go heap (objects), sampled
 }
 
 // Run executes the benchmark described by cfg and writes a table to w.
@@ -160,8 +164,24 @@ func Execute(ctx context.Context, cfg Config, w io.Writer) ([]Report, error) {
 		sets[i] = m.Attrs
 	}
 	secret := noise.NewSecret()
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintf(tw, "seed\terror (%s)\tl1\tmax\tmean\trounds\tρ used\twall\tCPU\tpeak MB\t\n", metric)
+	// One line per seed, written as soon as the seed finishes (fixed
+	// widths instead of a tabwriter, which holds lines until its flush).
+	// "error" and l1/max/mean are the synthetic rows'; "model" is the
+	// released model's own answers under the chosen metric.
+	fmt.Fprintf(w, "%4s  %10s  %10s  %7s  %7s  %8s  %6s  %10s  %7s  %7s  %7s  %7s\n", "seed", "error ("+metric+")",
+		"model", "l1", "max", "mean", "rounds", "ρ used", "wall", "CPU", "peak MB", "heap MB")
+	line := func(seed string, r Report, rounds string) {
+		model := "-"
+		if r.Model {
+			model = fmt.Sprintf("%.4f", r.ModelErrors.Of(metric))
+		}
+		rho := "-"
+		if r.RhoUsed > 0 {
+			rho = fmt.Sprintf("%.6g", r.RhoUsed)
+		}
+		fmt.Fprintf(w, "%4s  %10.4f  %10s  %7.4f  %7.4f  %8.5f  %6s  %10s  %6.1fs  %6.1fs  %7.0f  %7.0f\n", seed, r.Error, model,
+			r.Errors.L1, r.Errors.Max, r.Errors.Mean, rounds, rho, r.Wall.Seconds(), r.CPU.Seconds(), r.PeakMB, r.HeapMB)
+	}
 	var reports []Report
 	for seed := range cfg.Seeds {
 		in := &synth.Input{
@@ -172,6 +192,7 @@ func Execute(ctx context.Context, cfg Config, w io.Writer) ([]Report, error) {
 			Rows:     cfg.Rows,
 			Public:   public,
 		}
+		mem := startMemWatch()
 		start, cpu0 := time.Now(), cpuTime()
 		if pw := cfg.Progress; pw != nil {
 			in.Progress = func(s synth.Status) {
@@ -181,30 +202,43 @@ func Execute(ctx context.Context, cfg Config, w io.Writer) ([]Report, error) {
 		}
 		res, err := runner.Run(ctx, in)
 		wall, cpu := time.Since(start), cpuTime()-cpu0
+		peak, heap := mem.end()
 		if err != nil {
-			tw.Flush()
 			return reports, fmt.Errorf("bench: seed %d: %w", seed, err)
 		}
-		r := Report{Seed: seed, Rounds: len(res.Rounds), RhoUsed: res.RhoUsed, Wall: wall, CPU: cpu, PeakMB: peakMB()}
+		r := Report{Seed: seed, Rounds: len(res.Rounds), RhoUsed: res.RhoUsed, Wall: wall, CPU: cpu, PeakMB: peak, HeapMB: heap}
 		if mech.Output() == synth.AnswersOnly {
-			r.Errors, err = AnswerErrors(data, res.Measurements)
+			// hdmm_lls releases Kronecker measurements; its answers are
+			// their least-squares marginals.
+			var ans []synth.Measurement
+			if ans, err = hdmm.LeastSquares(res.Measurements, domSizes(data.Domain())); err == nil {
+				r.Errors, err = AnswerErrors(data, ans)
+			}
 		} else {
 			r.Errors, err = WorkloadErrors(data, sets, res.Rows)
 		}
+		if err == nil && res.Model != nil {
+			r.Model = true
+			r.ModelErrors, err = ModelErrors(ctx, data, sets, res.Model)
+		}
 		if err != nil {
-			tw.Flush()
 			return reports, fmt.Errorf("bench: seed %d: %w", seed, err)
 		}
 		r.Error = r.Errors.Of(metric)
 		reports = append(reports, r)
-		fmt.Fprintf(tw, "%d\t%.4f\t%.4f\t%.4f\t%.5f\t%d\t%.6g\t%.1fs\t%.1fs\t%.0f\t\n", seed, r.Error,
-			r.Errors.L1, r.Errors.Max, r.Errors.Mean, r.Rounds, r.RhoUsed, wall.Seconds(), cpu.Seconds(), r.PeakMB)
+		line(strconv.Itoa(seed), r, strconv.Itoa(r.Rounds))
 		if res.Note != "" {
 			fmt.Fprintf(w, "seed %d note: %s\n", seed, res.Note)
 		}
 	}
 	var mean Report
+	mean.Model = len(reports) > 0
 	for _, r := range reports {
+		mean.Model = mean.Model && r.Model
+		mean.ModelErrors.L1 += r.ModelErrors.L1 / float64(len(reports))
+		mean.ModelErrors.Max += r.ModelErrors.Max / float64(len(reports))
+		mean.ModelErrors.Mean += r.ModelErrors.Mean / float64(len(reports))
+		mean.HeapMB = max(mean.HeapMB, r.HeapMB)
 		mean.Error += r.Error / float64(len(reports))
 		mean.Errors.L1 += r.Errors.L1 / float64(len(reports))
 		mean.Errors.Max += r.Errors.Max / float64(len(reports))
@@ -214,10 +248,9 @@ func Execute(ctx context.Context, cfg Config, w io.Writer) ([]Report, error) {
 		mean.Rounds += r.Rounds
 		mean.PeakMB = max(mean.PeakMB, r.PeakMB)
 	}
-	fmt.Fprintf(tw, "mean\t%.4f\t%.4f\t%.4f\t%.5f\t%.1f\t\t%.1fs\t%.1fs\t%.0f\t\n", mean.Error,
-		mean.Errors.L1, mean.Errors.Max, mean.Errors.Mean, float64(mean.Rounds)/float64(len(reports)),
-		mean.Wall.Seconds(), mean.CPU.Seconds(), mean.PeakMB)
-	return reports, tw.Flush()
+	// The mean row's memory columns are the largest of the seeds'.
+	line("mean", mean, fmt.Sprintf("%.1f", float64(mean.Rounds)/float64(len(reports))))
+	return reports, nil
 }
 
 func workloadName(s string) string {
@@ -312,6 +345,29 @@ func WorkloadErrors(data *pgm.Dataset, sets [][]int, rows [][]uint16) (Errors, e
 	return acc.errors(), nil
 }
 
+// ModelErrors is WorkloadErrors for the model's own answers: the marginals
+// over sets inferred from model, compared with the data's.
+func ModelErrors(ctx context.Context, data *pgm.Dataset, sets [][]int, model *pgm.Model) (Errors, error) {
+	if !model.Domain().Equal(data.Domain()) {
+		return Errors{}, errors.New("the model's domain differs from the data's")
+	}
+	// Inference runs concurrently: each set's comparison is kept apart and
+	// accumulated in order afterwards, so that the sums do not depend on
+	// the schedule.
+	per := make([]errorAcc, len(sets))
+	err := model.MarginalsFunc(ctx, sets, func(i int, y []float64) {
+		per[i].add(data.MarginalTo(nil, sets[i]), y)
+	})
+	if err != nil {
+		return Errors{}, fmt.Errorf("model marginals: %w", err)
+	}
+	var acc errorAcc
+	for _, p := range per {
+		acc.merge(p)
+	}
+	return acc.errors(), nil
+}
+
 // AnswerError is the l1 error of noisy answers (see AnswerErrors).
 func AnswerError(data *pgm.Dataset, ans []synth.Measurement) (float64, error) {
 	e, err := AnswerErrors(data, ans)
@@ -373,6 +429,15 @@ func (a *errorAcc) add(x, y []float64) {
 	a.cells += len(x)
 }
 
+// merge adds b's marginals to a.
+func (a *errorAcc) merge(b errorAcc) {
+	a.l1 += b.l1
+	a.sum += b.sum
+	a.max = max(a.max, b.max)
+	a.marginals += b.marginals
+	a.cells += b.cells
+}
+
 func (a *errorAcc) errors() Errors {
 	if a.marginals == 0 {
 		return Errors{}
@@ -422,24 +487,4 @@ func Restrict(data *pgm.Dataset, attrs []string) (*pgm.Dataset, error) {
 		return nil, err
 	}
 	return pgm.NewDataset(d, cols)
-}
-
-// peakMB reads the process's peak resident set (VmHWM) on Linux, falling
-// back to the Go runtime's obtained memory.
-func peakMB() float64 {
-	if b, err := os.ReadFile("/proc/self/status"); err == nil {
-		for _, line := range strings.Split(string(b), "\n") {
-			if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
-				f := strings.Fields(v)
-				if len(f) > 0 {
-					if kb, err := strconv.ParseFloat(f[0], 64); err == nil {
-						return kb / 1024
-					}
-				}
-			}
-		}
-	}
-	var ms runtime.MemStats
-	runtime.ReadMemStats(&ms)
-	return float64(ms.Sys) / (1 << 20)
 }

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/dpsql/dpsql/synth"
 	"github.com/dpsql/dpsql/synth/pgm"
@@ -203,5 +204,75 @@ func TestAnswerError(t *testing.T) {
 	// (1/4, 1/2, 1/4) vs clipped (0, 2, 2)/4 = (0, 1/2, 1/2) → 1/2.
 	if e, err := AnswerError(ds, ans); err != nil || math.Abs(e-0.5) > 1e-15 {
 		t.Errorf("AnswerError = %v, %v; want 0.5", e, err)
+	}
+}
+
+// TestModelErrors: a model fitted to exact 1-way marginals of two perfectly
+// correlated columns is the independent (uniform) product, so its answers
+// are exact on {a} and {b} and off by 1 in l1 on {a, b} (0.25 each against
+// 0.5, 0, 0, 0.5); a model fitted to the exact joint answers it.
+func TestModelErrors(t *testing.T) {
+	ctx := context.Background()
+	dom, _ := pgm.NewDomain([]string{"a", "b"}, []int{2, 2})
+	ds, _ := pgm.NewDataset(dom, [][]uint16{{0, 0, 1, 1}, {0, 0, 1, 1}})
+	sets := [][]int{{0}, {1}, {0, 1}}
+	for _, tt := range []struct {
+		name string
+		meas []pgm.Measurement
+		want Errors
+	}{
+		{"independent", []pgm.Measurement{{Attrs: []int{0}, Y: []float64{2, 2}, Sigma: 1}, {Attrs: []int{1}, Y: []float64{2, 2}, Sigma: 1}},
+			Errors{L1: 1.0 / 3, Max: 0.25, Mean: 1.0 / 8}},
+		{"joint", []pgm.Measurement{{Attrs: []int{0, 1}, Y: []float64{2, 0, 0, 2}, Sigma: 1}}, Errors{}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			m, err := pgm.Estimate(ctx, dom, tt.meas, &pgm.EstimateOptions{Iters: 3000})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := ModelErrors(ctx, ds, sets, m)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// The joint fit only approaches the zeros (exp-family model).
+			const tol = 2e-3
+			if math.Abs(got.L1-tt.want.L1) > tol || math.Abs(got.Max-tt.want.Max) > tol || math.Abs(got.Mean-tt.want.Mean) > tol {
+				t.Errorf("ModelErrors = %+v, want %+v", got, tt.want)
+			}
+		})
+	}
+	other, _ := pgm.NewDomain([]string{"a", "b"}, []int{2, 3})
+	m, _ := pgm.Estimate(ctx, other, []pgm.Measurement{{Attrs: []int{0}, Y: []float64{1, 1}, Sigma: 1}}, nil)
+	if _, err := ModelErrors(ctx, ds, sets, m); err == nil {
+		t.Error("a model over another domain was accepted")
+	}
+}
+
+// TestMemWatch: a run that holds 64 MB peaks at least that high, and the
+// next run, which holds nothing, does not inherit that peak where the
+// high-water mark can be reset.
+func TestMemWatch(t *testing.T) {
+	const mb = 64
+	w := startMemWatch()
+	buf := make([]byte, mb<<20)
+	for i := range buf {
+		buf[i] = byte(i)
+	}
+	time.Sleep(3 * samplePeriod) // let the sampler see the heap
+	runtime.KeepAlive(buf)
+	rss, heap := w.end()
+	if heap < mb {
+		t.Errorf("heap peak %.0f MB while holding %d MB", heap, mb)
+	}
+	if rss != 0 && rss < mb {
+		t.Errorf("RSS peak %.0f MB while holding %d MB", rss, mb)
+	}
+	w = startMemWatch()
+	rss2, heap2 := w.end()
+	if heap2 >= mb {
+		t.Errorf("heap peak %.0f MB after freeing", heap2)
+	}
+	if w.hwmReset && rss2 >= rss {
+		t.Errorf("RSS peak %.0f MB after freeing, %.0f MB before: the high-water mark was not reset", rss2, rss)
 	}
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/dpsql/dpsql/budget"
 	"github.com/dpsql/dpsql/synth"
+	"github.com/dpsql/dpsql/synth/hdmm"
 	"github.com/dpsql/dpsql/synth/internal/marginal"
 	"github.com/dpsql/dpsql/synth/noise"
 	"github.com/dpsql/dpsql/synth/pgm"
@@ -274,20 +275,24 @@ func estimator(out synth.Output, res *synth.Result, dom *pgm.Domain) func(int, [
 		}
 		return func(_ int, attrs []int) []float64 { return syn.MarginalTo(nil, attrs) }
 	}
+	ans, err := hdmm.LeastSquares(res.Measurements, domSizes(dom))
+	if err != nil {
+		panic(err)
+	}
 	return func(_ int, attrs []int) []float64 {
 		best := -1
-		for k, m := range res.Measurements {
+		for k, m := range ans {
 			if m.Query != nil || m.Coarse != nil || !marginal.Subset(attrs, m.Attrs) {
 				continue
 			}
-			if best < 0 || len(m.Attrs) < len(res.Measurements[best].Attrs) {
+			if best < 0 || len(m.Attrs) < len(ans[best].Attrs) {
 				best = k
 			}
 		}
 		if best < 0 {
 			return make([]float64, dom.Cells(attrs))
 		}
-		m := res.Measurements[best]
+		m := ans[best]
 		return marginal.ProjectTo(nil, dom, m.Attrs, m.Y, attrs)
 	}
 }
@@ -314,4 +319,13 @@ func ParseOptions(s string) (map[string][]synth.Option, error) {
 		}
 	}
 	return out, nil
+}
+
+// domSizes lists the attribute sizes of dom.
+func domSizes(dom *pgm.Domain) []int {
+	s := make([]int, dom.Len())
+	for a := range s {
+		s[a] = dom.Size(a)
+	}
+	return s
 }

@@ -50,6 +50,9 @@ type Release struct {
 	Rounds        []synth.Round
 	LastCandidate []synth.CandidateRound
 	Snapshots     []synth.Snapshot
+	// Note is the result's note (synth.Result.Note); it tells old hdmm_pgm
+	// releases, which stored least-squares marginals, from current ones.
+	Note string
 }
 
 // FromResult is the Release of a mechanism's result.
@@ -62,6 +65,7 @@ func FromResult(mechanism string, res *synth.Result, workload []synth.Marginal) 
 		Rounds:        res.Rounds,
 		LastCandidate: res.LastCandidate,
 		Snapshots:     res.Snapshots,
+		Note:          res.Note,
 	}
 }
 
@@ -124,6 +128,8 @@ type Analysis struct {
 	dom          *pgm.Domain
 	w            []synth.Marginal // canonical workload
 	meas         []synth.Measurement
+	// kron are the Kronecker measurements (hdmm_pgm's strategies).
+	kron []*kronMeas
 	// selected[t] is the measurement taken in round t ≥ 1.
 	selected map[int]*synth.Measurement
 	rounds   map[int]*synth.Round
@@ -134,8 +140,9 @@ type Analysis struct {
 	total, totalSD float64
 
 	mu       sync.Mutex
-	stats    map[string]*stats // synth.Key(attrs) → its statistics
-	observed map[int]float64   // round t → ‖y_t − M_{r_t}(p̂_{t−1})‖₁
+	margs    map[string][]float64 // synth.Key(attrs) → model marginal (Query)
+	stats    map[string]*stats    // synth.Key(attrs) → its statistics
+	observed map[int]float64      // round t → ‖y_t − M_{r_t}(p̂_{t−1})‖₁
 }
 
 // stats are the confidence-independent parts of one marginal's bound.
@@ -146,6 +153,10 @@ type stats struct {
 	n         int // cells
 	// Supported: ‖M_r(p̂) − ȳ_r‖₁ and σ̄_r.
 	dist, sd float64
+	// kron: supported by a Kronecker measurement only, whose estimate's
+	// error has mean L1 norm meanAbs and Lipschitz constant lip (kronMeas.marginal).
+	kron         bool
+	meanAbs, lip float64
 	// Unsupported: ‖M_r(p̂_{t−1}) − M_r(p̂)‖₁ and ‖y_t − M_{r_t}(p̂_{t−1})‖₁.
 	drift, observed float64
 }
@@ -155,7 +166,13 @@ type stats struct {
 // AIM's, so the supported-marginal bound holds for any model, but their
 // selection score is not AIM's, so unmeasured marginals get no bound
 // (ErrUncovered, the trivial 2 in Marginals). See docs/iterative.md.
-var measuredOnly = map[string]bool{"pep": true, "pmw": true}
+//
+// hdmm_pgm and privbayes_pgm are in the same position: their measurements
+// are Gaussian (hdmm_pgm's Kronecker ones with their exact σ), taken on
+// sets fixed before the noise is drawn (the public workload; PrivBayes'
+// network, chosen by the exponential mechanism before any measurement),
+// and their models are fitted to them (docs/pgm-dropin.md).
+var measuredOnly = map[string]bool{"pep": true, "pmw": true, "hdmm_pgm": true, "privbayes_pgm": true}
 
 // Analyze indexes rel for bound computations. It fails with ErrNoBounds for
 // mechanisms other than AIM and with ErrInvalid for a malformed release.
@@ -180,10 +197,23 @@ func Analyze(rel *Release) (*Analysis, error) {
 		snaps:    map[int]*pgm.Model{},
 		stats:    map[string]*stats{},
 		observed: map[int]float64{},
+		margs:    map[string][]float64{},
 	}
 	prec := 0.0 // Σ 1/Var of the per-measurement total estimates
 	for i := range rel.Measurements {
 		m := &rel.Measurements[i]
+		if m.Kron != nil && m.Query == nil && m.Coarse == nil {
+			k, err := a.addKron(m)
+			if err != nil {
+				return nil, fmt.Errorf("bounds: %w: measurement %d on %v: %w", ErrInvalid, i, m.Attrs, err)
+			}
+			// Its estimate of N, if 1ᵀ is in the strategy's row space.
+			if y, sd, ok := k.query(nil, nil); ok && sd > 0 {
+				a.total += y / (sd * sd)
+				prec += 1 / (sd * sd)
+			}
+			continue
+		}
 		if m.Query != nil || m.Coarse != nil {
 			continue // AIM measures identities only
 		}
@@ -194,6 +224,11 @@ func Analyze(rel *Release) (*Analysis, error) {
 		v := m.Sigma * m.Sigma * float64(len(m.Y))
 		a.total += sum(m.Y) / v
 		prec += 1 / v
+	}
+	if strings.EqualFold(rel.Mechanism, "hdmm_pgm") && len(a.kron) == 0 && strings.Contains(rel.Note, "non-identity factors") {
+		// Before release v3, hdmm_pgm stored A⁺y for its non-identity
+		// strategies, whose cells are correlated: no sound bound here.
+		return nil, fmt.Errorf("%w for this hdmm_pgm table: it was released before its Kronecker measurements were stored (recreate it)", ErrNoBounds)
 	}
 	if prec == 0 && partial {
 		return nil, fmt.Errorf("%w for mechanism %s with single-cell measurements (CELLS = 1)", ErrNoBounds, rel.Mechanism)
@@ -297,6 +332,15 @@ func (a *Analysis) Cells(ctx context.Context, attrs []int, confidence float64) (
 	lambda := 1 - confidence
 	est := a.model.Marginal(attrs)
 	cells = make([]CellBound, len(est))
+	if s.kron {
+		y, sd, _, _ := a.kronMarginal(sorted)
+		y, sd = reorder(a.dom, sorted, y, attrs), reorder(a.dom, sorted, sd, attrs)
+		z := zTwoSided(lambda)
+		for i, e := range est {
+			cells[i] = countInterval(e, y[i]-z*sd[i], y[i]+z*sd[i])
+		}
+		return cells, true, nil
+	}
 	if s.supported {
 		ybar, sd, _, _ := a.combined(sorted)
 		ybar = reorder(a.dom, sorted, ybar, attrs)
@@ -363,6 +407,13 @@ func (a *Analysis) compute(attrs []int) *stats {
 		s.supported, s.round, s.dist, s.sd = true, round, marginal.L1(xhat, ybar), sd
 		return s
 	}
+	if y, sd, lip, ok := a.kronMarginal(attrs); ok {
+		s.supported, s.kron, s.dist, s.lip = true, true, marginal.L1(xhat, y), lip
+		for _, v := range sd {
+			s.meanAbs += sqrt2pi * v
+		}
+		return s
+	}
 	if a.measuredOnly {
 		s.err = fmt.Errorf("bounds: %w: the marginal on %s was not measured; for this mechanism only measured marginals (and their subsets) have bounds", ErrUncovered, a.names(attrs))
 		return s
@@ -390,6 +441,26 @@ func (a *Analysis) compute(attrs []int) *stats {
 	}
 	s.observed = o
 	return s
+}
+
+// addKron indexes a Kronecker measurement.
+func (a *Analysis) addKron(m *synth.Measurement) (*kronMeas, error) {
+	if len(m.Attrs) == 0 || len(m.Kron) != len(m.Attrs) || !(m.Sigma > 0) || !slices.IsSorted(m.Attrs) {
+		return nil, errors.New("malformed Kronecker measurement")
+	}
+	sizes := make([]int, len(m.Attrs))
+	for j, x := range m.Attrs {
+		if x < 0 || x >= a.dom.Len() {
+			return nil, fmt.Errorf("attribute %d", x)
+		}
+		sizes[j] = a.dom.Size(x)
+	}
+	k, err := newKronMeas(m, sizes)
+	if err != nil {
+		return nil, err
+	}
+	a.kron = append(a.kron, k)
+	return k, nil
 }
 
 func (a *Analysis) checkAttrs(attrs []int) error {
@@ -450,6 +521,11 @@ func (a *Analysis) candWeight(attrs []int) float64 {
 // countBound bounds ‖M_r(D) − M_r(p̂)‖₁ for sorted attrs with statistics s
 // (no error) with probability at least 1 − lambda.
 func (a *Analysis) countBound(attrs []int, s *stats, lambda float64) float64 {
+	if s.kron {
+		// Gaussian concentration of the L1 norm of a correlated Gaussian
+		// vector: ‖e‖₁ ≤ E‖e‖₁ + L·sqrt(2·log(1/λ)).
+		return s.dist + s.meanAbs + s.lip*math.Sqrt(2*math.Log(1/lambda))
+	}
 	if s.supported {
 		return s.dist + s.sd*l1NoiseBound(s.n, lambda)
 	}

@@ -5,17 +5,20 @@
 // spec/aim.md, "Uncertainty quantification"). Everything it reads is
 // already differentially private, so the bounds are post-processing and
 // cost no privacy budget; it generates no noise. AIM releases are
-// supported fully; PEP and MWEM (pep, pmw) releases only for their measured
-// marginals and subsets (the "Supported marginals" bound, which holds for
-// any model fitted to Gaussian measurements; their selection score is not
-// AIM's, so unmeasured marginals get none); other mechanisms give an error
-// wrapping ErrNoBounds ("no bounds for mechanism mst").
+// supported fully; PEP, MWEM, HDMM+PGM and PrivBayes+PGM (pep, pmw,
+// hdmm_pgm, privbayes_pgm) releases only for their measured marginals and
+// subsets (the "Supported marginals" bound, which holds for any model
+// fitted to Gaussian measurements; their selection is not AIM's, so
+// unmeasured marginals get none); other mechanisms give an error wrapping
+// ErrNoBounds ("no bounds for mechanism mst").
 //
 // Analyze indexes a Release (the final model and the measurements, rounds,
 // last-candidate rounds and snapshots of a synth.Result); its Marginals
 // method gives the L1 bound of every workload marginal (SHOW ERROR BOUNDS)
 // and Cells a per-cell interval for any measured or candidate attribute set
-// (dp_marginal). The model marginals a bound needs do not depend on the
+// (dp_marginal), and Query an interval for one factored counting query
+// (ranges; dpsql_query_bounds). MeasuredQuery bounds the answers of
+// answers-only releases (gaussian, hdmm_lls). The model marginals a bound needs do not depend on the
 // confidence and are computed once per Analysis, so a server keeps one per
 // synthetic table.
 //
@@ -59,6 +62,35 @@
 // ≥ 1 − λ,
 //
 //	‖M_r(D) − M_r(p̂)‖₁ ≤ ‖M_r(p̂) − ȳ_r‖₁ + σ̄_r·a(n_r, λ).
+//
+// # Kronecker measurements
+//
+// hdmm_pgm and hdmm_lls measure y = (⊗ A_j)·x + z, z iid N(0, σ²), with 0/1
+// strategy factors A_j (synth/hdmm). A linear query q = ⊗ q_j on a subset
+// of the measured attributes (q_j = 1ᵀ on the others) is estimated without
+// bias by c·y with c = ⊗ q_j·A_j⁺ when q lies in the strategy's row space
+// (q_j·A_j⁺·A_j = q_j for every j), with standard deviation σ·∏‖q_j·A_j⁺‖₂.
+// A marginal on r is determined when every kept A_j has full column rank
+// and 1ᵀ is in the row space of every summed one; its estimate B·y,
+// B = ⊗ B_j, has correlated cells with deviations σ·∏‖(B_j)_{c_j,·}‖₂.
+// Its L1 bound uses Gaussian concentration of the Lipschitz map
+// z ↦ ‖B·z‖₁ (constant σ·√n_r·∏‖B_j‖₂, spectral norms):
+// ‖e‖₁ ≤ sqrt(2/π)·Σ_c s_c + σ·√n_r·∏‖B_j‖₂·sqrt(2·log(1/λ)); cells get
+// ŷ_c ± z·s_c. When several Kronecker measurements contain r, the one with
+// the smallest total variance is used (a public choice).
+//
+// # Queries
+//
+// Query bounds one counting query ⊗ q_j on attrs. Every measurement that
+// contains attrs and determines q gives an unbiased Gaussian estimate; they
+// are independent, and are combined by inverse variance into ŷ with
+// deviation s. The interval for the true count is ŷ ± (z·s + ½) (the ½
+// corrects for the discrete Gaussian's lattice; see halfWidth), and the
+// error bound of the model's answer a is |a − ŷ| + z·s + ½ (triangle
+// inequality; it holds whenever the interval does). Without such a
+// measurement, for AIM's candidates, |q·(x − x̂)| ≤ max|q_c|·B with B the
+// marginal's count bound. This replaces summing per-cell bounds (sound but
+// a factor of about √(cells in the range) wider).
 //
 // # Unsupported marginals
 //

@@ -6,13 +6,20 @@
 // B latent vectors, i.e. a mixture of B product distributions
 // (synth/internal/nn, synth/internal/prodq).
 //
-// After each round's measurement, GEM-UPDATE (Alg. 3) takes at most
-// MAX_ITERS Adam steps, each on the ℓ1 error of the measured cells whose
-// error is at least γ_t — at most TOP_K of them, the largest — and stops
-// when none is left. γ_t is half an exponential moving average (β = 0.5)
-// of the largest measured-cell error at the round's start. Each round
-// starts a fresh Adam with a cosine-annealed learning rate (the reference
-// code). The release is the EMA (β = EMA_BETA) of the weights of rounds
+// After each round's measurement, GEM-UPDATE takes at most MAX_ITERS Adam
+// steps. By default (LOSS = 2, Table 6's loss for the marginal trick) each
+// step is on the mean squared error over every measured cell, and the
+// round stops when that loss has not improved by 1e-4 (relative) for 10
+// steps: the least-squares fit to Gaussian measurements, which averages
+// the noise over overlapping marginals. LOSS = 1 is Alg. 3: each step on
+// the ℓ1 error of the measured cells whose error is at least γ_t — at
+// most TOP_K of them, the largest — stopping when none is left, with γ_t
+// half an exponential moving average (β = 0.5) of the largest
+// measured-cell error at the round's start; it chases the largest noisy
+// cells and stops at half the (noise-dominated) maximum, which at small ε
+// leaves GEM well behind RAPsoftmax (docs/gem.md). Each round starts a
+// fresh Adam with a cosine-annealed learning rate (the reference code).
+// The release is the EMA (β = EMA_BETA) of the weights of rounds
 // ⌈T/2⌉..T.
 //
 // GEM^Pub (gem_pub) first trains the generator without privacy on the
@@ -35,7 +42,10 @@
 //	                paper's 1000 costs 4× the time for little gain here).
 //	LR              float, default 1e-3: Adam's learning rate.
 //	MAX_ITERS       int, default 100: T_max, GEM-UPDATE steps per round.
-//	TOP_K           int, default 100: cells per step (the code's max_idxs).
+//	LOSS            int, default 2: 2 squared error on every measured cell
+//	                (Table 6), 1 Alg. 3's thresholded ℓ1.
+//	TOP_K           int, default 100: cells per step (the code's max_idxs;
+//	                LOSS = 1 only).
 //	EMA_BETA        float, default 0.5: weight EMA over the last T/2 rounds.
 //	PRETRAIN_ITERS  int, default 500 (gem_pub only): steps, each on 32
 //	                workload marginals drawn afresh.
@@ -65,6 +75,7 @@ const (
 	DefaultBatch         = 250
 	DefaultLR            = 1e-3
 	DefaultMaxIters      = 100
+	DefaultLoss          = 2
 	DefaultTopK          = 100
 	DefaultEMABeta       = 0.5
 	DefaultPretrainIters = 500
@@ -79,6 +90,7 @@ var schema = synth.Schema{
 	{Name: "BATCH", Kind: synth.Int, Default: "250", Min: 1, Max: 1e5, Doc: "B, the fixed latent rows: the mixture's components"},
 	{Name: "LR", Kind: synth.Float, Default: "0.001", Min: 1e-7, Max: 1, Doc: "Adam learning rate, cosine-annealed within a round"},
 	{Name: "MAX_ITERS", Kind: synth.Int, Default: "100", Min: 1, Max: 1e5, Doc: "T_max, update steps per round"},
+	{Name: "LOSS", Kind: synth.Int, Default: "2", Min: 1, Max: 2, Doc: "2: squared error on every measured cell (Table 6); 1: Alg. 3's ℓ1 on the cells above γ_t"},
 	{Name: "TOP_K", Kind: synth.Int, Default: "100", Min: 1, Max: 1e7, Doc: "largest-error measured cells per update step"},
 	{Name: "EMA_BETA", Kind: synth.Float, Default: "0.5", Min: 0, Max: 0.999, Doc: "β of the weight EMA over the last T/2 rounds"},
 }
@@ -96,6 +108,7 @@ type Options struct {
 	Batch         int
 	LR            float64
 	MaxIters      int
+	Loss          int
 	TopK          int
 	EMABeta       float64
 	PretrainIters int
@@ -164,7 +177,7 @@ func parse(name string, s synth.Schema, opts []synth.Option, public bool) (*Opti
 		Rounds: v.Int("ROUNDS", DefaultRounds), Alpha: v.Float("ALPHA", DefaultAlpha),
 		Latent: v.Int("LATENT", DefaultLatent), Hidden: v.Int("HIDDEN", DefaultHidden), Layers: v.Int("LAYERS", DefaultLayers),
 		Batch: v.Int("BATCH", DefaultBatch), LR: v.Float("LR", DefaultLR), MaxIters: v.Int("MAX_ITERS", DefaultMaxIters),
-		TopK: v.Int("TOP_K", DefaultTopK), EMABeta: v.Float("EMA_BETA", DefaultEMABeta),
+		Loss: v.Int("LOSS", DefaultLoss), TopK: v.Int("TOP_K", DefaultTopK), EMABeta: v.Float("EMA_BETA", DefaultEMABeta),
 		PretrainIters: v.Int("PRETRAIN_ITERS", DefaultPretrainIters), Public: public,
 	}, nil
 }
@@ -281,7 +294,10 @@ type trainer struct {
 	stepOffset int
 	touched    []bool
 	emaErr     float64
-	sc         prodq.Scratch
+	// l2: the round's loss is the squared error on every measured cell
+	// (LOSS = 2; pretraining always uses the ℓ1 steps).
+	l2 bool
+	sc prodq.Scratch
 }
 
 type cellErr struct {
@@ -292,6 +308,10 @@ type cellErr struct {
 // round is GEM-UPDATE (Alg. 3) for round st.Round.
 func (tr *trainer) round(ctx context.Context, st *amloop.State) error {
 	tr.adam.Reset()
+	if tr.o.Loss == 2 {
+		tr.l2 = true
+		defer func() { tr.l2 = false }()
+	}
 	first := true
 	return tr.steps(ctx, st.Layout, st.Attrs, st.Target, tr.o.MaxIters, func(maxErr float64) float64 {
 		if first {
@@ -363,11 +383,26 @@ func (tr *trainer) steps(ctx context.Context, l *prodq.Layout, attrs [][]int, ta
 		tr.ans = append(tr.ans, nil)
 		tr.grad = append(tr.grad, nil)
 	}
+	best, since := math.Inf(1), 0
 	for i := range iters {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
 		p := net.Forward()
+		if tr.l2 {
+			loss := tr.squared(l, p, attrs, target)
+			if loss < 1e-12 {
+				return nil
+			}
+			if loss < best*(1-plateauTolerance) {
+				best, since = loss, 0
+			} else if since++; since >= plateauSteps {
+				return nil
+			}
+			net.Backward(tr.dp)
+			tr.adam.Step(net.Params(), net.Grads(), nn.Cosine(tr.o.LR, 1e-8, i, iters))
+			continue
+		}
 		maxErr := 0.0
 		tr.cells = tr.cells[:0]
 		for m, a := range attrs {
@@ -426,6 +461,37 @@ func (tr *trainer) steps(ctx context.Context, l *prodq.Layout, attrs [][]int, ta
 		tr.adam.Step(net.Params(), net.Grads(), lr)
 	}
 	return nil
+}
+
+// The squared-loss round stops when the loss has not improved by
+// plateauTolerance (relative) for plateauSteps steps (RAP's rule).
+const (
+	plateauSteps     = 10
+	plateauTolerance = 1e-4
+)
+
+// squared returns the mean squared error of the mixture p's answers on
+// every cell of the measured marginals and leaves its gradient with
+// respect to p in tr.dp.
+func (tr *trainer) squared(l *prodq.Layout, p []float64, attrs [][]int, target [][]float64) float64 {
+	B, cells := tr.net.B, 0
+	for m, a := range attrs {
+		tr.ans[m] = l.Answer(tr.ans[m], &tr.sc, p, B, a)
+		cells += len(tr.ans[m])
+	}
+	loss, inv := 0.0, 2/float64(cells)
+	clear(tr.dp)
+	for m, a := range attrs {
+		g := grow(tr.grad[m], len(tr.ans[m]))
+		for y, v := range tr.ans[m] {
+			e := v - target[m][y]
+			loss += e * e
+			g[y] = inv * e
+		}
+		tr.grad[m] = g
+		l.Backward(tr.dp, &tr.sc, p, B, a, g)
+	}
+	return loss / float64(cells)
 }
 
 func grow(b []float64, n int) []float64 {

@@ -4,12 +4,15 @@ import (
 	"bytes"
 	"context"
 	"math"
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/dpsql/dpsql/synth"
 	"github.com/dpsql/dpsql/synth/internal/amloop"
+	"github.com/dpsql/dpsql/synth/internal/nn"
+	"github.com/dpsql/dpsql/synth/internal/prodq"
 	"github.com/dpsql/dpsql/synth/internal/synthtest"
 	"github.com/dpsql/dpsql/synth/noise"
 )
@@ -96,8 +99,8 @@ func TestRun(t *testing.T) {
 	}
 	// The chain's adjacent pairs carry the structure: an independent
 	// model's error is about 0.3 here (see mwem's test); GEM fits the
-	// measured pairs down to its stopping threshold γ, and the 3000
-	// sampled rows add about 0.07.
+	// measured pairs by least squares, and the 3000 sampled rows add
+	// about 0.07.
 	if e := synthtest.Error(t, in.Data, sets(in.Workload), res.Rows); e > 0.2 {
 		t.Errorf("workload error %.4f, want < 0.15", e)
 	}
@@ -188,6 +191,7 @@ func TestOptions(t *testing.T) {
 	for _, o := range [][]synth.Option{
 		{{Name: "ROUNDS", Value: 0}}, {{Name: "ALPHA", Value: 1}}, {{Name: "BATCH", Value: 0}},
 		{{Name: "NOPE", Value: 1}}, {{Name: "LR", Value: -1}}, {{Name: "PRETRAIN_ITERS", Value: 5}},
+		{{Name: "LOSS", Value: 0}}, {{Name: "LOSS", Value: 3}},
 	} {
 		if _, err := (Mechanism{}).New(o); err == nil {
 			t.Errorf("%v accepted", o)
@@ -240,5 +244,89 @@ func TestMemoryRefused(t *testing.T) {
 	r, _ := Mechanism{}.New([]synth.Option{{Name: "BATCH", Value: 100000}, {Name: "HIDDEN", Value: 4096}, {Name: "LAYERS", Value: 8}})
 	if _, err := r.Run(context.Background(), in); err == nil || !strings.Contains(err.Error(), "memory") {
 		t.Errorf("huge network: %v, want a memory error", err)
+	}
+}
+
+// TestSquared checks the squared loss on every measured cell against a
+// brute-force mixture marginal, and its gradient against central finite
+// differences in every coordinate of the mixture.
+func TestSquared(t *testing.T) {
+	sizes := []int{3, 2, 4}
+	l := prodq.NewLayout(sizes)
+	const B = 3
+	rng := rand.New(rand.NewPCG(1, 2))
+	p := make([]float64, B*l.Width)
+	for i := range p {
+		p[i] = rng.Float64()
+	}
+	attrs := [][]int{{0, 2}, {1}, {0, 1, 2}}
+	target := make([][]float64, len(attrs))
+	for m, a := range attrs {
+		target[m] = make([]float64, l.Cells(a))
+		for y := range target[m] {
+			target[m][y] = rng.Float64() / 4
+		}
+	}
+	net := &nn.Net{}
+	net.B = B
+	tr := &trainer{net: net, dp: make([]float64, len(p)), ans: make([][]float64, len(attrs)), grad: make([][]float64, len(attrs))}
+	// brute: the mean over cells of (answer − target)², answers by
+	// enumerating each marginal's cells (first attribute slowest).
+	brute := func(p []float64) float64 {
+		sum, cells := 0.0, 0
+		for m, a := range attrs {
+			for y := range target[m] {
+				rest, v := y, 0.0
+				idx := make([]int, len(a))
+				for k := len(a) - 1; k >= 0; k-- {
+					idx[k] = rest % sizes[a[k]]
+					rest /= sizes[a[k]]
+				}
+				for b := range B {
+					pr := 1.0
+					for k, at := range a {
+						pr *= p[b*l.Width+l.Off[at]+idx[k]]
+					}
+					v += pr / B
+				}
+				sum += (v - target[m][y]) * (v - target[m][y])
+				cells++
+			}
+		}
+		return sum / float64(cells)
+	}
+	got := tr.squared(l, p, attrs, target)
+	if want := brute(p); math.Abs(got-want) > 1e-12 {
+		t.Fatalf("loss %v, brute force %v", got, want)
+	}
+	grad := slices.Clone(tr.dp)
+	const h = 1e-6
+	for i := range p {
+		x := p[i]
+		p[i] = x + h
+		up := brute(p)
+		p[i] = x - h
+		down := brute(p)
+		p[i] = x
+		if fd := (up - down) / (2 * h); math.Abs(fd-grad[i]) > 1e-7 {
+			t.Errorf("∂loss/∂p[%d] = %v, finite difference %v", i, grad[i], fd)
+		}
+	}
+}
+
+// TestLossL1: Alg. 3's thresholded ℓ1 (LOSS = 1) still runs and fits.
+func TestLossL1(t *testing.T) {
+	in := testInput(7)
+	r, err := Mechanism{}.New(append(slices.Clone(small), synth.Option{Name: "LOSS", Value: 1}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := r.Run(context.Background(), in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkRows(t, in, res, 8, len(res.Rows[0]))
+	if e := synthtest.Error(t, in.Data, sets(in.Workload), res.Rows); e > 0.2 {
+		t.Errorf("workload error %.4f, want < 0.2", e)
 	}
 }

@@ -40,10 +40,11 @@
 // workload marginal, from which the engine answers queries on that
 // marginal (including its ranges).
 //
-// Both release, as Result.Measurements, the x̂_C (a function of the y_C)
-// with a per-cell σ equal to the largest standard deviation of a cell of
-// x̂_C, so error bounds computed from them are conservative. The Kronecker
-// y_C themselves are not stored with the release.
+// Both release, as Result.Measurements, the y_C themselves with their
+// Kronecker strategies (pgm.Measurement.Kron) and exact σ_C, so that error
+// bounds (synth/bounds) come from what was measured. LeastSquares turns
+// them into hdmm_lls's answers x̂_C, which the engine stores and answers
+// from.
 package hdmm
 
 import (
@@ -188,21 +189,15 @@ func Strategy(dom *pgm.Domain, w []synth.Marginal, rho float64) []Plan {
 	return plans
 }
 
-// kron returns the strategy's factors (nil for identities) and the number
-// of rows of each.
-func (p *Plan) kron(dom *pgm.Domain) (factors, pinvs []*mat.Dense, rows []int, identity bool) {
+// kron returns the strategy's factors (nil for identities) and whether
+// all are identities.
+func (p *Plan) kron() (factors []*mat.Dense, identity bool) {
 	identity = true
-	for j, f := range p.Factors {
+	for _, f := range p.Factors {
 		factors = append(factors, f.A)
-		pinvs = append(pinvs, f.Pinv)
-		r := dom.Size(p.Attrs[j])
-		if f.A != nil {
-			r, _ = f.A.Dims()
-			identity = false
-		}
-		rows = append(rows, r)
+		identity = identity && f.A == nil
 	}
-	return factors, pinvs, rows, identity
+	return factors, identity
 }
 
 // cellSigma is the largest standard deviation of a cell of A⁺y: σ·√(max
@@ -280,7 +275,7 @@ func (o *Options) Run(ctx context.Context, in *synth.Input) (*synth.Result, erro
 			return fail(err)
 		}
 		p := &plans[i]
-		factors, pinvs, rows, identity := p.kron(dom)
+		factors, identity := p.kron()
 		y := answers[i]
 		if !identity {
 			y = pgm.KronMul(factors, sizesOf(dom, p.Attrs), y, false)
@@ -288,15 +283,13 @@ func (o *Options) Run(ctx context.Context, in *synth.Input) (*synth.Result, erro
 		in.Noise.AddDiscreteGaussian(y, p.Sigma)
 		res.RhoUsed += p.Sens2 / (2 * p.Sigma * p.Sigma)
 		m := pgm.Measurement{Attrs: p.Attrs, Y: y, Sigma: p.Sigma}
-		xhat := y
 		if !identity {
 			m.Kron = factors
-			xhat = pgm.KronMul(pinvs, rows, y, false)
 		}
 		meas = append(meas, m)
-		res.Measurements = append(res.Measurements, synth.Measurement{
-			Measurement: pgm.Measurement{Attrs: p.Attrs, Y: xhat, Sigma: p.cellSigma()},
-		})
+		// What was measured: bounds and later answers are derived from y_C
+		// itself, with its exact noise (hdmm_lls's answers by LeastSquares).
+		res.Measurements = append(res.Measurements, synth.Measurement{Measurement: m})
 		for j, f := range p.Factors {
 			if f.A != nil {
 				kinds = append(kinds, dom.Name(p.Attrs[j])+": "+f.Kind)
@@ -334,6 +327,53 @@ func (o *Options) Run(ctx context.Context, in *synth.Input) (*synth.Result, erro
 		return fail(err)
 	}
 	return res, nil
+}
+
+// LeastSquares returns ms with every Kronecker measurement replaced by its
+// local least-squares marginal x̂ = A⁺y (hdmm_lls's answers), with, as σ,
+// the largest standard deviation of a cell of x̂ (its cells are
+// correlated; synth/bounds works from the Kronecker measurements instead).
+// sizes are the attribute sizes of the domain. Other measurements are
+// kept as they are, so releases of other mechanisms, and hdmm_lls releases
+// from before the Kronecker measurements were stored, pass unchanged.
+func LeastSquares(ms []synth.Measurement, sizes []int) ([]synth.Measurement, error) {
+	out := make([]synth.Measurement, len(ms))
+	for i, m := range ms {
+		out[i] = m
+		if m.Kron == nil {
+			continue
+		}
+		if len(m.Kron) != len(m.Attrs) || m.Query != nil || m.Coarse != nil {
+			return nil, fmt.Errorf("hdmm: measurement %d on %v: malformed Kronecker query", i, m.Attrs)
+		}
+		p := Plan{Attrs: m.Attrs, Sigma: m.Sigma}
+		var pinvs []*mat.Dense
+		rows, want := make([]int, len(m.Attrs)), 1
+		for j, a := range m.Attrs {
+			if a < 0 || a >= len(sizes) {
+				return nil, fmt.Errorf("hdmm: measurement %d: attribute %d outside the domain", i, a)
+			}
+			f := Factor{A: m.Kron[j]}
+			rows[j] = sizes[a]
+			if f.A != nil {
+				if _, c := f.A.Dims(); c != sizes[a] {
+					return nil, fmt.Errorf("hdmm: measurement %d: factor %d has %d columns for %d values", i, j, c, sizes[a])
+				}
+				f.Pinv = Pinv(f.A)
+				rows[j], _ = f.A.Dims()
+			}
+			want *= rows[j]
+			pinvs = append(pinvs, f.Pinv)
+			p.Factors = append(p.Factors, f)
+		}
+		if len(m.Y) != want {
+			return nil, fmt.Errorf("hdmm: measurement %d on %v: %d values for %d queries", i, m.Attrs, len(m.Y), want)
+		}
+		out[i].Kron = nil
+		out[i].Y = pgm.KronMul(pinvs, rows, m.Y, false)
+		out[i].Sigma = p.cellSigma()
+	}
+	return out, nil
 }
 
 func dedupe(s []string) []string {

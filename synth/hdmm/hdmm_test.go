@@ -3,6 +3,7 @@ package hdmm
 import (
 	"context"
 	"math"
+	"slices"
 	"testing"
 
 	"github.com/dpsql/dpsql/synth"
@@ -89,7 +90,7 @@ func TestPlanMatchesDense(t *testing.T) {
 	w := []synth.Marginal{{Attrs: []int{0, 1, 2}, Weight: 1, Kron: []*mat.Dense{nil, Prefix(9), mat.NewDense(1, 2, []float64{0, 1})}}}
 	plans := Strategy(dom, w, 1)
 	p := plans[0]
-	factors, _, _, _ := p.kron(dom)
+	factors, _ := p.kron()
 	a := denseKron(factors, []int{3, 9, 2})
 	wd := denseKron(w[0].Kron, []int{3, 9, 2})
 	var wp mat.Dense
@@ -174,7 +175,11 @@ func TestLLSStatistics(t *testing.T) {
 		if run == 0 {
 			synthtest.CheckResult(t, synth.AnswersOnly, in, res)
 		}
-		for c, m := range res.Measurements {
+		ans, err := LeastSquares(res.Measurements, []int{3, 12, 2, 4})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for c, m := range ans {
 			wx := pgm.KronMul(w[c].Kron, sizes[c], m.Y, false)
 			wt := pgm.KronMul(w[c].Kron, sizes[c], truth[c], false)
 			if bias[c] == nil {
@@ -260,7 +265,15 @@ func workloadError(t *testing.T, in *synth.Input, res *synth.Result) float64 {
 		if res.Model != nil {
 			est = res.Model.Marginal(m.Attrs)
 		} else {
-			est = res.Measurements[c].Y
+			sizes := make([]int, dom.Len())
+			for a := range sizes {
+				sizes[a] = dom.Size(a)
+			}
+			ans, err := LeastSquares(res.Measurements, sizes)
+			if err != nil {
+				t.Fatal(err)
+			}
+			est = ans[c].Y
 		}
 		sizes := sizesOf(dom, m.Attrs)
 		normalise := func(x []float64) {
@@ -317,5 +330,73 @@ func TestL1AndCancel(t *testing.T) {
 	}
 	if _, err := (LLS{}).New([]synth.Option{{Name: "ITERS", Value: 3}}); err == nil {
 		t.Error("hdmm_lls accepted ITERS")
+	}
+}
+
+// Both mechanisms release what they measured: y_C with its Kronecker
+// strategy and exact σ_C, which survives the release encoding; the noise
+// y_C − A_C·x_C has the stated variance (seeded, 200 runs). LeastSquares
+// turns them into hdmm_lls's answers A_C⁺·y_C (TestLLSStatistics).
+func TestReleasesKronecker(t *testing.T) {
+	in := rangeInput(0, 0.05)
+	w, _ := in.Check(true)
+	dom := in.Data.Domain()
+	plans := Strategy(dom, w, in.Rho)
+	sets := [][]int{{0, 1}, {1, 2}, {2, 3}}
+	truth, _ := in.Data.Marginals(context.Background(), sets)
+	const runs = 200
+	var sq [3]float64
+	var count [3]int
+	for run := range runs {
+		in := rangeInput(int64(run), 0.05)
+		r, _ := Mechanism{}.New([]synth.Option{{Name: "ITERS", Value: 1}})
+		res, err := r.Run(context.Background(), in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(res.Measurements) != len(plans) {
+			t.Fatalf("%d measurements, want %d", len(res.Measurements), len(plans))
+		}
+		if run == 0 {
+			b, err := synth.MarshalRelease(res)
+			if err != nil {
+				t.Fatal(err)
+			}
+			dec, err := synth.UnmarshalRelease(b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			res.Measurements = dec.Measurements
+		}
+		for c, m := range res.Measurements {
+			p := plans[c]
+			if m.Sigma != p.Sigma || !slices.Equal(m.Attrs, p.Attrs) || (m.Kron != nil && len(m.Kron) != len(p.Factors)) {
+				t.Fatalf("measurement %d: attrs %v σ %v kron %d, want %v %v %d", c, m.Attrs, m.Sigma, len(m.Kron), p.Attrs, p.Sigma, len(p.Factors))
+			}
+			for j, f := range p.Factors {
+				// An all-identity strategy is released as a plain marginal.
+				var k *mat.Dense
+				if m.Kron != nil {
+					k = m.Kron[j]
+				}
+				if (f.A == nil) != (k == nil) || (f.A != nil && !mat.Equal(f.A, k)) {
+					t.Fatalf("measurement %d factor %d differs from the plan's %s", c, j, f.Kind)
+				}
+			}
+			exact := pgm.KronMul(kronOrNil(synth.Marginal{Attrs: m.Attrs, Kron: m.Kron}), sizesOf(dom, m.Attrs), truth[c], false)
+			for i, y := range m.Y {
+				d := y - exact[i]
+				sq[c] += d * d
+				count[c]++
+			}
+		}
+	}
+	for c, p := range plans {
+		got := math.Sqrt(sq[c] / float64(count[c]))
+		// ≥ 4000 squared discrete Gaussians per entry: ±5% on σ is > 4
+		// standard errors.
+		if math.Abs(got-p.Sigma) > 0.05*p.Sigma {
+			t.Errorf("entry %d: noise sd %.3f, stated σ %.3f", c, got, p.Sigma)
+		}
 	}
 }

@@ -208,12 +208,26 @@ func (k Kind) String() string {
 	return "Q_R"
 }
 
-// Cond fixes attribute Attr (of the group attributes if Group, else of the
-// individual ones) to Value.
+// Cond fixes attribute Attr (of the group attributes if Group, of the
+// relative's attributes I2 if Relative, else of the individual ones I) to
+// Value.
 type Cond struct {
-	Group bool
-	Attr  int
-	Value int
+	Group    bool
+	Relative bool // Q_R only
+	Attr     int
+	Value    int
+}
+
+// condAttrs returns the attributes and values (as decoded) that w refers
+// to.
+func (q *QuerySet) condAttrs(w Cond, vG, vI []int) ([]int, []int) {
+	switch {
+	case w.Group:
+		return q.G, vG
+	case w.Relative:
+		return q.I2, vI[len(q.I):]
+	}
+	return q.I, vI
 }
 
 // QuerySet is the family of counting queries of one kind over every value
@@ -225,7 +239,10 @@ type Cond struct {
 //
 // A RelationLevel set counts the persons with the I values, in a household
 // with the G values, who have a relative (Rel) with the I2 values; its
-// cells run over G, then I, then I2. Where is not supported on it.
+// cells run over G, then I, then I2. Its Where may fix I2 attributes
+// (Cond.Relative); fixing the relationship attribute in I or I2 restricts
+// the relation to one type of person or relative (a spouse married to a
+// head, a child whose head …).
 type QuerySet struct {
 	Kind  Kind
 	G, I  []int
@@ -236,7 +253,7 @@ type QuerySet struct {
 
 func (q *QuerySet) String() string {
 	if q.Kind == RelationLevel {
-		return fmt.Sprintf("Q_R(G%v I%v %v I%v)", q.G, q.I, q.Rel, q.I2)
+		return fmt.Sprintf("Q_R(G%v I%v %v I%v where %v)", q.G, q.I, q.Rel, q.I2, q.Where)
 	}
 	return fmt.Sprintf("%v(G%v I%v where %v)", q.Kind, q.G, q.I, q.Where)
 }
@@ -283,10 +300,7 @@ func (q *QuerySet) decode(d *Domain, c int, vG, vI []int) {
 func (q *QuerySet) matches(d *Domain, c int, vG, vI []int) bool {
 	q.decode(d, c, vG, vI)
 	for _, w := range q.Where {
-		attrs, vals := q.I, vI
-		if w.Group {
-			attrs, vals = q.G, vG
-		}
+		attrs, vals := q.condAttrs(w, vG, vI)
 		if j := slices.Index(attrs, w.Attr); j < 0 || vals[j] != w.Value {
 			return false
 		}
@@ -300,8 +314,8 @@ func (q *QuerySet) Validate(d *Domain) error {
 		return fmt.Errorf("hpd: query kind %d", q.Kind)
 	}
 	if q.Kind == RelationLevel {
-		if !d.Typed || q.Rel > HasParent || len(q.Where) > 0 {
-			return fmt.Errorf("hpd: relationship queries need typed households (and take no conditions)")
+		if !d.Typed || q.Rel > HasParent {
+			return fmt.Errorf("hpd: relationship queries need typed households")
 		}
 		for j, b := range q.I2 {
 			if b < 0 || b >= len(d.Indiv) || (j > 0 && q.I2[j-1] >= b) {
@@ -331,8 +345,16 @@ func (q *QuerySet) Validate(d *Domain) error {
 	}
 	for _, w := range q.Where {
 		attrs, sizes := q.I, d.Indiv
-		if w.Group {
+		switch {
+		case w.Group && w.Relative:
+			return fmt.Errorf("hpd: condition %+v is both a household's and a relative's", w)
+		case w.Group:
 			attrs, sizes = q.G, d.Group
+		case w.Relative:
+			if q.Kind != RelationLevel {
+				return fmt.Errorf("hpd: only relationship queries have conditions on a relative")
+			}
+			attrs = q.I2
 		}
 		if !slices.Contains(attrs, w.Attr) || w.Value < 0 || w.Value >= sizes[w.Attr] {
 			return fmt.Errorf("hpd: condition %+v is not on an attribute of %v", w, q)

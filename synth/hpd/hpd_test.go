@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/dpsql/dpsql/internal/hhgen"
+	"github.com/dpsql/dpsql/synth"
 	"github.com/dpsql/dpsql/synth/noise"
 )
 
@@ -271,6 +272,37 @@ func TestAccounting(t *testing.T) {
 	}
 }
 
+// The default number of rounds follows the budget (10 + 120·√ρ within
+// [10, 50]); ROUNDS overrides it; the plan spends ρ exactly either way.
+func TestRoundsFor(t *testing.T) {
+	auto, err := HPDFixed.New(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fixed, err := HPDFixed.New([]synth.Option{{Name: "ROUNDS", Value: "7"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		rho  float64
+		want int
+	}{{1e-6, 10}, {1.2e-4, 11}, {0.0029, 16}, {0.0118, 23}, {0.043, 35}, {0.1, 48}, {1, 50}, {750, 50}} {
+		if got := auto.roundsFor(c.rho); got != c.want {
+			t.Errorf("ρ = %v: T = %d, want %d", c.rho, got, c.want)
+		}
+		if got := fixed.roundsFor(c.rho); got != 7 {
+			t.Errorf("ROUNDS = 7 at ρ = %v: T = %d", c.rho, got)
+		}
+		p, err := auto.plan(c.rho, 8)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := p.spent(c.want, 8); math.Abs(got-c.rho) > 1e-9*c.rho {
+			t.Errorf("ρ = %v: the plan spends %v", c.rho, got)
+		}
+	}
+}
+
 // errors returns the max and mean error over the workload, on the paper's
 // scale: Q_G per household of the data, Q_I per person of the data.
 func workloadErr(d *Domain, real, syn *Records, sets []QuerySet) (mx, mean float64) {
@@ -363,9 +395,22 @@ func TestSetSensitivity(t *testing.T) {
 	sets = append(sets, AllRelations(d)...)
 	for rel := MarriedTo; rel <= HasParent; rel++ {
 		sets = append(sets, QuerySet{Kind: RelationLevel, Rel: rel, I: []int{1}}, QuerySet{Kind: RelationLevel, Rel: rel, I2: []int{1, 2}})
+		// The relationship fixed on either side (the SQL forms' pins).
+		for v := range 3 {
+			sets = append(sets,
+				QuerySet{Kind: RelationLevel, Rel: rel, I: []int{0, 1}, I2: []int{2}, Where: []Cond{{Attr: 0, Value: v}}},
+				QuerySet{Kind: RelationLevel, Rel: rel, I: []int{1}, I2: []int{0, 2}, Where: []Cond{{Relative: true, Attr: 0, Value: v}}},
+				QuerySet{Kind: RelationLevel, Rel: rel, G: []int{0}, I: []int{0, 2}, I2: []int{0, 1}, Where: []Cond{{Attr: 0, Value: v}, {Relative: true, Attr: 0, Value: (v + 1) % 3}, {Relative: true, Attr: 1, Value: 1}}})
+		}
 	}
+	sets = append(sets, QuerySet{Kind: GroupLevel, I: []int{1, 2}, Where: []Cond{{Attr: 2, Value: 1}}},
+		QuerySet{Kind: GroupLevel, G: []int{0}, I: []int{0, 1, 2}, Where: []Cond{{Attr: 0, Value: 2}, {Group: true, Attr: 0, Value: 0}}})
+	vG, vI := make([]int, len(d.Group)), make([]int, 2*len(d.Indiv))
 	for i := range sets {
 		q := &sets[i]
+		if err := q.Validate(d); err != nil {
+			t.Fatal(err)
+		}
 		l1, l2 := setSensitivity(d, q)
 		for h := range recs.Households() {
 			// One household's own contribution is the neighbour difference.
@@ -373,13 +418,43 @@ func TestSetSensitivity(t *testing.T) {
 				P: recs.P[int(recs.Off[h])*recs.NI : int(recs.Off[h+1])*recs.NI], Off: []int32{0, recs.Off[h+1] - recs.Off[h]}}
 			a := Answers(d, one, q)
 			s1, s2 := 0.0, 0.0
-			for _, x := range a {
+			for c, x := range a {
+				if !q.matches(d, c, vG, vI) {
+					continue // not measured
+				}
 				s1 += math.Abs(x)
 				s2 += x * x
 			}
 			if s1 > l1+1e-9 || math.Sqrt(s2) > l2+1e-9 {
 				t.Fatalf("%v: household %d moves L1 %v (bound %v), L2 %v (bound %v)", q, h, s1, l1, math.Sqrt(s2), l2)
 			}
+		}
+	}
+}
+
+// The pins of the SQL relationship forms tighten the sensitivity.
+func TestSetSensitivityPinned(t *testing.T) {
+	d := &Domain{GroupNames: []string{"u"}, Group: []int{2}, IndivNames: []string{"rel", "x"}, Indiv: []int{3, 4}, K: 8,
+		Typed: true, Rel: 0, RelCodes: [3]int{0, 1, 2}}
+	for _, c := range []struct {
+		q      QuerySet
+		l1, l2 float64
+	}{
+		{QuerySet{Kind: RelationLevel, Rel: MarriedTo, I: []int{1}, I2: []int{1}}, 2, 2},
+		{QuerySet{Kind: RelationLevel, Rel: MarriedTo, I: []int{0, 1}, I2: []int{0, 1}, Where: []Cond{{Attr: 0, Value: 1}, {Relative: true, Attr: 0, Value: 0}}}, 1, 1},
+		{QuerySet{Kind: RelationLevel, Rel: HasChild, I: []int{1}, I2: []int{1}}, 8, 2 * 2},
+		{QuerySet{Kind: RelationLevel, Rel: HasChild, I: []int{0}, I2: []int{1}, Where: []Cond{{Attr: 0, Value: 0}}}, 4, 2},
+		{QuerySet{Kind: RelationLevel, Rel: HasChild, I: []int{0}, I2: []int{1}, Where: []Cond{{Attr: 0, Value: 0}, {Relative: true, Attr: 1, Value: 3}}}, 1, 1},
+		{QuerySet{Kind: RelationLevel, Rel: HasParent, I: []int{1}, I2: []int{1}}, 12, 6 * math.Sqrt2},
+		{QuerySet{Kind: RelationLevel, Rel: HasParent, I: []int{1}, I2: []int{0, 1}, Where: []Cond{{Relative: true, Attr: 0, Value: 0}}}, 6, 6},
+		{QuerySet{Kind: GroupLevel, I: []int{1}, Where: []Cond{{Attr: 1, Value: 2}}}, 1, 1},
+		{QuerySet{Kind: GroupLevel, I: []int{0, 1}}, 8, math.Sqrt(8)},
+	} {
+		if err := c.q.Validate(d); err != nil {
+			t.Fatal(err)
+		}
+		if l1, l2 := setSensitivity(d, &c.q); math.Abs(l1-c.l1) > 1e-12 || math.Abs(l2-c.l2) > 1e-12 {
+			t.Errorf("%v: L1 %v L2 %v, want %v %v", &c.q, l1, l2, c.l1, c.l2)
 		}
 	}
 }

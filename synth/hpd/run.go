@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -43,8 +44,8 @@ func (m Method) Summary() string { return m.summary }
 // Schema declares the options.
 func (m Method) Schema() synth.Schema {
 	s := synth.Schema{
-		{Name: "ROUNDS", Kind: synth.Int, Default: "50", Min: 1, Max: 10000, Doc: "adaptive rounds T (one query selected and measured per round)"},
-		{Name: "ALPHA", Kind: synth.Float, Default: "0.5", Min: 0.01, Max: 0.99, Doc: "share of each round's ε0 spent on selection"},
+		{Name: "ROUNDS", Kind: synth.Int, Default: "0", Min: 0, Max: 10000, Doc: "adaptive rounds T (one query set, or query, selected and measured per round); 0: from the budget, T = 10 + 120·√ρ within [10, 50]"},
+		{Name: "ALPHA", Kind: synth.Float, Default: "0.2", Min: 0.01, Max: 0.99, Doc: "share of each round's ε0 spent on selection"},
 		{Name: "MARGINALS", Kind: synth.Int, Default: "1", Min: 0, Max: 1, Doc: "1: each round selects and measures a whole query set (all its cells); 0: a single query, as in the paper"},
 	}
 	switch m.name {
@@ -84,7 +85,7 @@ func (m Method) New(opts []synth.Option) (*Runner, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Runner{m: m, rounds: v.Int("ROUNDS", 50), alpha: v.Float("ALPHA", 0.5), comps: v.Int("COMPONENTS", 100),
+	return &Runner{m: m, rounds: v.Int("ROUNDS", 0), alpha: v.Float("ALPHA", 0.2), comps: v.Int("COMPONENTS", 100),
 		iters: v.Int("ITERS", 25), lr: v.Float("LR", m.defaultLR()), passes: v.Int("PASSES", 10), hidden: v.Int("HIDDEN", 64), marginals: v.Int("MARGINALS", 1) == 1}, nil
 }
 
@@ -109,21 +110,37 @@ type Input struct {
 }
 
 // setSensitivity returns the L1 and L2 sensitivities of the vector of
-// counts of q's cells when one household (at most K persons) is added or
-// removed:
+// counts of q's candidate cells (those satisfying Where: the only ones
+// measured) when one household (at most K persons) is added or removed.
+// free(A) is the number of distinct values of attributes A among the
+// candidate cells (an attribute fixed by Where has one).
 //
 //	Q_G: the household adds 1 to each distinct person-value cell it holds:
-//	     k = min(K, cells of I) (1 without I): L1 = k, L2 = √k;
+//	     k = min(K, free(I)) (1 without I): L1 = k, L2 = √k;
 //	Q_I: each of ≤ K persons adds 1 to one cell: L1 = L2 = K;
 //	Q_R: each of n qualifying persons adds 1 to ≤ r distinct relative cells:
-//	     married-to n = 2, r = 1; has-child n = 2, r = min(K−2, cells of I2);
-//	     has-parent n = K−2, r = min(2, cells of I2): L1 = n·r, L2 = n·√r.
+//	     married-to n = 2, r = 1; has-child n = 2, r = min(K−2, free(I2));
+//	     has-parent n = K−2, r = min(2, free(I2)): L1 = n·r, L2 = n·√r.
+//	     A Where on the person's relationship leaves one qualifying head or
+//	     spouse (n = 1: married-to, has-child); one on the relative's
+//	     relationship leaves a child one head or one spouse (r = 1:
+//	     has-parent).
 func setSensitivity(d *Domain, q *QuerySet) (l1, l2 float64) {
 	K := d.K
-	prod := func(attrs []int) int {
+	pinned := func(attr int, group, relative bool) (int, bool) {
+		for _, w := range q.Where {
+			if w.Attr == attr && w.Group == group && w.Relative == relative {
+				return w.Value, true
+			}
+		}
+		return 0, false
+	}
+	free := func(attrs []int, relative bool) int {
 		n := 1
 		for _, b := range attrs {
-			n *= d.Indiv[b]
+			if _, ok := pinned(b, false, relative); !ok {
+				n *= d.Indiv[b]
+			}
 		}
 		return n
 	}
@@ -131,25 +148,62 @@ func setSensitivity(d *Domain, q *QuerySet) (l1, l2 float64) {
 	case GroupLevel:
 		k := 1
 		if len(q.I) > 0 {
-			k = min(K, prod(q.I))
+			k = min(K, free(q.I, false))
 		}
 		return float64(k), math.Sqrt(float64(k))
 	case IndivLevel:
 		return float64(K), float64(K)
 	}
-	n2 := prod(q.I2)
+	n2 := free(q.I2, true)
+	_, personPinned := pinned(d.Rel, false, false)
+	personPinned = personPinned && slices.Contains(q.I, d.Rel)
+	relCode, relPinned := pinned(d.Rel, false, true)
+	relPinned = relPinned && slices.Contains(q.I2, d.Rel)
 	var n, r int
 	switch q.Rel {
 	case MarriedTo:
 		n, r = 2, 1
+		if personPinned {
+			n = 1
+		}
 	case HasChild:
 		n, r = 2, min(K-2, n2)
+		if personPinned {
+			n = 1
+		}
 	default:
 		n, r = K-2, min(2, n2)
+		if relPinned && relCode != d.RelCodes[Child] {
+			r = 1
+		}
 	}
 	n, r = max(n, 1), max(r, 1)
 	return float64(n * r), float64(n) * math.Sqrt(float64(r))
 }
+
+// Sensitivity returns the L1 and L2 sensitivities with which q's set is
+// measured (see setSensitivity).
+func (q *QuerySet) Sensitivity(d *Domain) (l1, l2 float64) { return setSensitivity(d, q) }
+
+// Queries returns the number of q's queries: its cells that satisfy Where.
+func (q *QuerySet) Queries(d *Domain) int {
+	nG, nI := q.cells(d)
+	if len(q.Where) == 0 {
+		return nG * nI
+	}
+	vG, vI := make([]int, len(d.Group)), make([]int, 2*len(d.Indiv))
+	n := 0
+	for c := range nG * nI {
+		if q.matches(d, c, vG, vI) {
+			n++
+		}
+	}
+	return n
+}
+
+// Rounds is the number of adaptive rounds a run at budget ρ plans (fewer if
+// the workload has fewer sets or queries).
+func (r *Runner) Rounds(rho float64) int { return r.roundsFor(rho) }
 
 // DefaultWorkload is all 3-way Q_G and Q_I query sets, plus, for typed
 // households, AllRelations.
@@ -190,7 +244,20 @@ type plan struct {
 	sigmaG, sigmaI                      float64
 }
 
-func (r *Runner) plan(rho float64, K int) (plan, error) { return r.planT(rho, K, r.rounds) }
+func (r *Runner) plan(rho float64, K int) (plan, error) { return r.planT(rho, K, r.roundsFor(rho)) }
+
+// roundsFor is the number of rounds T at budget ρ: ROUNDS if given, else
+// 10 + 120·√ρ within [10, 50] (public: ρ only). Each round's measurements
+// get ρ/T, so few rounds at small ρ keep the noise of each measured set
+// below its signal, and more rounds at large ρ measure more sets; the
+// constants come from runs on generated households (docs/households.md):
+// the best T was about 10 at ε = 0.1, 20 at ε = 0.5 and 1, 35 at ε = 2.
+func (r *Runner) roundsFor(rho float64) int {
+	if r.rounds > 0 {
+		return r.rounds
+	}
+	return int(math.Min(50, math.Max(10, math.Round(10+120*math.Sqrt(rho)))))
+}
 
 // planT is the plan for T rounds.
 func (r *Runner) planT(rho float64, K, T int) (plan, error) {
@@ -339,7 +406,8 @@ func (r *Runner) Run(ctx context.Context, in *Input) (*Result, error) {
 	var ms []measured
 	// T is capped by the number of candidates (public: it depends on the
 	// domain and workload only), and ρ split over the rounds that run.
-	rounds := min(r.rounds, len(cands))
+	T := r.roundsFor(in.Rho)
+	rounds := min(T, len(cands))
 	var chosenSet []bool
 	if r.marginals {
 		chosenSet = make([]bool, len(work))
@@ -350,9 +418,9 @@ func (r *Runner) Run(ctx context.Context, in *Input) (*Result, error) {
 				n++
 			}
 		}
-		rounds = min(r.rounds, n)
+		rounds = min(T, n)
 	}
-	if rounds < r.rounds {
+	if rounds < T {
 		if pl, err = r.planT(in.Rho, K, rounds); err != nil {
 			return nil, err
 		}

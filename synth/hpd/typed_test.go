@@ -80,7 +80,9 @@ func TestTypedAnswersMatchEnumeration(t *testing.T) {
 	for rel := MarriedTo; rel <= HasParent; rel++ {
 		sets = append(sets, QuerySet{Kind: RelationLevel, Rel: rel, I: []int{1}, I2: []int{1}},
 			QuerySet{Kind: RelationLevel, Rel: rel, G: []int{0}, I: []int{1}, I2: []int{0, 1}},
-			QuerySet{Kind: RelationLevel, Rel: rel})
+			QuerySet{Kind: RelationLevel, Rel: rel},
+			// The relationship in I and I2, as the SQL forms compile it.
+			QuerySet{Kind: RelationLevel, Rel: rel, G: []int{0}, I: []int{0, 1}, I2: []int{0, 1}, Where: []Cond{{Attr: 0, Value: 2}, {Relative: true, Attr: 0, Value: 1}}})
 	}
 	for _, q := range sets {
 		if err := q.Validate(d); err != nil {

@@ -20,6 +20,7 @@ func main() {
 	flag.IntVar(&cfg.Attrs, "attrs", 48, "number of attributes")
 	flag.IntVar(&cfg.Rows, "rows", 20000, "number of rows")
 	flag.IntVar(&cfg.Bins, "bins", 20, "bins of a numeric attribute")
+	flag.IntVar(&cfg.MaxCat, "maxcat", 8, "largest categorical domain (sizes are uniform in 2..maxcat)")
 	flag.Float64Var(&cfg.NumericFrac, "numeric", 0.3, "fraction of numeric attributes")
 	flag.Uint64Var(&cfg.Seed, "seed", 1, "generator seed")
 	csvPath := flag.String("csv", "", "CSV file to write")

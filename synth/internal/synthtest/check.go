@@ -27,8 +27,21 @@ func CheckResult(t *testing.T, out synth.Output, in *synth.Input, res *synth.Res
 		if !(m.Sigma > 0) || math.IsInf(m.Sigma, 0) {
 			t.Errorf("measurement %d: σ = %v", i, m.Sigma)
 		}
-		if m.Query == nil && m.Coarse == nil && len(m.Y) != dom.Cells(m.Attrs) {
-			t.Errorf("measurement %d over %v: %d values, want %d", i, m.Attrs, len(m.Y), dom.Cells(m.Attrs))
+		want := dom.Cells(m.Attrs)
+		if m.Kron != nil {
+			// A Kronecker query: one value per row of ⊗ Kron[j].
+			want = 1
+			for j, f := range m.Kron {
+				if f == nil {
+					want *= dom.Size(m.Attrs[j])
+				} else {
+					r, _ := f.Dims()
+					want *= r
+				}
+			}
+		}
+		if m.Query == nil && m.Coarse == nil && len(m.Y) != want {
+			t.Errorf("measurement %d over %v: %d values, want %d", i, m.Attrs, len(m.Y), want)
 		}
 		for _, y := range m.Y {
 			if math.IsNaN(y) {

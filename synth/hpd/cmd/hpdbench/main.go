@@ -35,18 +35,28 @@ func main() {
 	reduced := flag.Bool("reduced", false, "the reduced data set: urban, tenure × sex, employed (MWEM runs)")
 	typed := flag.Bool("typed", false, "typed households (rel as the relationship column; adds Q_R)")
 	methods := flag.String("methods", "hpd_fixed,hpd_gen", "comma-separated methods")
-	flat := flag.String("flat", "", "flat baseline mechanism on persons at ρ/K² (e.g. mst, aim); empty: none")
+	flat := flag.String("flat", "", "comma-separated flat baseline mechanisms on persons at ρ/K² (e.g. mst,aim,mwem); empty: none")
 	epsList := flag.String("eps", "0.1,0.5,1,2", "comma-separated ε")
 	seeds := flag.Int("seeds", 3, "runs per (method, ε)")
 	delta := flag.Float64("delta", 1e-9, "δ")
 	opts := flag.String("opts", "", "method options NAME=v,NAME=v")
 	timeout := flag.Duration("timeout", 10*time.Minute, "per-run timeout")
+	flag.BoolVar(&qiOnly, "qi-only", false, "give the hierarchical methods the Q_I sets only (errors are still over every class)")
+	flag.IntVar(&hmult, "hmult", 1, "synthetic households drawn, as a multiple of the real count (more: less sampling error)")
 	flag.Parse()
 	if err := run(*n, *k, *reduced, *typed, *methods, *flat, *epsList, *seeds, *delta, *opts, *timeout); err != nil {
 		fmt.Fprintln(os.Stderr, "hpdbench:", err)
 		os.Exit(1)
 	}
 }
+
+// hmult scales the number of synthetic households drawn (errors are on the
+// fraction scale, so a larger sample only removes sampling error).
+var hmult = 1
+
+// qiOnly restricts the methods' workload to Q_I (to compare with the flat
+// baseline, which measures Q_I only).
+var qiOnly bool
 
 func cpu() time.Duration {
 	var ru syscall.Rusage
@@ -144,8 +154,17 @@ func run(n, K int, reduced, typed bool, methods, flat, epsList string, seeds int
 			for s := range seeds {
 				ctx, cancel := context.WithTimeout(context.Background(), timeout)
 				w0, c0 := time.Now(), cpu()
-				res, err := r.Run(ctx, &hpd.Input{Domain: d, Data: hpd.RecordsSource{R: recs}, Workload: sets, Rho: rho,
-					Noise: noise.NewSource(), Households: recs.Households()})
+				train := sets
+				if qiOnly {
+					train = nil
+					for _, q := range sets {
+						if q.Kind == hpd.IndivLevel {
+							train = append(train, q)
+						}
+					}
+				}
+				res, err := r.Run(ctx, &hpd.Input{Domain: d, Data: hpd.RecordsSource{R: recs}, Workload: train, Rho: rho,
+					Noise: noise.NewSource(), Households: hmult * recs.Households()})
 				cancel()
 				if err != nil {
 					fmt.Printf("| %s | %g | %d | error: %v |\n", name, eps, s, err)
@@ -157,15 +176,18 @@ func run(n, K int, reduced, typed bool, methods, flat, epsList string, seeds int
 					pk[hpd.GroupLevel].Max, pk[hpd.IndivLevel].Max, qr(pk), pk[hpd.IndivLevel].Mean, wall.Seconds(), cp.Seconds())
 			}
 		}
-		if flat != "" {
+		for _, fm := range strings.Split(flat, ",") {
+			if fm == "" {
+				continue
+			}
 			for s := range seeds {
 				w0, c0 := time.Now(), cpu()
-				e, err := flatBaseline(flat, d, recs, sets, rho/float64(K*K), timeout)
+				e, err := flatBaseline(fm, d, recs, sets, rho/float64(K*K), timeout)
 				if err != nil {
-					fmt.Printf("| flat %s ρ/K² | %g | %d | error: %v |\n", flat, eps, s, err)
+					fmt.Printf("| flat %s ρ/K² | %g | %d | error: %v |\n", fm, eps, s, err)
 					continue
 				}
-				fmt.Printf("| flat %s ρ/K² | %g | %d | – | – | – | %.4f | – | %.5f | %.1f | %.1f |\n", flat, eps, s, e.Max, e.Mean,
+				fmt.Printf("| flat %s ρ/K² | %g | %d | – | – | – | %.4f | – | %.5f | %.1f | %.1f |\n", fm, eps, s, e.Max, e.Mean,
 					time.Since(w0).Seconds(), (cpu() - c0).Seconds())
 			}
 		}
@@ -226,7 +248,7 @@ func flatBaseline(name string, d *hpd.Domain, recs *hpd.Records, sets []hpd.Quer
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	res, err := runner.Run(ctx, &synth.Input{Data: synth.NewCache(ds), Workload: margs, Rho: rho, Noise: noise.NewSource(), Rows: recs.Persons()})
+	res, err := runner.Run(ctx, &synth.Input{Data: synth.NewCache(ds), Workload: margs, Rho: rho, Noise: noise.NewSource(), Rows: hmult * recs.Persons()})
 	if err != nil {
 		return hpd.Errors{}, err
 	}
