@@ -484,6 +484,13 @@ func productSum(dom *Domain, fs []factor, over, out []int) factor {
 // productSumLoop runs dst[o] += Π_j vals[j][off_j] over the row-major cells of
 // a table of the given sizes, the offsets following strides (the last row
 // is dst's).
+//
+// The factors that do not vary along the innermost dimension (stride 0)
+// are multiplied once per inner loop rather than once per cell, and an
+// inner loop whose constant part is 0 is skipped: on adult's 3-way scoring
+// most inner loops have one or more such factors. That regroups the
+// product, so a cell can differ from the plain left-to-right product by
+// round-off.
 func productSumLoop(dst []float64, vals [][]float64, strides [][]int, sizes []int) {
 	k := len(sizes)
 	nf := len(vals)
@@ -495,63 +502,23 @@ func productSumLoop(dst []float64, vals [][]float64, strides [][]int, sizes []in
 		ls[j] = strides[j][k-1]
 	}
 	os := ls[nf]
+	// vary lists the factors with a non-zero inner stride, fixed the others.
+	var vary, fixed []int
+	for j := range nf {
+		if ls[j] != 0 {
+			vary = append(vary, j)
+		} else {
+			fixed = append(fixed, j)
+		}
+	}
 	for {
 		o := off[nf]
-		// When the innermost dimension is summed out (os == 0) the row
-		// accumulates in a register rather than through dst[o].
-		var sum float64
-		switch nf {
-		case 1:
-			a, sa := vals[0][off[0]:], ls[0]
-			if os == 0 {
-				for i := range last {
-					sum += a[i*sa]
-				}
-			} else {
-				for i := range last {
-					dst[o+i*os] += a[i*sa]
-				}
-			}
-		case 2:
-			a, sa := vals[0][off[0]:], ls[0]
-			b, sb := vals[1][off[1]:], ls[1]
-			if os == 0 {
-				for i := range last {
-					sum += a[i*sa] * b[i*sb]
-				}
-			} else {
-				for i := range last {
-					dst[o+i*os] += a[i*sa] * b[i*sb]
-				}
-			}
-		case 3:
-			a, sa := vals[0][off[0]:], ls[0]
-			b, sb := vals[1][off[1]:], ls[1]
-			c, sc := vals[2][off[2]:], ls[2]
-			if os == 0 {
-				for i := range last {
-					sum += a[i*sa] * b[i*sb] * c[i*sc]
-				}
-			} else {
-				for i := range last {
-					dst[o+i*os] += a[i*sa] * b[i*sb] * c[i*sc]
-				}
-			}
-		default:
-			for i := range last {
-				p := 1.0
-				for j := range nf {
-					p *= vals[j][off[j]+i*ls[j]]
-				}
-				if os == 0 {
-					sum += p
-				} else {
-					dst[o+i*os] += p
-				}
-			}
+		c := 1.0
+		for _, j := range fixed {
+			c *= vals[j][off[j]]
 		}
-		if os == 0 {
-			dst[o] += sum
+		if c != 0 {
+			productSumRow(dst, o, os, last, c, vals, off, ls, vary)
 		}
 		// Odometer over the outer dimensions.
 		d := k - 2
@@ -571,6 +538,73 @@ func productSumLoop(dst []float64, vals [][]float64, strides [][]int, sizes []in
 		if d < 0 {
 			return
 		}
+	}
+}
+
+// productSumRow is productSumLoop's inner loop: dst[o+i·os] += c·Π_{j ∈
+// vary} vals[j][off[j]+i·ls[j]] for i < n (summed into dst[o] when os is
+// 0, in a register).
+func productSumRow(dst []float64, o, os, n int, c float64, vals [][]float64, off, ls, vary []int) {
+	var sum float64
+	switch len(vary) {
+	case 0:
+		if os == 0 {
+			sum = c * float64(n)
+		} else {
+			for i := range n {
+				dst[o+i*os] += c
+			}
+		}
+	case 1:
+		a, sa := vals[vary[0]][off[vary[0]]:], ls[vary[0]]
+		a = a[:(n-1)*sa+1]
+		if os == 0 {
+			for i := range n {
+				sum += a[i*sa]
+			}
+			sum *= c
+		} else if os == 1 && sa == 1 {
+			d := dst[o : o+n]
+			a = a[:n]
+			for i := range d {
+				d[i] += c * a[i]
+			}
+		} else {
+			d := dst[o : o+(n-1)*os+1]
+			for i, ia, id := 0, 0, 0; i < n; i, ia, id = i+1, ia+sa, id+os {
+				d[id] += c * a[ia]
+			}
+		}
+	case 2:
+		a, sa := vals[vary[0]][off[vary[0]]:], ls[vary[0]]
+		b, sb := vals[vary[1]][off[vary[1]]:], ls[vary[1]]
+		a, b = a[:(n-1)*sa+1], b[:(n-1)*sb+1]
+		if os == 0 {
+			for i, ia, ib := 0, 0, 0; i < n; i, ia, ib = i+1, ia+sa, ib+sb {
+				sum += a[ia] * b[ib]
+			}
+			sum *= c
+		} else {
+			d := dst[o : o+(n-1)*os+1]
+			for i, ia, ib, id := 0, 0, 0, 0; i < n; i, ia, ib, id = i+1, ia+sa, ib+sb, id+os {
+				d[id] += c * a[ia] * b[ib]
+			}
+		}
+	default:
+		for i := range n {
+			p := c
+			for _, j := range vary {
+				p *= vals[j][off[j]+i*ls[j]]
+			}
+			if os == 0 {
+				sum += p
+			} else {
+				dst[o+i*os] += p
+			}
+		}
+	}
+	if os == 0 {
+		dst[o] += sum
 	}
 }
 

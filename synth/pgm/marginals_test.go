@@ -227,3 +227,56 @@ func TestProductEliminationLimit(t *testing.T) {
 		}
 	}
 }
+
+// TestProductSumBruteForce checks productSum against a direct sum over the
+// cells of over, on random scopes whose factors hold zeros (the inner loop
+// skips rows whose constant part is 0) and every stride pattern of the
+// inner loop: factors varying along it or not, the result summed along it
+// or not.
+func TestProductSumBruteForce(t *testing.T) {
+	rng := rand.New(rand.NewPCG(51, 52))
+	for trial := range 300 {
+		d := 1 + rng.IntN(5)
+		dom := randomDomain(t, rng, d, 6)
+		over := make([]int, d)
+		for i := range over {
+			over[i] = i
+		}
+		var fs []factor
+		for range 1 + rng.IntN(5) {
+			var attrs []int
+			for _, a := range over {
+				if rng.IntN(2) == 0 {
+					attrs = append(attrs, a)
+				}
+			}
+			vals := make([]float64, dom.Cells(attrs))
+			for i := range vals {
+				if rng.IntN(4) > 0 {
+					vals[i] = rng.Float64()
+				}
+			}
+			fs = append(fs, factor{attrs: attrs, vals: vals})
+		}
+		var out []int
+		for _, a := range over {
+			if rng.IntN(2) == 0 {
+				out = append(out, a)
+			}
+		}
+		got := productSum(dom, fs, over, out)
+		want := make([]float64, dom.Cells(out))
+		forEachCell(dom, func(x []int) {
+			p := 1.0
+			for _, f := range fs {
+				p *= f.vals[cellIndex(dom, f.attrs, x)]
+			}
+			want[cellIndex(dom, out, x)] += p
+		})
+		for i := range want {
+			if !near(got.vals[i], want[i], 1e-12) {
+				t.Fatalf("trial %d: cell %d = %v, want %v (factors %d, out %v)", trial, i, got.vals[i], want[i], len(fs), out)
+			}
+		}
+	}
+}
