@@ -58,7 +58,7 @@ type Cache struct {
 
 	mu   sync.Mutex
 	held map[string]marginal.Compact // by sorted-attribute key, sorted layout
-	sets [][]int              // the sorted sets held, for superset lookups
+	sets [][]int                     // the sorted sets held, for superset lookups
 }
 
 // NewCache wraps src. A *Cache passed to NewCache is returned as it is.
