@@ -93,6 +93,15 @@ func (m *Model) Synthesize(rng *rand.Rand, rows int) ([][]uint16, error) {
 		}
 		rng.Shuffle(len(others), func(x, y int) { others[x], others[y] = others[y], others[x] })
 		slices.SortStableFunc(others, func(x, y int) int { return dom.sizes[y] - dom.sizes[x] })
+		// Keys past the point where blocks hold about one row only break
+		// ties: dropping them bounds the sort to O(log rows) passes.
+		for k, cells := 0, 1; k < len(others); k++ {
+			if cells >= rows {
+				others = others[:k]
+				break
+			}
+			cells *= dom.sizes[others[k]]
+		}
 		stratify(order, cols, others, dom, rng)
 
 		// Counting sort of the rows by their S values, stable in order.
