@@ -49,14 +49,16 @@ var _ Records = (*pgm.Dataset)(nil)
 // what it was given, answers a set whose superset it holds by summing that
 // superset (counts project exactly), and asks its source for the rest in
 // one call. It is safe for concurrent use. Answers are copies, so callers
-// may add noise to them in place.
+// may add noise to them in place. It holds what it was given sparsely when
+// that is smaller (marginal.Compact): a table's large marginals are mostly
+// zeros.
 type Cache struct {
 	src Data
 	dom *pgm.Domain
 
 	mu   sync.Mutex
-	held map[string][]float64 // by sorted-attribute key, sorted layout
-	sets [][]int              // the sorted sets held, for superset lookups
+	held map[string]marginal.Compact // by sorted-attribute key, sorted layout
+	sets [][]int                     // the sorted sets held, for superset lookups
 }
 
 // NewCache wraps src. A *Cache passed to NewCache is returned as it is.
@@ -64,7 +66,7 @@ func NewCache(src Data) *Cache {
 	if c, ok := src.(*Cache); ok {
 		return c
 	}
-	return &Cache{src: src, dom: src.Domain(), held: map[string][]float64{}}
+	return &Cache{src: src, dom: src.Domain(), held: map[string]marginal.Compact{}}
 }
 
 // Domain implements Data.
@@ -119,7 +121,7 @@ func (c *Cache) Marginals(ctx context.Context, sets [][]int) ([][]float64, error
 			}
 			k := Key(s)
 			if _, ok := c.held[k]; !ok {
-				c.held[k] = got[i]
+				c.held[k] = marginal.NewCompact(got[i])
 				c.sets = append(c.sets, s)
 			}
 		}
@@ -133,7 +135,8 @@ func (c *Cache) Marginals(ctx context.Context, sets [][]int) ([][]float64, error
 		if sup == nil {
 			return nil, fmt.Errorf("synth: marginal over %v missing after it was fetched", s)
 		}
-		x := marginal.ProjectTo(nil, c.dom, sup, c.held[Key(sup)], sorted[i])
+		h := c.held[Key(sup)]
+		x := h.ProjectTo(nil, c.dom, sup, sorted[i])
 		out[i] = reorder(c.dom, sorted[i], x, s)
 	}
 	return out, nil

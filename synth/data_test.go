@@ -44,9 +44,17 @@ func randomDataset(t *testing.T, rng *rand.Rand, sizes []int, rows int) *pgm.Dat
 	return ds
 }
 
+// The cache holds dense marginals (500 rows) and sparse ones (12 rows over
+// up to 60 cells) and answers both alike.
 func TestCacheAnswersLikeItsSource(t *testing.T) {
+	for _, rows := range []int{500, 12} {
+		cacheAnswersLikeItsSource(t, rows)
+	}
+}
+
+func cacheAnswersLikeItsSource(t *testing.T, rows int) {
 	rng := rand.New(rand.NewPCG(1, 2))
-	ds := randomDataset(t, rng, []int{2, 3, 4, 5}, 500)
+	ds := randomDataset(t, rng, []int{2, 3, 4, 5}, rows)
 	src := &countingData{Dataset: ds}
 	c := synth.NewCache(src)
 	ctx := context.Background()
@@ -68,7 +76,7 @@ func TestCacheAnswersLikeItsSource(t *testing.T) {
 		for i, s := range tc.sets {
 			want := ds.MarginalTo(nil, s)
 			if !slices.Equal(got[i], want) {
-				t.Errorf("%s: marginal over %v = %v, want %v", tc.name, s, got[i], want)
+				t.Errorf("%d rows, %s: marginal over %v = %v, want %v", rows, tc.name, s, got[i], want)
 			}
 		}
 		if src.calls != tc.wantCalls || src.sets != tc.wantSets {

@@ -9,72 +9,9 @@ import (
 	"github.com/dpsql/dpsql/synth/pgm"
 )
 
-// answer is a true candidate marginal M_r(D), held for the whole run. Large
-// marginals of a table are mostly zeros (adult's 364 3-way marginals have
-// 20.9 M cells, 159 MB as float64, but 0.57 M non-zero counts), so a
-// marginal with fewer non-zeros than two thirds of its cells is kept as
-// (index, count) pairs, 12 bytes each, and the others densely.
-type answer struct {
-	cells int
-	dense []float64 // the marginal, if held densely
-	idx   []uint32  // else the non-zero cells, ascending
-	val   []float64 // and their values
-}
-
-// compact returns x as an answer, sparse if that is smaller. x is kept
-// (not copied) when dense.
-func compact(x []float64) answer {
-	nz := 0
-	for _, v := range x {
-		if v != 0 {
-			nz++
-		}
-	}
-	if 3*nz >= 2*len(x) || len(x) > math.MaxUint32 {
-		return answer{cells: len(x), dense: x}
-	}
-	a := answer{cells: len(x), idx: make([]uint32, 0, nz), val: make([]float64, 0, nz)}
-	for i, v := range x {
-		if v != 0 {
-			a.idx = append(a.idx, uint32(i))
-			a.val = append(a.val, v)
-		}
-	}
-	return a
-}
-
-// l1 returns ‖a − y‖₁. For a sparse a it is Σ|y| corrected at a's non-zero
-// cells, one pass over y and one over the non-zeros.
-func (a *answer) l1(y []float64) float64 {
-	if len(y) != a.cells {
-		panic("aim: answer length mismatch")
-	}
-	if a.dense != nil || a.cells == 0 {
-		return marginal.L1(a.dense, y)
-	}
-	var s float64
-	for _, v := range y {
-		s += math.Abs(v)
-	}
-	for k, i := range a.idx {
-		s += math.Abs(a.val[k]-y[i]) - math.Abs(y[i])
-	}
-	return s
-}
-
-// expand returns the answer as a fresh dense vector (the caller may add
-// noise to it).
-func (a *answer) expand() []float64 {
-	x := make([]float64, a.cells)
-	if a.dense != nil {
-		copy(x, a.dense)
-		return x
-	}
-	for k, i := range a.idx {
-		x[i] = a.val[k]
-	}
-	return x
-}
+// answer is a true candidate marginal M_r(D), held for the whole run,
+// sparsely when it is mostly zeros (marginal.Compact).
+type answer = marginal.Compact
 
 // fetchCells bounds the dense cells asked of an in-memory source at once
 // (8 MB of float64): the workload's true marginals are counted a batch at
@@ -124,10 +61,10 @@ func candidateAnswers(ctx context.Context, in *synth.Input, w []synth.Marginal, 
 		for p := lo; p < hi; p++ {
 			x := got[p-lo]
 			for _, i := range sub[p] {
-				answers[i] = compact(marginal.ProjectTo(nil, dom, w[p].Attrs, x, cands[i].attrs))
+				answers[i] = marginal.NewCompact(marginal.ProjectTo(nil, dom, w[p].Attrs, x, cands[i].attrs))
 			}
 			if top[p] >= 0 {
-				answers[top[p]] = compact(x)
+				answers[top[p]] = marginal.NewCompact(x)
 			}
 			got[p-lo] = nil
 		}

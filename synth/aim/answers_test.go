@@ -2,41 +2,12 @@ package aim
 
 import (
 	"context"
-	"math"
 	"slices"
 	"testing"
 
 	"github.com/dpsql/dpsql/synth"
-	"github.com/dpsql/dpsql/synth/internal/marginal"
 	"github.com/dpsql/dpsql/synth/internal/synthtest"
 )
-
-func TestAnswerCompact(t *testing.T) {
-	for _, tt := range []struct {
-		name   string
-		x, y   []float64
-		sparse bool
-	}{
-		{"mostly zero", []float64{0, 0, 3, 0, 0, 0, 1, 0, 0}, []float64{0.5, 1, 2, 0, 0.25, 0, 4, 0, 1}, true},
-		{"dense", []float64{1, 2, 0, 4}, []float64{0, 2, 1, 1}, false},
-		{"all zero", []float64{0, 0, 0}, []float64{1, 0, 2}, true},
-		{"negative model cells", []float64{0, 5, 0, 0}, []float64{-1, 4, 0.5, -2}, true},
-		{"empty", nil, nil, false},
-	} {
-		t.Run(tt.name, func(t *testing.T) {
-			a := compact(slices.Clone(tt.x))
-			if got := a.dense == nil && a.cells > 0; got != tt.sparse {
-				t.Errorf("sparse = %v, want %v", got, tt.sparse)
-			}
-			if got := a.expand(); !slices.Equal(got, tt.x) && len(tt.x) > 0 {
-				t.Errorf("expand = %v, want %v", got, tt.x)
-			}
-			if got, want := a.l1(tt.y), marginal.L1(tt.x, tt.y); math.Abs(got-want) > 1e-12 {
-				t.Errorf("l1 = %v, want %v", got, want)
-			}
-		})
-	}
-}
 
 // remote hides a dataset's type, as a federated source would.
 type remote struct {
@@ -81,7 +52,7 @@ func TestCandidateAnswers(t *testing.T) {
 			}
 			for i, c := range cands {
 				want := data.MarginalTo(nil, c.attrs)
-				if x := got[i].expand(); !slices.Equal(x, want) {
+				if x := got[i].Expand(nil); !slices.Equal(x, want) {
 					t.Fatalf("candidate %v: %v, want %v", c.attrs, x, want)
 				}
 			}

@@ -80,7 +80,7 @@ type run struct {
 // measure releases x (the true marginal over attrs) with discrete Gaussian
 // noise sigma, selected in round with parameter eps.
 func (r *run) measure(attrs []int, x *answer, sigma, eps float64, round int) {
-	y := x.expand()
+	y := x.Expand(nil)
 	r.in.Noise.AddDiscreteGaussian(y, sigma)
 	m := pgm.Measurement{Attrs: attrs, Y: y, Sigma: sigma}
 	r.meas = append(r.meas, m)

@@ -63,7 +63,7 @@ func (s *scorer) scores(ctx context.Context, dst []float64, eligible []int, mode
 			if tc == i || s.pos[tc] < 0 {
 				continue
 			}
-			if best < 0 || r.answers[tc].cells < r.answers[best].cells {
+			if best < 0 || r.answers[tc].Len() < r.answers[best].Len() {
 				best = tc
 			}
 		}
@@ -89,7 +89,7 @@ func (s *scorer) scores(ctx context.Context, dst []float64, eligible []int, mode
 	dst = dst[:len(eligible)]
 	score := func(i int, xhat []float64) {
 		c := &r.cands[i]
-		dst[s.pos[i]] = c.weight * (r.answers[i].l1(xhat) - sqrt2pi*sigma*float64(len(xhat)))
+		dst[s.pos[i]] = c.weight * (r.answers[i].L1(xhat) - sqrt2pi*sigma*float64(len(xhat)))
 	}
 	// The roots are computed as one batch (sharing the model's reduced
 	// cliques); each worker reuses one projection buffer.

@@ -78,6 +78,7 @@ type Report struct {
 	RhoUsed     float64
 	Wall        time.Duration
 	CPU         time.Duration // process CPU time (user + system) during the run
+	ModelMB     float64       // the released model's size (0 without a model)
 	PeakMB      float64       // this run's peak resident set (0 if unknown)
 	HeapMB      float64       // this run's peak Go heap (objects), sampled
 }
@@ -168,8 +169,8 @@ func Execute(ctx context.Context, cfg Config, w io.Writer) ([]Report, error) {
 	// widths instead of a tabwriter, which holds lines until its flush).
 	// "error" and l1/max/mean are the synthetic rows'; "model" is the
 	// released model's own answers under the chosen metric.
-	fmt.Fprintf(w, "%4s  %10s  %10s  %7s  %7s  %8s  %6s  %10s  %7s  %7s  %7s  %7s\n", "seed", "error ("+metric+")",
-		"model", "l1", "max", "mean", "rounds", "ρ used", "wall", "CPU", "peak MB", "heap MB")
+	fmt.Fprintf(w, "%4s  %10s  %10s  %7s  %7s  %8s  %6s  %10s  %7s  %7s  %8s  %7s  %7s\n", "seed", "error ("+metric+")",
+		"model", "l1", "max", "mean", "rounds", "ρ used", "wall", "CPU", "model MB", "peak MB", "heap MB")
 	line := func(seed string, r Report, rounds string) {
 		model := "-"
 		if r.Model {
@@ -179,8 +180,8 @@ func Execute(ctx context.Context, cfg Config, w io.Writer) ([]Report, error) {
 		if r.RhoUsed > 0 {
 			rho = fmt.Sprintf("%.6g", r.RhoUsed)
 		}
-		fmt.Fprintf(w, "%4s  %10.4f  %10s  %7.4f  %7.4f  %8.5f  %6s  %10s  %6.1fs  %6.1fs  %7.0f  %7.0f\n", seed, r.Error, model,
-			r.Errors.L1, r.Errors.Max, r.Errors.Mean, rounds, rho, r.Wall.Seconds(), r.CPU.Seconds(), r.PeakMB, r.HeapMB)
+		fmt.Fprintf(w, "%4s  %10.4f  %10s  %7.4f  %7.4f  %8.5f  %6s  %10s  %6.1fs  %6.1fs  %8.2f  %7.0f  %7.0f\n", seed, r.Error, model,
+			r.Errors.L1, r.Errors.Max, r.Errors.Mean, rounds, rho, r.Wall.Seconds(), r.CPU.Seconds(), r.ModelMB, r.PeakMB, r.HeapMB)
 	}
 	var reports []Report
 	for seed := range cfg.Seeds {
@@ -218,7 +219,7 @@ func Execute(ctx context.Context, cfg Config, w io.Writer) ([]Report, error) {
 			r.Errors, err = WorkloadErrors(data, sets, res.Rows)
 		}
 		if err == nil && res.Model != nil {
-			r.Model = true
+			r.Model, r.ModelMB = true, res.Model.Size()
 			r.ModelErrors, err = ModelErrors(ctx, data, sets, res.Model)
 		}
 		if err != nil {
@@ -239,6 +240,7 @@ func Execute(ctx context.Context, cfg Config, w io.Writer) ([]Report, error) {
 		mean.ModelErrors.Max += r.ModelErrors.Max / float64(len(reports))
 		mean.ModelErrors.Mean += r.ModelErrors.Mean / float64(len(reports))
 		mean.HeapMB = max(mean.HeapMB, r.HeapMB)
+		mean.ModelMB = max(mean.ModelMB, r.ModelMB)
 		mean.Error += r.Error / float64(len(reports))
 		mean.Errors.L1 += r.Errors.L1 / float64(len(reports))
 		mean.Errors.Max += r.Errors.Max / float64(len(reports))
@@ -248,7 +250,7 @@ func Execute(ctx context.Context, cfg Config, w io.Writer) ([]Report, error) {
 		mean.Rounds += r.Rounds
 		mean.PeakMB = max(mean.PeakMB, r.PeakMB)
 	}
-	// The mean row's memory columns are the largest of the seeds'.
+	// The mean row's size and memory columns are the largest of the seeds'.
 	line("mean", mean, fmt.Sprintf("%.1f", float64(mean.Rounds)/float64(len(reports))))
 	return reports, nil
 }

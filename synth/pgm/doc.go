@@ -73,8 +73,10 @@
 // space over the smallest subtree that holds the query, each clique first
 // reduced to what the query needs from it (Model.Marginals shares those
 // reductions across a batch of sets). Synthesize uses randomized
-// rounding along the reverse elimination order; its documentation states the
-// exact per-cell guarantee.
+// rounding along the reverse elimination order, and deals each group's
+// values to its rows in a stratified order so that attributes the model
+// makes independent are also paired in proportion; its documentation
+// states the exact per-cell guarantee.
 //
 // # Invariants
 //

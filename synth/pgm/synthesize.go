@@ -1,6 +1,7 @@
 package pgm
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"math"
@@ -21,7 +22,10 @@ import (
 // S: every cell gets the integer part of its share and the remaining units
 // go to distinct cells with probability equal to their fractional parts
 // (systematic sampling over a random cell order), so that expected counts
-// are exact. The values are then shuffled within the group.
+// are exact. The values are then dealt to the group's records in a
+// stratified order (see dealer.deal), so that records that agree on other
+// attributes already generated also receive values of a in proportion, not
+// by chance.
 //
 // Consequently the first attribute's counts are within 1 of rows·p, and for
 // every later attribute a, |n(s, v) − n(s)·p(v | s)| < 1 for every value s of
@@ -44,7 +48,12 @@ func (m *Model) Synthesize(rng *rand.Rand, rows int) ([][]uint16, error) {
 	done := newBitset(d)
 	group := make([]int32, rows) // row indices grouped by their S values
 	key := make([]int32, rows)
-	var vals []uint16
+	order := make([]int32, rows) // rows in stratification order
+	var (
+		vals   []uint16
+		others []int
+		deal   dealer
+	)
 	for i := d - 1; i >= 0; i-- {
 		a := jt.order[i]
 		var cond []int
@@ -68,7 +77,30 @@ func (m *Model) Synthesize(rng *rand.Rand, rows int) ([][]uint16, error) {
 		marg := make([]float64, ns*na)
 		kernel.Project(marg, jt.block(m.p, k), kernel.Map(dom.sizesOf(jt.cliques[k]), dims))
 
-		// Counting sort of the rows by their S values.
+		// The rows in stratification order: by the other attributes
+		// already generated, largest domain first (equal sizes in a random
+		// order), ties in a random order. Large domains first because
+		// their marginals carry most of the sampling error: on adult (ε =
+		// 1, paired over 3 models) the rows' workload error drops from
+		// 0.1855 with a shuffle to 0.1809, against 0.1810 for a random
+		// attribute order and 0.1921 (worse than a shuffle) for smallest
+		// first.
+		others = others[:0]
+		for _, b := range jt.order[i+1:] {
+			if !slices.Contains(cond, b) {
+				others = append(others, b)
+			}
+		}
+		rng.Shuffle(len(others), func(x, y int) { others[x], others[y] = others[y], others[x] })
+		slices.SortStableFunc(others, func(x, y int) int { return dom.sizes[y] - dom.sizes[x] })
+		// Deep keys mostly break ties within blocks of a few rows; at most
+		// maxStrata of them bound the sort to that many counting passes on
+		// wide tables. (The product of domain sizes is no guide to block
+		// sizes: adult's capital-gain has 100 values but is 92% zero.)
+		others = others[:min(len(others), maxStrata)]
+		stratify(order, cols, others, dom, rng)
+
+		// Counting sort of the rows by their S values, stable in order.
 		start := make([]int, ns+1)
 		for r := range rows {
 			s := 0
@@ -82,9 +114,9 @@ func (m *Model) Synthesize(rng *rand.Rand, rows int) ([][]uint16, error) {
 			start[s+1] += start[s]
 		}
 		next := slices.Clone(start[:ns])
-		for r := range rows {
+		for _, r := range order {
 			s := key[r]
-			group[next[s]] = int32(r)
+			group[next[s]] = r
 			next[s]++
 		}
 		counts := make([]int, na)
@@ -100,15 +132,88 @@ func (m *Model) Synthesize(rng *rand.Rand, rows int) ([][]uint16, error) {
 					vals = append(vals, uint16(v))
 				}
 			}
-			rng.Shuffle(len(vals), func(x, y int) { vals[x], vals[y] = vals[y], vals[x] })
-			col := cols[a]
-			for j, r := range group[start[s]:start[s+1]] {
-				col[r] = vals[j]
-			}
+			deal.deal(cols[a], group[start[s]:start[s+1]], vals, rng)
 		}
 		done.set(a)
 	}
 	return cols, nil
+}
+
+// maxStrata is the most attributes Synthesize sorts rows by.
+const maxStrata = 16
+
+// stratify writes into order the rows sorted by their values of attrs
+// (attrs[0] most significant), ties broken by a random permutation: a
+// least-significant-first radix sort of counting passes, each stable.
+func stratify(order []int32, cols [][]uint16, attrs []int, dom *Domain, rng *rand.Rand) {
+	for i := range order {
+		order[i] = int32(i)
+	}
+	rng.Shuffle(len(order), func(x, y int) { order[x], order[y] = order[y], order[x] })
+	if len(attrs) == 0 {
+		return
+	}
+	src, dst := order, make([]int32, len(order))
+	var count []int
+	for _, b := range slices.Backward(attrs) {
+		col := cols[b]
+		n := dom.sizes[b]
+		count = slices.Grow(count[:0], n+1)[:n+1]
+		clear(count)
+		for _, r := range src {
+			count[col[r]+1]++
+		}
+		for v := 1; v <= n; v++ {
+			count[v] += count[v-1]
+		}
+		for _, r := range src {
+			v := col[r]
+			dst[count[v]] = r
+			count[v]++
+		}
+		src, dst = dst, src
+	}
+	copy(order, src) // a no-op when the passes ended in order
+}
+
+// dealer deals a group's values to its rows, reusing its buffers.
+type dealer struct {
+	pos  []int32
+	frac []float64
+}
+
+// golden is the golden ratio's fractional part: k·golden mod 1 spreads
+// every run of consecutive k evenly over [0, 1).
+var golden = (math.Sqrt(5) - 1) / 2
+
+// deal gives the rows (in stratification order) the values vals (sorted
+// ascending): the row at position k receives vals[(rank(k) + shift) mod g],
+// where rank(k) is the rank of frac(k·golden + u) among the g positions
+// and u, shift are uniform. Every run of consecutive rows thus receives
+// values from evenly spaced ranks, i.e. each value in proportion to its
+// count within a small discrepancy, where a shuffle would give a
+// hypergeometric draw; and each row's value is still uniform over vals
+// (the random shift), so expected counts are exact as before.
+func (d *dealer) deal(col []uint16, rows []int32, vals []uint16, rng *rand.Rand) {
+	g := len(rows)
+	if g == 1 {
+		col[rows[0]] = vals[0]
+		return
+	}
+	d.pos = slices.Grow(d.pos[:0], g)[:g]
+	d.frac = slices.Grow(d.frac[:0], g)[:g]
+	u := rng.Float64()
+	for k := range g {
+		d.pos[k] = int32(k)
+		_, d.frac[k] = math.Modf(float64(k)*golden + u)
+	}
+	slices.SortFunc(d.pos, func(x, y int32) int { return cmp.Compare(d.frac[x], d.frac[y]) })
+	shift := rng.IntN(g)
+	// d.pos lists the positions by rank: the position of rank j gets value
+	// index (j + shift) mod g.
+	for j, k := range d.pos {
+		col[rows[k]] = vals[(j+shift)%g]
+	}
 }
 
 // adjacent reports whether attributes a and b share a clique.

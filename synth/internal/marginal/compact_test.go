@@ -1,0 +1,54 @@
+package marginal
+
+import (
+	"math"
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	"github.com/dpsql/dpsql/synth/pgm"
+)
+
+func TestCompact(t *testing.T) {
+	dom, _ := pgm.NewDomain([]string{"a", "b", "c"}, []int{3, 4, 5})
+	attrs := []int{0, 1, 2}
+	rng := rand.New(rand.NewPCG(1, 2))
+	for _, tt := range []struct {
+		name   string
+		fill   float64 // fraction of non-zero cells
+		sparse bool
+	}{{"empty cells", 0, true}, {"sparse", 0.1, true}, {"half", 0.5, true}, {"dense", 0.9, false}} {
+		t.Run(tt.name, func(t *testing.T) {
+			x := make([]float64, 60)
+			for i := range x {
+				if rng.Float64() < tt.fill {
+					x[i] = float64(1 + rng.IntN(9))
+				}
+			}
+			c := NewCompact(slices.Clone(x))
+			if c.Sparse() != tt.sparse || c.Len() != 60 {
+				t.Fatalf("sparse = %v, len %d; want %v, 60", c.Sparse(), c.Len(), tt.sparse)
+			}
+			if got := c.Expand(make([]float64, 3)); !slices.Equal(got, x) {
+				t.Errorf("Expand = %v, want %v", got, x)
+			}
+			y := make([]float64, 60)
+			for i := range y {
+				y[i] = rng.Float64()*4 - 1 // some negative cells too
+			}
+			if got, want := c.L1(y), L1(x, y); math.Abs(got-want) > 1e-12 {
+				t.Errorf("L1 = %v, want %v", got, want)
+			}
+			for _, sub := range [][]int{{0}, {1}, {2}, {0, 2}, {1, 2}, {0, 1, 2}} {
+				got := c.ProjectTo(nil, dom, attrs, sub)
+				if want := ProjectTo(nil, dom, attrs, x, sub); !slices.Equal(got, want) {
+					t.Errorf("ProjectTo(%v) = %v, want %v", sub, got, want)
+				}
+			}
+		})
+	}
+	var zero Compact
+	if zero.Len() != 0 || len(zero.Expand(nil)) != 0 || zero.L1(nil) != 0 {
+		t.Error("the zero Compact is not an empty marginal")
+	}
+}

@@ -1,0 +1,150 @@
+package pgm
+
+import (
+	"math"
+	"math/rand/v2"
+	"slices"
+	"testing"
+)
+
+// stratify sorts rows lexicographically by the attributes (first most
+// significant) and breaks ties at random.
+func TestStratify(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	dom, _ := NewDomain([]string{"a", "b", "c"}, []int{3, 4, 2})
+	const rows = 500
+	cols := make([][]uint16, 3)
+	for i := range cols {
+		cols[i] = make([]uint16, rows)
+		for r := range cols[i] {
+			cols[i][r] = uint16(rng.IntN(dom.Size(i)))
+		}
+	}
+	for _, attrs := range [][]int{nil, {1}, {2, 0}, {0, 1, 2}} {
+		order := make([]int32, rows)
+		stratify(order, cols, attrs, dom, rng)
+		seen := make([]bool, rows)
+		for _, r := range order {
+			seen[r] = true
+		}
+		if slices.Contains(seen, false) {
+			t.Fatalf("attrs %v: order is not a permutation", attrs)
+		}
+		for k := 1; k < rows; k++ {
+			x, y := order[k-1], order[k]
+			for _, b := range attrs {
+				if cols[b][x] != cols[b][y] {
+					if cols[b][x] > cols[b][y] {
+						t.Fatalf("attrs %v: rows %d, %d out of order on %d", attrs, x, y, b)
+					}
+					break
+				}
+			}
+		}
+		again := make([]int32, rows)
+		stratify(again, cols, attrs, dom, rng)
+		if slices.Equal(order, again) {
+			t.Errorf("attrs %v: ties broken the same way twice", attrs)
+		}
+	}
+}
+
+// deal gives every run of consecutive rows each value in proportion to its
+// count, within a small discrepancy (a shuffle is off by about the square
+// root of the run's expected count), and each row's value is uniform over
+// the values dealt.
+func TestDeal(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	var d dealer
+	for _, counts := range [][]int{{1}, {3, 4}, {50, 1, 20, 29}, {500, 300, 150, 40, 9, 1}, {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 990}} {
+		var vals []uint16
+		for v, c := range counts {
+			for range c {
+				vals = append(vals, uint16(v))
+			}
+		}
+		g := len(vals)
+		rows := make([]int32, g)
+		for i := range rows {
+			rows[i] = int32(i)
+		}
+		col := make([]uint16, g)
+		worst := 0.0
+		for range 20 {
+			d.deal(col, rows, vals, rng)
+			for _, m := range []int{1, 2, 5, 17, 100, g} {
+				for lo := 0; lo+m <= g; lo += max(1, m/2) {
+					n := make([]int, len(counts))
+					for _, v := range col[lo : lo+m] {
+						n[v]++
+					}
+					for v, c := range counts {
+						worst = max(worst, math.Abs(float64(n[v])-float64(m*c)/float64(g)))
+					}
+				}
+			}
+		}
+		if worst > 3 {
+			t.Errorf("counts %v: a run's count is off by %.2f, want ≤ 3", counts, worst)
+		}
+	}
+	// Uniform per row: over many deals, row k gets value v with frequency
+	// c_v/g (4σ binomial bound).
+	counts := []int{5, 2, 3}
+	vals := []uint16{0, 0, 0, 0, 0, 1, 1, 2, 2, 2}
+	rows := make([]int32, len(vals))
+	for i := range rows {
+		rows[i] = int32(i)
+	}
+	const runs = 20000
+	freq := make([][3]int, len(vals))
+	col := make([]uint16, len(vals))
+	for range runs {
+		d.deal(col, rows, vals, rng)
+		for k, v := range col {
+			freq[k][v]++
+		}
+	}
+	for k := range freq {
+		for v, c := range counts {
+			p := float64(c) / float64(len(vals))
+			if got := float64(freq[k][v]) / runs; math.Abs(got-p) > 4*math.Sqrt(p*(1-p)/runs) {
+				t.Errorf("row %d gets %d with frequency %.4f, want %.4f", k, v, got, p)
+			}
+		}
+	}
+}
+
+// Two attributes independent in the model: the sample's joint counts are
+// within a few records of rows·p(a)·p(b) in every cell, where independent
+// draws would be off by about √(rows·p(a)·p(b)) (here ≈ 7).
+func TestSynthesizeStratified(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	dom, _ := NewDomain([]string{"a", "b"}, []int{4, 6})
+	jt, err := newJunctionTree(dom, [][]int{{0}, {1}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	theta := make([]float64, jt.total)
+	for i := range theta {
+		theta[i] = rng.NormFloat64() * 0.3
+	}
+	m := newModel(jt, theta, 1)
+	const rows = 2400
+	pa, pb := m.Marginal([]int{0}), m.Marginal([]int{1})
+	for run := range 5 {
+		cols, err := m.Synthesize(rand.New(rand.NewPCG(uint64(run), 9)), rows)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := sampleCounts(t, dom, cols, []int{0, 1})
+		for i := range 4 {
+			for j := range 6 {
+				want := rows * pa[i] * pb[j]
+				if d := math.Abs(got[i*6+j] - want); d > 4 {
+					t.Fatalf("run %d: cell (%d, %d) = %v, want %.1f ± 4", run, i, j, got[i*6+j], want)
+				}
+			}
+		}
+	}
+}
