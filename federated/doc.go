@@ -12,7 +12,11 @@
 // (the transaction is read-only from then on), and the marginals are
 // answered by plain GROUP BYs over it, each fetching a superset of several
 // requested marginals (at most SetCoverCells cells) that dpsql projects
-// exactly; on two connections in the same exported snapshot. A remote user
+// exactly; on two connections in the same exported snapshot, each with its
+// codes table sorted by a different attribute (its lead, chosen from the
+// domain sizes) and answering first the fetch sets that contain its lead,
+// whose hash tables then stay in the CPU caches. Only the groups' counts
+// leave PostgreSQL, each keyed by one integer. A remote user
 // without the TEMP privilege falls back to GROUPING SETS over the table in
 // a read-only transaction. MySQL and MariaDB answer one GROUP BY per
 // marginal in a read-only transaction.
