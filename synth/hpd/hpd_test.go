@@ -283,12 +283,19 @@ func TestRoundsFor(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	single, err := HPDFixed.New([]synth.Option{{Name: "MARGINALS", Value: "0"}})
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, c := range []struct {
 		rho  float64
 		want int
 	}{{1e-6, 10}, {1.2e-4, 11}, {0.0029, 16}, {0.0118, 23}, {0.043, 35}, {0.1, 48}, {1, 50}, {750, 50}} {
 		if got := auto.roundsFor(c.rho); got != c.want {
 			t.Errorf("ρ = %v: T = %d, want %d", c.rho, got, c.want)
+		}
+		if got := single.roundsFor(c.rho); got != 50 {
+			t.Errorf("MARGINALS = 0 at ρ = %v: T = %d, want 50", c.rho, got)
 		}
 		if got := fixed.roundsFor(c.rho); got != 7 {
 			t.Errorf("ROUNDS = 7 at ρ = %v: T = %d", c.rho, got)

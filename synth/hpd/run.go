@@ -44,7 +44,7 @@ func (m Method) Summary() string { return m.summary }
 // Schema declares the options.
 func (m Method) Schema() synth.Schema {
 	s := synth.Schema{
-		{Name: "ROUNDS", Kind: synth.Int, Default: "0", Min: 0, Max: 10000, Doc: "adaptive rounds T (one query set, or query, selected and measured per round); 0: from the budget, T = 10 + 120·√ρ within [10, 50]"},
+		{Name: "ROUNDS", Kind: synth.Int, Default: "0", Min: 0, Max: 10000, Doc: "adaptive rounds T (one query set, or query, selected and measured per round); 0: from the budget, T = 10 + 120·√ρ within [10, 50] (50 with MARGINALS = 0)"},
 		{Name: "ALPHA", Kind: synth.Float, Default: "0.2", Min: 0.01, Max: 0.99, Doc: "share of each round's ε0 spent on selection"},
 		{Name: "MARGINALS", Kind: synth.Int, Default: "1", Min: 0, Max: 1, Doc: "1: each round selects and measures a whole query set (all its cells); 0: a single query, as in the paper"},
 	}
@@ -284,6 +284,9 @@ func (r *Runner) plan(rho float64, K int) (plan, error) { return r.planT(rho, K,
 func (r *Runner) roundsFor(rho float64) int {
 	if r.rounds > 0 {
 		return r.rounds
+	}
+	if !r.marginals {
+		return 50 // the paper's single query per round: the rule was fitted to whole sets
 	}
 	return int(math.Min(50, math.Max(10, math.Round(10+120*math.Sqrt(rho)))))
 }
