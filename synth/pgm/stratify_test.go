@@ -22,7 +22,7 @@ func TestStratify(t *testing.T) {
 	}
 	for _, attrs := range [][]int{nil, {1}, {2, 0}, {0, 1, 2}} {
 		order := make([]int32, rows)
-		stratify(order, cols, attrs, dom, rng)
+		stratify(order, make([]int32, rows), cols, attrs, dom, rng)
 		seen := make([]bool, rows)
 		for _, r := range order {
 			seen[r] = true
@@ -42,7 +42,7 @@ func TestStratify(t *testing.T) {
 			}
 		}
 		again := make([]int32, rows)
-		stratify(again, cols, attrs, dom, rng)
+		stratify(again, make([]int32, rows), cols, attrs, dom, rng)
 		if slices.Equal(order, again) {
 			t.Errorf("attrs %v: ties broken the same way twice", attrs)
 		}

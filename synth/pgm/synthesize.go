@@ -49,6 +49,7 @@ func (m *Model) Synthesize(rng *rand.Rand, rows int) ([][]uint16, error) {
 	group := make([]int32, rows) // row indices grouped by their S values
 	key := make([]int32, rows)
 	order := make([]int32, rows) // rows in stratification order
+	tmp := make([]int32, rows)   // stratify's second buffer
 	var (
 		vals   []uint16
 		others []int
@@ -98,7 +99,7 @@ func (m *Model) Synthesize(rng *rand.Rand, rows int) ([][]uint16, error) {
 		// wide tables. (The product of domain sizes is no guide to block
 		// sizes: adult's capital-gain has 100 values but is 92% zero.)
 		others = others[:min(len(others), maxStrata)]
-		stratify(order, cols, others, dom, rng)
+		stratify(order, tmp, cols, others, dom, rng)
 
 		// Counting sort of the rows by their S values, stable in order.
 		start := make([]int, ns+1)
@@ -144,8 +145,9 @@ const maxStrata = 16
 
 // stratify writes into order the rows sorted by their values of attrs
 // (attrs[0] most significant), ties broken by a random permutation: a
-// least-significant-first radix sort of counting passes, each stable.
-func stratify(order []int32, cols [][]uint16, attrs []int, dom *Domain, rng *rand.Rand) {
+// least-significant-first radix sort of counting passes, each stable, with
+// tmp (as long as order) as the second buffer.
+func stratify(order, tmp []int32, cols [][]uint16, attrs []int, dom *Domain, rng *rand.Rand) {
 	for i := range order {
 		order[i] = int32(i)
 	}
@@ -153,7 +155,7 @@ func stratify(order []int32, cols [][]uint16, attrs []int, dom *Domain, rng *ran
 	if len(attrs) == 0 {
 		return
 	}
-	src, dst := order, make([]int32, len(order))
+	src, dst := order, tmp
 	var count []int
 	for _, b := range slices.Backward(attrs) {
 		col := cols[b]
