@@ -88,14 +88,17 @@ func (r *run) measure(attrs []int, x *answer, sigma, eps float64, round int) {
 	r.measured = adaptive.AddMaximal(r.measured, attrs)
 }
 
-// estimate refits the model to all measurements, warm-started. Each line
-// search starts from the previous accepted step (pgm.KeepStep): the
-// acceptable step is steady through a warm-started fit, so GrowStep (4×
-// the previous step) paid two rejected belief propagations per iteration;
-// KeepStep pays about 0.6, and on adult it reaches a lower loss in the same
-// iterations (docs/aim-performance.md, Speed).
-func (r *run) estimate(ctx context.Context, iters int, progress func(pgm.EstimateProgress)) error {
-	m, err := pgm.Estimate(ctx, r.dom, r.meas, &pgm.EstimateOptions{Iters: iters, WarmStart: r.model, Step: pgm.KeepStep, Progress: progress})
+// estimate refits the model to all measurements, warm-started, with the
+// line-search rule step. The rounds use pgm.GrowStep (each search starts at
+// 4× the previous step); the final fit uses pgm.KeepStep (starts at the
+// previous step), which needs about half the belief propagations for the
+// same iterations and reaches a lower loss on adult. KeepStep in the rounds
+// too made each round's fit move the model further, so AIM annealed later
+// and ran more rounds: cheaper on adult at ε = 1, but several times the CPU
+// on a 30-attribute table, where a round's scoring is the cost
+// (docs/aim-performance.md, Speed).
+func (r *run) estimate(ctx context.Context, iters int, step pgm.StepRule, progress func(pgm.EstimateProgress)) error {
+	m, err := pgm.Estimate(ctx, r.dom, r.meas, &pgm.EstimateOptions{Iters: iters, WarmStart: r.model, Step: step, Progress: progress})
 	if err != nil {
 		return err
 	}
@@ -124,7 +127,7 @@ func (r *run) loop(ctx context.Context, sigma0 float64) (*synth.Result, error) {
 			r.measure(c.attrs, &r.answers[i], sigma0, 0, 0)
 		}
 	}
-	if err := r.estimate(ctx, r.opt.PGMIters, nil); err != nil {
+	if err := r.estimate(ctx, r.opt.PGMIters, pgm.GrowStep, nil); err != nil {
 		return fail(fmt.Errorf("initial estimation: %w", err))
 	}
 	r.in.Report(synth.Status{Phase: "init", RhoUsed: r.sched.used, ModelSize: r.model.Size()})
@@ -164,7 +167,7 @@ func (r *run) loop(ctx context.Context, sigma0 float64) (*synth.Result, error) {
 
 		before := r.model.Marginal(sel.attrs)
 		r.measure(sel.attrs, &r.answers[pick], sigma, eps, t)
-		if err := r.estimate(ctx, r.opt.PGMIters, nil); err != nil {
+		if err := r.estimate(ctx, r.opt.PGMIters, pgm.GrowStep, nil); err != nil {
 			return fail(fmt.Errorf("round %d estimation: %w", t, err))
 		}
 		res.Rounds = append(res.Rounds, synth.Round{
@@ -183,7 +186,7 @@ func (r *run) loop(ctx context.Context, sigma0 float64) (*synth.Result, error) {
 	}
 
 	// Final estimation and sampling: post-processing only.
-	if err := r.estimate(ctx, r.opt.FinalIters, r.in.FinalProgress(len(res.Rounds), r.sched.used)); err != nil {
+	if err := r.estimate(ctx, r.opt.FinalIters, pgm.KeepStep, r.in.FinalProgress(len(res.Rounds), r.sched.used)); err != nil {
 		return fail(fmt.Errorf("final estimation: %w", err))
 	}
 	r.in.Report(synth.Status{Phase: "final", Round: len(res.Rounds), RhoUsed: r.sched.used, ModelSize: r.model.Size()})
