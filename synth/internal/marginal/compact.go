@@ -99,22 +99,7 @@ func (c *Compact) ProjectTo(dst []float64, dom *pgm.Domain, attrs []int, sub []i
 		panic("marginal: marginal length does not match its attributes")
 	}
 	var strideBuf, sizeBuf [16]int
-	stride, size := strideBuf[:0], sizeBuf[:0]
-	s, j := 1, len(sub)-1
-	for range attrs {
-		stride, size = append(stride, 0), append(size, 0)
-	}
-	for i := len(attrs) - 1; i >= 0; i-- {
-		size[i] = dom.Size(attrs[i])
-		if j >= 0 && sub[j] == attrs[i] {
-			stride[i] = s
-			s *= size[i]
-			j--
-		}
-	}
-	if j >= 0 {
-		panic("marginal: sub is not a subset of attrs")
-	}
+	stride, size := projection(strideBuf[:0], sizeBuf[:0], dom, attrs, sub)
 	for k, f := range c.idx {
 		off, rest := 0, int(f)
 		for i := len(attrs) - 1; i >= 0; i-- {

@@ -18,24 +18,11 @@ func ProjectTo(dst []float64, dom *pgm.Domain, attrs []int, x []float64, sub []i
 	if len(x) != dom.Cells(attrs) {
 		panic("marginal: marginal length does not match its attributes")
 	}
-	// stride[i] is the stride in dst of attrs[i] (0 if it is summed out).
 	var strideBuf, sizeBuf, idxBuf [16]int
-	stride, size, idx := strideBuf[:0], sizeBuf[:0], idxBuf[:0]
-	for _, a := range attrs {
-		size = append(size, dom.Size(a))
-		stride = append(stride, 0)
+	stride, size := projection(strideBuf[:0], sizeBuf[:0], dom, attrs, sub)
+	idx := idxBuf[:0]
+	for range attrs {
 		idx = append(idx, 0)
-	}
-	s, j := 1, len(sub)-1
-	for i := len(attrs) - 1; i >= 0; i-- {
-		if j >= 0 && sub[j] == attrs[i] {
-			stride[i] = s
-			s *= size[i]
-			j--
-		}
-	}
-	if j >= 0 {
-		panic("marginal: sub is not a subset of attrs")
 	}
 	off := 0
 	last := len(attrs) - 1
@@ -53,6 +40,28 @@ func ProjectTo(dst []float64, dom *pgm.Domain, attrs []int, x []float64, sub []i
 		}
 	}
 	return dst
+}
+
+// projection appends to stride and size, for each of attrs, its stride in
+// the projection onto sub (a sorted subset of attrs; 0 if it is summed out)
+// and its domain size.
+func projection(stride, size []int, dom *pgm.Domain, attrs, sub []int) ([]int, []int) {
+	for _, a := range attrs {
+		size = append(size, dom.Size(a))
+		stride = append(stride, 0)
+	}
+	s, j := 1, len(sub)-1
+	for i := len(attrs) - 1; i >= 0; i-- {
+		if j >= 0 && sub[j] == attrs[i] {
+			stride[i] = s
+			s *= size[i]
+			j--
+		}
+	}
+	if j >= 0 {
+		panic("marginal: sub is not a subset of attrs")
+	}
+	return stride, size
 }
 
 // L1 returns ‖x − y‖₁.
