@@ -44,13 +44,17 @@ func DefaultGramCells(rows int) int {
 // Gram form.
 const MaxGramRows = 1500
 
+// MaxGramBytes caps the Gram matrices' memory: once the attributes in the
+// Gram form would take more, further marginals take the direct form.
+const MaxGramBytes = 512 << 20
+
 // FitBytes is the memory FitLoss's Gram form may take with the default
-// threshold: two rows × rows matrices per attribute.
+// threshold: two rows × rows matrices per attribute, at most MaxGramBytes.
 func FitBytes(rows, attributes int) float64 {
 	if rows > MaxGramRows {
 		return 0
 	}
-	return 16 * float64(rows) * float64(rows) * float64(attributes)
+	return min(16*float64(rows)*float64(rows)*float64(attributes), MaxGramBytes)
 }
 
 // FitLoss returns Σ_m Σ_y (q_m[y] − t[m][y])² over every cell y of the
@@ -91,6 +95,7 @@ func (l *Layout) FitLoss(dp []float64, s *FitScratch, p []float64, rows int, att
 	}
 	s.gramForm = s.gramForm[:len(attrs)]
 	anyGram := false
+	maxUsed, nUsed := max(1, int(MaxGramBytes/(16*float64(B)*float64(B)))), 0
 	for m, a := range attrs {
 		cells := l.Cells(a)
 		if len(t[m]) != cells {
@@ -98,6 +103,17 @@ func (l *Layout) FitLoss(dp []float64, s *FitScratch, p []float64, rows int, att
 		}
 		s.gramForm[m] = len(a) >= 2 && cells >= minCells
 		if s.gramForm[m] {
+			add := 0
+			for _, j := range a {
+				if !s.used[j] {
+					add++
+				}
+			}
+			if nUsed+add > maxUsed {
+				s.gramForm[m] = false
+				continue
+			}
+			nUsed += add
 			anyGram = true
 			for _, j := range a {
 				s.used[j] = true
