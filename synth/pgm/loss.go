@@ -87,7 +87,7 @@ func newObjective(jt *junctionTree, meas []Measurement, loss Loss, total float64
 			// A tiled map, not a full one: the objective has one per
 			// measured set, and full int32 maps were three times the
 			// model on adult at ε = 3 (57 MB against 19 MB).
-			cm.idx = kernel.NewTiled(sizes, keep, kernel.DefaultTile)
+			cm.idx = kernel.NewTiled(sizes, keep, tileCells)
 			cm.red = kernel.NewReduction(sizes, keep)
 			scratch = max(scratch, cm.red.Scratch())
 		}
