@@ -490,8 +490,8 @@ func mle(theta []float64, jt *junctionTree, p []float64) {
 			continue
 		}
 		ps := make([]float64, jt.dom.Cells(jt.sep[v]))
-		kernel.Project(ps, pv, jt.upMap[v])
-		idx := jt.upMap[v]
+		idx := jt.projMap(v, jt.sep[v])
+		kernel.Project(ps, pv, idx)
 		for i, x := range pv {
 			if x <= 0 {
 				tv[i] = math.Inf(-1)

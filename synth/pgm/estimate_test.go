@@ -341,6 +341,48 @@ func TestEstimateTotal(t *testing.T) {
 	}
 }
 
+// TestEstimateTiledMaps: the index maps of the objective and of belief
+// propagation are tiled (kernel.Tiled); tiles of one cell, of a few cells
+// and of whole tables run the same kernels on the same cells, so the fits
+// must agree bit for bit, the loss and the oracle calls too.
+func TestEstimateTiledMaps(t *testing.T) {
+	rng := rand.New(rand.NewPCG(41, 42))
+	for trial := range 6 {
+		dom := randomDomain(t, rng, 6, 5)
+		sizes := make([]int, 6)
+		for i := range sizes {
+			sizes[i] = dom.Size(i)
+		}
+		ds := randomDataset(t, uint64(50+trial), sizes, 1000)
+		meas := measure(ds, dedupe(randomSets(rng, 6, 8, 3)), 10, rng)
+		fit := func(tile int) (*Model, EstimateStats) {
+			defer func(n int) { tileCells = n }(tileCells)
+			tileCells = tile
+			var st EstimateStats
+			m, err := Estimate(context.Background(), dom, meas, &EstimateOptions{Iters: 30, Stats: &st})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return m, st
+		}
+		whole, wst := fit(1 << 30)
+		for _, tile := range []int{1, 2, 7} {
+			m, st := fit(tile)
+			if st != wst {
+				t.Fatalf("trial %d tile %d: stats %+v, whole tables %+v", trial, tile, st, wst)
+			}
+			for _, c := range whole.Cliques() {
+				a, b := whole.Marginal(c), m.Marginal(c)
+				for i := range a {
+					if math.Float64bits(a[i]) != math.Float64bits(b[i]) {
+						t.Fatalf("trial %d tile %d: clique %v cell %d: %v, whole tables %v", trial, tile, c, i, b[i], a[i])
+					}
+				}
+			}
+		}
+	}
+}
+
 func TestEstimateParallelMatchesSerial(t *testing.T) {
 	rng := rand.New(rand.NewPCG(31, 32))
 	dom := randomDomain(t, rng, 6, 4)
