@@ -57,7 +57,7 @@ type EstimateOptions struct {
 	// doubled step can make a single iteration's decrease tiny in the
 	// middle of a fit that is still moving. (EstimateCustom compares
 	// single iterations.)
-	Tol float64
+	Tol      float64
 	Method   Method
 	Loss     Loss
 	StepSize float64 // initial/constant step; 0 = default
