@@ -833,51 +833,26 @@ func (sn *Snapshot) pgCovered(ctx context.Context, sets [][]int, fn func(set int
 	for i, f := range of {
 		covered[f] = append(covered[f], i)
 	}
-	// The first connection's codes table decides the path: without the
-	// TEMP privilege nothing else is tried.
-	if _, ok := sn.coded[conns[0]]; !ok {
-		if err := sn.buildCodes(ctx, conns[0], leads[0]); err != nil {
-			if !errors.Is(err, errNoTemp) {
-				return false, err
-			}
-			sn.noTemp = true
-			for _, c := range conns {
-				if _, err := c.Exec(ctx, readOnly); err != nil {
-					return false, sn.src.queryError(ctx, "marginal query", err)
-				}
-			}
-			return true, nil
-		}
-		sn.coded[conns[0]] = leads[0]
+	// The missing codes tables are built at once, one per connection (a
+	// build is a scan of the source, most of a connection's first tenth
+	// of the run; one after the other, the second connection would start
+	// its queries a build late). Without the TEMP privilege nothing else
+	// is tried.
+	if fellBack, err := sn.buildAll(ctx, conns, leads); err != nil || fellBack {
+		return fellBack, err
 	}
-	// Every worker owns one connection (and builds its codes table if it
-	// is missing); only the map is shared.
-	var codedMu sync.Mutex
+	// Every worker owns one connection.
 	q := newQueues(sn.dom, fetch, leads)
 	bctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	errs := make([]error, len(fetch))
 	perr := par.For(bctx, len(conns), len(conns), func(w int) {
-		conn := conns[w]
-		codedMu.Lock()
-		_, ready := sn.coded[conn]
-		codedMu.Unlock()
 		for bctx.Err() == nil {
 			k := q.next(w)
 			if k < 0 {
 				return
 			}
-			if !ready {
-				if errs[k] = sn.buildCodes(bctx, conn, leads[w]); errs[k] != nil {
-					cancel()
-					return
-				}
-				ready = true
-				codedMu.Lock()
-				sn.coded[conn] = leads[w]
-				codedMu.Unlock()
-			}
-			if errs[k] = sn.pgGroup(bctx, conn, fetch[k], covered[k], fn); errs[k] != nil {
+			if errs[k] = sn.pgGroup(bctx, conns[w], fetch[k], covered[k], fn); errs[k] != nil {
 				cancel()
 				return
 			}
@@ -899,6 +874,63 @@ func (sn *Snapshot) pgCovered(ctx context.Context, sets [][]int, fn func(set int
 		}
 	}
 	return false, err
+}
+
+// buildAll builds the codes table of every connection that has none,
+// all at once, each sorted by its lead. fellBack reports that the remote
+// user may not create temporary tables: the snapshot then answers by
+// GROUPING SETS (noTemp), every transaction read-only.
+func (sn *Snapshot) buildAll(ctx context.Context, conns []*pgx.Conn, leads []int) (fellBack bool, err error) {
+	var todo []int
+	for w, c := range conns {
+		if _, ok := sn.coded[c]; !ok {
+			todo = append(todo, w)
+		}
+	}
+	bctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	errs := make([]error, len(todo))
+	perr := par.For(bctx, len(todo), len(todo), func(k int) {
+		// A missing privilege is the same on every connection: no need to
+		// stop the others' builds, each rolls back by itself.
+		if errs[k] = sn.buildCodes(bctx, conns[todo[k]], leads[todo[k]]); errs[k] != nil && !errors.Is(errs[k], errNoTemp) {
+			cancel()
+		}
+	})
+	for k, w := range todo {
+		if errs[k] == nil {
+			sn.coded[conns[w]] = leads[w]
+		}
+	}
+	switch {
+	case ctx.Err() != nil:
+		return false, sn.src.newError("marginal query", ErrQuery, ctx.Err())
+	case perr != nil:
+		return false, perr
+	}
+	// The first failure; the others are its cancellations.
+	noTemp := false
+	for _, e := range errs {
+		switch {
+		case errors.Is(e, errNoTemp):
+			noTemp = true
+		case e != nil && !errors.Is(e, context.Canceled):
+			return false, e
+		}
+	}
+	if err := errors.Join(errs...); err != nil && !noTemp {
+		return false, err
+	}
+	if !noTemp {
+		return false, nil
+	}
+	sn.noTemp = true
+	for _, c := range conns {
+		if _, err := c.Exec(ctx, readOnly); err != nil {
+			return false, sn.src.queryError(ctx, "marginal query", err)
+		}
+	}
+	return true, nil
 }
 
 // pgGroup runs the GROUP BY of fetch set attrs over the codes table and
