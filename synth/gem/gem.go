@@ -46,6 +46,9 @@
 //	                error on every measured cell (Table 6; its cost grows
 //	                with the measured cells: full adult at ε = 1 did not
 //	                finish in 15 min on 2 idle cores, against 188 s).
+//	THRESHOLD       float, default 2 (LOSS = 2 only): c; before fitting,
+//	                the target cells whose noisy count is not above c·σ
+//	                are set to 0 (hard thresholding, post-processing).
 //	TOP_K           int, default 100: cells per step (the code's max_idxs;
 //	                LOSS = 1 only).
 //	EMA_BETA        float, default 0.5: weight EMA over the last T/2 rounds.
@@ -79,6 +82,7 @@ const (
 	DefaultMaxIters      = 100
 	DefaultLoss          = 1
 	DefaultTopK          = 100
+	DefaultThreshold     = 2
 	DefaultEMABeta       = 0.5
 	DefaultPretrainIters = 500
 )
@@ -93,6 +97,7 @@ var schema = synth.Schema{
 	{Name: "LR", Kind: synth.Float, Default: "0.001", Min: 1e-7, Max: 1, Doc: "Adam learning rate, cosine-annealed within a round"},
 	{Name: "MAX_ITERS", Kind: synth.Int, Default: "100", Min: 1, Max: 1e5, Doc: "T_max, update steps per round"},
 	{Name: "LOSS", Kind: synth.Int, Default: "1", Min: 1, Max: 2, Doc: "1: Alg. 3's ℓ1 on the cells above γ_t; 2: squared error on every measured cell (Table 6: more accurate at small ε, slower as measured cells grow)"},
+	{Name: "THRESHOLD", Kind: synth.Float, Default: "2", Min: 0, Max: 100, Doc: "LOSS = 2: target cells whose noisy count is below THRESHOLD·σ are fitted as 0 (post-processing; 0 keeps every cell)"},
 	{Name: "TOP_K", Kind: synth.Int, Default: "100", Min: 1, Max: 1e7, Doc: "largest-error measured cells per update step"},
 	{Name: "EMA_BETA", Kind: synth.Float, Default: "0.5", Min: 0, Max: 0.999, Doc: "β of the weight EMA over the last T/2 rounds"},
 }
@@ -112,6 +117,7 @@ type Options struct {
 	MaxIters      int
 	Loss          int
 	TopK          int
+	Threshold     float64
 	EMABeta       float64
 	PretrainIters int
 	Public        bool // GEM^Pub
@@ -179,7 +185,7 @@ func parse(name string, s synth.Schema, opts []synth.Option, public bool) (*Opti
 		Rounds: v.Int("ROUNDS", DefaultRounds), Alpha: v.Float("ALPHA", DefaultAlpha),
 		Latent: v.Int("LATENT", DefaultLatent), Hidden: v.Int("HIDDEN", DefaultHidden), Layers: v.Int("LAYERS", DefaultLayers),
 		Batch: v.Int("BATCH", DefaultBatch), LR: v.Float("LR", DefaultLR), MaxIters: v.Int("MAX_ITERS", DefaultMaxIters),
-		Loss: v.Int("LOSS", DefaultLoss), TopK: v.Int("TOP_K", DefaultTopK), EMABeta: v.Float("EMA_BETA", DefaultEMABeta),
+		Loss: v.Int("LOSS", DefaultLoss), TopK: v.Int("TOP_K", DefaultTopK), Threshold: v.Float("THRESHOLD", DefaultThreshold), EMABeta: v.Float("EMA_BETA", DefaultEMABeta),
 		PretrainIters: v.Int("PRETRAIN_ITERS", DefaultPretrainIters), Public: public,
 	}, nil
 }
@@ -233,6 +239,10 @@ func (o *Options) Run(ctx context.Context, in *synth.Input) (*synth.Result, erro
 	// and their gradients; probabilities and theirs; the scratch.
 	mem := 8*(5*float64(arch.NumParams())+2*B*float64(arch.Width())+2*B*float64(arch.Out())+B*float64(o.Latent)) +
 		amloop.ScratchBytes(sizes, w, o.Batch)
+	if o.Loss == 2 {
+		// Gram matrices and their gradients, p and its gradient transposed.
+		mem += 8 * (2*B*B*float64(len(sizes)) + 2*B*float64(arch.Out()))
+	}
 	if err := amloop.CheckMemory(name, mem); err != nil {
 		return nil, err
 	}
@@ -300,6 +310,10 @@ type trainer struct {
 	// (LOSS = 2; pretraining always uses the ℓ1 steps).
 	l2 bool
 	sc prodq.Scratch
+	// sparse: the round's targets with the cells not above THRESHOLD·σ/n̂
+	// set to 0 (LOSS = 2).
+	sparse []prodq.Sparse
+	gs     prodq.GramScratch
 }
 
 type cellErr struct {
@@ -313,6 +327,17 @@ func (tr *trainer) round(ctx context.Context, st *amloop.State) error {
 	if tr.o.Loss == 2 {
 		tr.l2 = true
 		defer func() { tr.l2 = false }()
+		// Hard thresholding of the noisy counts (post-processing): most
+		// cells of a large marginal are 0, and a cell kept only for its
+		// noise costs the cross term's time and adds its noise to the fit.
+		// n̂ changes every round, so the sparse targets are rebuilt.
+		tau := tr.o.Threshold * st.Sigma() / st.NHat
+		for len(tr.sparse) < len(st.Target) {
+			tr.sparse = append(tr.sparse, prodq.Sparse{})
+		}
+		for m, t := range st.Target {
+			tr.sparse[m].Set(t, tau)
+		}
 	}
 	first := true
 	return tr.steps(ctx, st.Layout, st.Attrs, st.Target, tr.o.MaxIters, func(maxErr float64) float64 {
@@ -392,7 +417,7 @@ func (tr *trainer) steps(ctx context.Context, l *prodq.Layout, attrs [][]int, ta
 		}
 		p := net.Forward()
 		if tr.l2 {
-			loss := tr.squared(l, p, attrs, target)
+			loss := tr.squared(l, p, attrs)
 			if loss < 1e-12 {
 				return nil
 			}
@@ -473,27 +498,16 @@ const (
 )
 
 // squared returns the mean squared error of the mixture p's answers on
-// every cell of the measured marginals and leaves its gradient with
-// respect to p in tr.dp.
-func (tr *trainer) squared(l *prodq.Layout, p []float64, attrs [][]int, target [][]float64) float64 {
-	B, cells := tr.net.B, 0
-	for m, a := range attrs {
-		tr.ans[m] = l.Answer(tr.ans[m], &tr.sc, p, B, a)
-		cells += len(tr.ans[m])
+// every cell of the measured marginals against the sparse targets
+// tr.sparse and leaves its gradient with respect to p in tr.dp (the Gram
+// form of prodq.SquaredLoss: its cost does not grow with the cells).
+func (tr *trainer) squared(l *prodq.Layout, p []float64, attrs [][]int) float64 {
+	cells := 0
+	for _, a := range attrs {
+		cells += l.Cells(a)
 	}
-	loss, inv := 0.0, 2/float64(cells)
 	clear(tr.dp)
-	for m, a := range attrs {
-		g := grow(tr.grad[m], len(tr.ans[m]))
-		for y, v := range tr.ans[m] {
-			e := v - target[m][y]
-			loss += e * e
-			g[y] = inv * e
-		}
-		tr.grad[m] = g
-		l.Backward(tr.dp, &tr.sc, p, B, a, g)
-	}
-	return loss / float64(cells)
+	return l.SquaredLoss(tr.dp, &tr.gs, p, tr.net.B, attrs, tr.sparse[:len(attrs)], 1/float64(cells))
 }
 
 func grow(b []float64, n int) []float64 {

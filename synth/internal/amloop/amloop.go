@@ -95,6 +95,9 @@ type State struct {
 	sigma   float64
 }
 
+// Sigma is the standard deviation of every measurement's noise (counts).
+func (s *State) Sigma() float64 { return s.sigma }
+
 // Answers writes into dst[i] the mixture p's marginal over Attrs[i] and
 // returns dst (grown to len(Attrs)).
 func (s *State) Answers(dst [][]float64, p []float64) [][]float64 {
