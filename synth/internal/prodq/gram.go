@@ -38,7 +38,20 @@ type GramScratch struct {
 	pt, dpt []float64 // W × B: p transposed and its gradient
 	col     []int
 	pre     []float64 // B: running product over the first attributes
+	gram    []bool    // per marginal: Gram form (else dense)
+	ans     []float64
+	sc      Scratch
 }
+
+// DenseCells is the size up to which SquaredLoss computes a marginal's
+// quadratic term from its cells (Answer and Backward, about 5·B·cells
+// operations) rather than from the Gram matrices (about 8·B²·|r| for the
+// marginal, plus the 4·B²·d_j of forming and differentiating each Gram
+// matrix it needs).
+func DenseCells(B, k int) int { return denseFactor * B * k }
+
+// denseFactor scales DenseCells (tests set it to force either form).
+var denseFactor = 1
 
 // SquaredLoss returns Σ_m w·Σ_y (q_m[y] − t_m[y])² over every cell y of
 // the marginals over attrs[m] of the mixture p (rows × d'), with t_m the
@@ -62,10 +75,27 @@ func (l *Layout) SquaredLoss(dp []float64, s *GramScratch, p []float64, rows int
 	}
 	s.used = grow8(s.used, nA)
 	clear(s.used)
-	for _, a := range attrs {
-		for _, j := range a {
-			s.used[j] = true
+	s.gram = grow8(s.gram, len(attrs))
+	var gramOps, denseOps float64 // of the marginals put in Gram form
+	for m, a := range attrs {
+		s.gram[m] = l.Cells(a) > DenseCells(B, len(a))
+		if !s.gram[m] {
+			continue
 		}
+		gramOps += 8 * float64(B*B*len(a))
+		denseOps += 5 * float64(B*l.Cells(a))
+		for _, j := range a {
+			if !s.used[j] {
+				s.used[j] = true
+				gramOps += 4 * float64(B*B*l.Size[j])
+			}
+		}
+	}
+	if denseOps < gramOps && denseFactor > 0 {
+		// The Gram matrices would cost more than answering these
+		// marginals' cells (small domains: the reduced adult).
+		clear(s.used)
+		clear(s.gram)
 	}
 	for j, u := range s.used {
 		if !u {
@@ -90,6 +120,20 @@ func (l *Layout) SquaredLoss(dp []float64, s *GramScratch, p []float64, rows int
 	quad := w * inv * inv
 	loss := 0.0
 	for m, a := range attrs {
+		if !s.gram[m] {
+			// Dense: the residual q − t on every cell, gradient 2w(q − t).
+			r := l.Answer(s.ans, &s.sc, p, B, a)
+			s.ans = r
+			for i, y := range t[m].Idx {
+				r[y] -= t[m].Val[i]
+			}
+			for y, e := range r {
+				loss += w * e * e
+				r[y] = 2 * w * e
+			}
+			l.Backward(dp, &s.sc, p, B, a, r)
+			continue
+		}
 		loss += w * t[m].SumSq
 		loss += l.gramTerm(s, a, B, quad)
 		loss += l.crossTerm(s, a, B, &t[m], -2*w*inv)
