@@ -3,6 +3,9 @@ package prodq
 import (
 	"fmt"
 
+	"gonum.org/v1/gonum/blas"
+	"gonum.org/v1/gonum/blas/blas64"
+
 	"github.com/dpsql/dpsql/synth/internal/nn"
 )
 
@@ -97,15 +100,6 @@ func (l *Layout) SquaredLoss(dp []float64, s *GramScratch, p []float64, rows int
 		clear(s.used)
 		clear(s.gram)
 	}
-	for j, u := range s.used {
-		if !u {
-			continue
-		}
-		s.g[j] = grow(s.g[j], B*B)
-		s.dg[j] = grow(s.dg[j], B*B)
-		clear(s.dg[j])
-		nn.Gemm(false, true, B, B, l.Size[j], 1, p[l.Off[j]:], W, p[l.Off[j]:], W, 0, s.g[j], B)
-	}
 	s.pt = grow(s.pt, W*B)
 	s.dpt = grow(s.dpt, W*B)
 	for b := range B {
@@ -115,6 +109,18 @@ func (l *Layout) SquaredLoss(dp []float64, s *GramScratch, p []float64, rows int
 		}
 	}
 	clear(s.dpt)
+	for j, u := range s.used {
+		if !u {
+			continue
+		}
+		// The upper triangle of G_j = P_j·P_jᵀ = (P_jᵀ)ᵀ·P_jᵀ: from the
+		// transposed block, whose rows are contiguous, so that the kernel
+		// runs along B even for a two-valued attribute.
+		s.g[j] = grow(s.g[j], B*B)
+		s.dg[j] = grow(s.dg[j], B*B)
+		clear(s.dg[j])
+		blas64.Implementation().Dsyrk(blas.Upper, blas.Trans, B, l.Size[j], 1, s.pt[l.Off[j]*B:], B, 0, s.g[j], B)
+	}
 	s.pre = grow(s.pre, B)
 	inv := 1 / float64(B)
 	quad := w * inv * inv
@@ -141,8 +147,15 @@ func (l *Layout) SquaredLoss(dp []float64, s *GramScratch, p []float64, rows int
 	for j, u := range s.used {
 		if u {
 			// ∂/∂P_j of Σ dG_j[b,b']·G_j[b,b'] with G_j = P_j·P_jᵀ and dG_j
-			// symmetric.
-			nn.Gemm(false, false, B, l.Size[j], B, 2, s.dg[j], B, p[l.Off[j]:], W, 1, dp[l.Off[j]:], W)
+			// symmetric (its upper triangle mirrored): 2·dG_j·P_j, written
+			// transposed as 2·P_jᵀ·dG_j.
+			dg := s.dg[j]
+			for b := range B {
+				for c := b + 1; c < B; c++ {
+					dg[c*B+b] = dg[b*B+c]
+				}
+			}
+			nn.Gemm(false, false, l.Size[j], B, B, 2, s.pt[l.Off[j]*B:], B, dg, B, 1, s.dpt[l.Off[j]*B:], B)
 		}
 	}
 	for c := range W {
@@ -155,55 +168,67 @@ func (l *Layout) SquaredLoss(dp []float64, s *GramScratch, p []float64, rows int
 }
 
 // gramTerm returns coef·Σ_{b,b'} Π_{j∈a} G_j[b,b'] and adds its gradient
-// to the dG_j.
+// to the dG_j, both over the upper triangle only (G_j and dG_j are
+// symmetric): an off-diagonal entry counts twice in the sum, and dG_j's
+// entry is the derivative with respect to the symmetric pair.
 func (l *Layout) gramTerm(s *GramScratch, a []int, B int, coef float64) float64 {
-	n := B * B
 	sum := 0.0
-	switch len(a) {
-	case 1:
-		g, dg := s.g[a[0]][:n], s.dg[a[0]][:n]
-		for i, x := range g {
-			sum += x
-			dg[i] += coef
-		}
-	case 2:
-		g0, g1 := s.g[a[0]][:n], s.g[a[1]][:n]
-		d0, d1 := s.dg[a[0]][:n], s.dg[a[1]][:n]
-		for i := range g0 {
-			x, y := g0[i], g1[i]
-			sum += x * y
-			d0[i] += coef * y
-			d1[i] += coef * x
-		}
-	case 3:
-		g0, g1, g2 := s.g[a[0]][:n], s.g[a[1]][:n], s.g[a[2]][:n]
-		d0, d1, d2 := s.dg[a[0]][:n], s.dg[a[1]][:n], s.dg[a[2]][:n]
-		for i := range g0 {
-			x, y, z := g0[i], g1[i], g2[i]
-			xy := x * y
-			sum += xy * z
-			d0[i] += coef * y * z
-			d1[i] += coef * x * z
-			d2[i] += coef * xy
-		}
-	default:
-		for i := range n {
-			// prefix products left to right, then suffix right to left.
-			pr := 1.0
-			for _, j := range a {
-				pr *= s.g[j][i]
+	for b := range B {
+		lo, hi := b*B+b, (b+1)*B
+		row, diag := 0.0, 0.0
+		switch len(a) {
+		case 1:
+			g, dg := s.g[a[0]][lo:hi], s.dg[a[0]][lo:hi]
+			for i, x := range g {
+				row += x
+				dg[i] += coef
 			}
-			sum += pr
-			suf := 1.0
-			for k := len(a) - 1; k >= 0; k-- {
-				pre := 1.0
-				for _, j := range a[:k] {
-					pre *= s.g[j][i]
+			diag = g[0]
+		case 2:
+			g0, g1 := s.g[a[0]][lo:hi], s.g[a[1]][lo:hi]
+			d0, d1 := s.dg[a[0]][lo:hi], s.dg[a[1]][lo:hi]
+			for i := range g0 {
+				x, y := g0[i], g1[i]
+				row += x * y
+				d0[i] += coef * y
+				d1[i] += coef * x
+			}
+			diag = g0[0] * g1[0]
+		case 3:
+			g0, g1, g2 := s.g[a[0]][lo:hi], s.g[a[1]][lo:hi], s.g[a[2]][lo:hi]
+			d0, d1, d2 := s.dg[a[0]][lo:hi], s.dg[a[1]][lo:hi], s.dg[a[2]][lo:hi]
+			g1, g2, d1, d2 = g1[:len(g0)], g2[:len(g0)], d1[:len(g0)], d2[:len(g0)]
+			for i := range g0 {
+				x, y, z := g0[i], g1[i], g2[i]
+				xy := x * y
+				row += xy * z
+				d0[i] += coef * y * z
+				d1[i] += coef * x * z
+				d2[i] += coef * xy
+			}
+			diag = g0[0] * g1[0] * g2[0]
+		default:
+			for i := lo; i < hi; i++ {
+				pr := 1.0
+				for _, j := range a {
+					pr *= s.g[j][i]
 				}
-				s.dg[a[k]][i] += coef * pre * suf
-				suf *= s.g[a[k]][i]
+				row += pr
+				if i == lo {
+					diag = pr
+				}
+				suf := 1.0
+				for k := len(a) - 1; k >= 0; k-- {
+					pre := 1.0
+					for _, j := range a[:k] {
+						pre *= s.g[j][i]
+					}
+					s.dg[a[k]][i] += coef * pre * suf
+					suf *= s.g[a[k]][i]
+				}
 			}
 		}
+		sum += 2*row - diag
 	}
 	return coef * sum
 }
