@@ -313,6 +313,7 @@ type trainer struct {
 	// sparse: the round's targets with the cells not above THRESHOLD·σ/n̂
 	// set to 0 (LOSS = 2).
 	sparse []prodq.Sparse
+	forms  []bool
 	gs     prodq.GramScratch
 }
 
@@ -327,16 +328,24 @@ func (tr *trainer) round(ctx context.Context, st *amloop.State) error {
 	if tr.o.Loss == 2 {
 		tr.l2 = true
 		defer func() { tr.l2 = false }()
-		// Hard thresholding of the noisy counts (post-processing): most
-		// cells of a large marginal are 0, and a cell kept only for its
-		// noise costs the cross term's time and adds its noise to the fit.
-		// n̂ changes every round, so the sparse targets are rebuilt.
+		// Hard thresholding of the noisy counts (post-processing), only
+		// for the marginals whose quadratic term is in Gram form: most
+		// cells of a large marginal are 0, and each cell kept only for its
+		// noise costs the cross term B·|r| operations per step. A marginal
+		// answered cell by cell gains nothing from sparsity and keeps
+		// every cell (the exact least-squares fit). n̂ changes every
+		// round, so the sparse targets are rebuilt.
 		tau := tr.o.Threshold * st.Sigma() / st.NHat
 		for len(tr.sparse) < len(st.Target) {
 			tr.sparse = append(tr.sparse, prodq.Sparse{})
 		}
+		tr.forms = st.Layout.Forms(tr.forms, tr.net.B, st.Attrs)
 		for m, t := range st.Target {
-			tr.sparse[m].Set(t, tau)
+			if tr.forms[m] {
+				tr.sparse[m].Set(t, tau)
+			} else {
+				tr.sparse[m].Set(t, 0)
+			}
 		}
 	}
 	first := true

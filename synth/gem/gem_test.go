@@ -347,7 +347,7 @@ func TestLossL2(t *testing.T) {
 	for _, c := range []float64{0, 2} {
 		in := testInput(8)
 		r, err := Mechanism{}.New(append(slices.Clone(small), synth.Option{Name: "LOSS", Value: 2},
-			synth.Option{Name: "THRESHOLD", Value: c}))
+			synth.Option{Name: "THRESHOLD", Value: c}, synth.Option{Name: "MAX_ITERS", Value: 40}))
 		if err != nil {
 			t.Fatal(err)
 		}

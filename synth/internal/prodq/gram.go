@@ -56,6 +56,43 @@ func DenseCells(B, k int) int { return denseFactor * B * k }
 // denseFactor scales DenseCells (tests set it to force either form).
 var denseFactor = 1
 
+// Forms sets dst[m] (grown to len(attrs)) to whether SquaredLoss computes
+// marginal m's quadratic term in Gram form, and returns dst. A marginal is
+// in Gram form when it has more than DenseCells(B, |r|) cells, unless
+// answering all such marginals' cells would cost less than the Gram
+// matrices they need (small domains: then every marginal is dense). The
+// choice depends only on the shapes, never on the data.
+func (l *Layout) Forms(dst []bool, B int, attrs [][]int) []bool {
+	return l.forms(dst, make([]bool, len(l.Size)), B, attrs)
+}
+
+// forms is Forms with the scratch seen (one flag per attribute; left set
+// to the attributes whose Gram matrix is needed).
+func (l *Layout) forms(dst, seen []bool, B int, attrs [][]int) []bool {
+	dst = grow8(dst, len(attrs))
+	clear(seen)
+	var gramOps, denseOps float64 // of the marginals put in Gram form
+	for m, a := range attrs {
+		dst[m] = l.Cells(a) > DenseCells(B, len(a))
+		if !dst[m] {
+			continue
+		}
+		gramOps += 8 * float64(B*B*len(a))
+		denseOps += 5 * float64(B*l.Cells(a))
+		for _, j := range a {
+			if !seen[j] {
+				seen[j] = true
+				gramOps += 4 * float64(B*B*l.Size[j])
+			}
+		}
+	}
+	if denseOps < gramOps && denseFactor > 0 {
+		clear(dst)
+		clear(seen)
+	}
+	return dst
+}
+
 // SquaredLoss returns Σ_m w·Σ_y (q_m[y] − t_m[y])² over every cell y of
 // the marginals over attrs[m] of the mixture p (rows × d'), with t_m the
 // sparse targets, and adds its gradient with respect to p to dp.
@@ -77,29 +114,7 @@ func (l *Layout) SquaredLoss(dp []float64, s *GramScratch, p []float64, rows int
 		s.dg = append(s.dg, nil)
 	}
 	s.used = grow8(s.used, nA)
-	clear(s.used)
-	s.gram = grow8(s.gram, len(attrs))
-	var gramOps, denseOps float64 // of the marginals put in Gram form
-	for m, a := range attrs {
-		s.gram[m] = l.Cells(a) > DenseCells(B, len(a))
-		if !s.gram[m] {
-			continue
-		}
-		gramOps += 8 * float64(B*B*len(a))
-		denseOps += 5 * float64(B*l.Cells(a))
-		for _, j := range a {
-			if !s.used[j] {
-				s.used[j] = true
-				gramOps += 4 * float64(B*B*l.Size[j])
-			}
-		}
-	}
-	if denseOps < gramOps && denseFactor > 0 {
-		// The Gram matrices would cost more than answering these
-		// marginals' cells (small domains: the reduced adult).
-		clear(s.used)
-		clear(s.gram)
-	}
+	s.gram = l.forms(s.gram, s.used, B, attrs)
 	s.pt = grow(s.pt, W*B)
 	s.dpt = grow(s.dpt, W*B)
 	for b := range B {
