@@ -97,8 +97,8 @@ func (r *run) measure(attrs []int, x *answer, sigma, eps float64, round int) {
 // and ran more rounds: cheaper on adult at ε = 1, but several times the CPU
 // on a 30-attribute table, where a round's scoring is the cost
 // (docs/aim-performance.md, Speed).
-func (r *run) estimate(ctx context.Context, iters int, step pgm.StepRule, progress func(pgm.EstimateProgress)) error {
-	m, err := pgm.Estimate(ctx, r.dom, r.meas, &pgm.EstimateOptions{Iters: iters, WarmStart: r.model, Step: step, Progress: progress})
+func (r *run) estimate(ctx context.Context, iters int, tol float64, step pgm.StepRule, progress func(pgm.EstimateProgress)) error {
+	m, err := pgm.Estimate(ctx, r.dom, r.meas, &pgm.EstimateOptions{Iters: iters, Tol: max(tol, 0), WarmStart: r.model, Step: step, Progress: progress})
 	if err != nil {
 		return err
 	}
@@ -127,7 +127,7 @@ func (r *run) loop(ctx context.Context, sigma0 float64) (*synth.Result, error) {
 			r.measure(c.attrs, &r.answers[i], sigma0, 0, 0)
 		}
 	}
-	if err := r.estimate(ctx, r.opt.PGMIters, pgm.GrowStep, nil); err != nil {
+	if err := r.estimate(ctx, r.opt.PGMIters, 0, pgm.GrowStep, nil); err != nil {
 		return fail(fmt.Errorf("initial estimation: %w", err))
 	}
 	r.in.Report(synth.Status{Phase: "init", RhoUsed: r.sched.used, ModelSize: r.model.Size()})
@@ -167,7 +167,7 @@ func (r *run) loop(ctx context.Context, sigma0 float64) (*synth.Result, error) {
 
 		before := r.model.Marginal(sel.attrs)
 		r.measure(sel.attrs, &r.answers[pick], sigma, eps, t)
-		if err := r.estimate(ctx, r.opt.PGMIters, pgm.GrowStep, nil); err != nil {
+		if err := r.estimate(ctx, r.opt.PGMIters, 0, pgm.GrowStep, nil); err != nil {
 			return fail(fmt.Errorf("round %d estimation: %w", t, err))
 		}
 		res.Rounds = append(res.Rounds, synth.Round{
@@ -186,7 +186,7 @@ func (r *run) loop(ctx context.Context, sigma0 float64) (*synth.Result, error) {
 	}
 
 	// Final estimation and sampling: post-processing only.
-	if err := r.estimate(ctx, r.opt.FinalIters, pgm.KeepStep, r.in.FinalProgress(len(res.Rounds), r.sched.used)); err != nil {
+	if err := r.estimate(ctx, r.opt.FinalIters, r.opt.FinalTol, pgm.KeepStep, r.in.FinalProgress(len(res.Rounds), r.sched.used)); err != nil {
 		return fail(fmt.Errorf("final estimation: %w", err))
 	}
 	r.in.Report(synth.Status{Phase: "final", Round: len(res.Rounds), RhoUsed: r.sched.used, ModelSize: r.model.Size()})
