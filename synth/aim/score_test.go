@@ -4,9 +4,11 @@ import (
 	"context"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/dpsql/dpsql/synth"
+	"github.com/dpsql/dpsql/synth/internal/adaptive"
 	"github.com/dpsql/dpsql/synth/internal/marginal"
 	"github.com/dpsql/dpsql/synth/internal/synthtest"
 	"github.com/dpsql/dpsql/synth/noise"
@@ -94,6 +96,29 @@ func TestScores(t *testing.T) {
 				if got := scores[k]; math.Abs(got-want) > 1e-9*math.Max(1, math.Abs(want)) {
 					t.Fatalf("model %d, candidate %v: score %v, want %v", mi, c.attrs, got, want)
 				}
+			}
+		}
+	}
+}
+
+// TestFilterCache checks the cached capacity filter against
+// adaptive.Filter over a sequence of measurements, some inside measured
+// sets (sizes kept) and some not (sizes recomputed), at several limits.
+func TestFilterCache(t *testing.T) {
+	r, models := scoreRun(t)
+	rng := rand.New(rand.NewPCG(11, 12))
+	sizeOf := func(cliques [][]int) float64 { return pgm.ModelSize(r.dom, cliques) }
+	for a := range r.dom.Len() {
+		r.measure([]int{a}, &r.answers[a], 5, 0, 0)
+	}
+	for step := range 12 {
+		k := rng.IntN(len(r.cands))
+		r.measure(r.cands[k].attrs, &r.answers[k], 5, 0.1, step+1)
+		r.model = models[step%len(models)]
+		for _, limit := range []float64{0, 0.001, 0.002, 0.005, 1} {
+			want := adaptive.Filter(nil, r.sets, r.measured, r.model.Cliques(), limit, sizeOf)
+			if got := r.filter(nil, limit); !slices.Equal(got, want) {
+				t.Fatalf("step %d, limit %v: filter %v, want %v", step, limit, got, want)
 			}
 		}
 	}
