@@ -87,9 +87,12 @@ func (s *scorer) scores(ctx context.Context, dst []float64, eligible []int, mode
 		dst = make([]float64, len(eligible))
 	}
 	dst = dst[:len(eligible)]
+	// Model marginals are non-negative and sum to the model's total, so a
+	// sparse answer's distance needs only its non-zero cells.
+	total := model.Total()
 	score := func(i int, xhat []float64) {
 		c := &r.cands[i]
-		dst[s.pos[i]] = c.weight * (r.answers[i].L1(xhat) - sqrt2pi*sigma*float64(len(xhat)))
+		dst[s.pos[i]] = c.weight * (r.answers[i].L1Total(xhat, total) - sqrt2pi*sigma*float64(len(xhat)))
 	}
 	// The roots are computed as one batch (sharing the model's reduced
 	// cliques) into reused buffers (the marginals are only read here);
