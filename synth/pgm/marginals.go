@@ -141,7 +141,7 @@ func (jt *junctionTree) subtree(need bitset) (kept []bool, top int) {
 // eliminate computes the probability marginal over the ascending attrs,
 // weighted by the evidence, over the smallest subtree that holds attrs and
 // the evidence. cache may be nil.
-func (m *Model) eliminate(attrs []int, weight map[int][]float64, cache *reduceCache) factor {
+func (m *Model) eliminate(attrs []int, weight map[int][]float64, cache *reduceCache, dst []float64) factor {
 	jt := m.jt
 	n := m.dom.Len()
 	if cache == nil {
@@ -198,7 +198,7 @@ func (m *Model) eliminate(attrs []int, weight map[int][]float64, cache *reduceCa
 	// times the model's size or the result's, and by 2^22 cells (32 MB)
 	// for small models.
 	limit := float64(max(4*jt.total, 4*m.dom.Cells(attrs), 1<<22))
-	return productElimination(m.dom, fs, attrs, limit)
+	return productEliminationInto(m.dom, fs, attrs, limit, dst)
 }
 
 // branchAttr returns the one needed attribute that the subtree of the kept
@@ -368,6 +368,12 @@ func (m *Model) reduceClique(v int, top bool, keep bitset, cache *reduceCache) f
 // attribute, so it is a fallback for limits that ordinary queries stay
 // within. The factors are not modified.
 func productElimination(dom *Domain, fs []factor, keep []int, limit float64) factor {
+	return productEliminationInto(dom, fs, keep, limit, nil)
+}
+
+// productEliminationInto is productElimination with the result written
+// into dst when it is large enough (else into a new table).
+func productEliminationInto(dom *Domain, fs []factor, keep []int, limit float64, dst []float64) factor {
 	n := dom.Len()
 	keepSet := bitsetOf(n, keep)
 	scopes := make([]bitset, len(fs))
@@ -398,7 +404,8 @@ func productElimination(dom *Domain, fs []factor, keep []int, limit float64) fac
 		if b < 0 || dom.sizes[b] == 1 {
 			order = minOrder // the peak holds only the query's attributes
 		} else {
-			res := factor{attrs: keep, vals: make([]float64, dom.Cells(keep))}
+			res := factor{attrs: keep, vals: resize(dst, dom.Cells(keep))}
+			clear(res.vals)
 			sub := make([]factor, len(fs))
 			for x := range dom.sizes[b] {
 				for i, f := range fs {
@@ -445,7 +452,16 @@ func productElimination(dom *Domain, fs []factor, keep []int, limit float64) fac
 	// Attributes of keep that no factor mentions are uniform (this happens
 	// only for an empty model query): they need no factor, the product
 	// broadcasts.
-	return productSum(dom, fs, keep, keep)
+	return productSumInto(resize(dst, dom.Cells(keep)), dom, fs, keep, keep)
+}
+
+// resize returns buf with length n, reusing its storage when it can (the
+// contents are not kept).
+func resize(buf []float64, n int) []float64 {
+	if cap(buf) < n {
+		return make([]float64, n)
+	}
+	return buf[:n]
 }
 
 // Elimination rules: the attribute whose step sweeps the fewest cells, whose
@@ -555,7 +571,14 @@ func restrict(dom *Domain, f factor, b, x int) factor {
 // productSum returns Σ_{over \ out} Π fs as a factor over out ⊆ over, where
 // over (ascending) holds every attribute of fs. It allocates only the result.
 func productSum(dom *Domain, fs []factor, over, out []int) factor {
-	res := factor{attrs: out, vals: make([]float64, dom.Cells(out))}
+	return productSumInto(make([]float64, dom.Cells(out)), dom, fs, over, out)
+}
+
+// productSumInto is productSum into vals (of the result's length; cleared
+// here).
+func productSumInto(dst []float64, dom *Domain, fs []factor, over, out []int) factor {
+	clear(dst)
+	res := factor{attrs: out, vals: dst}
 	k := len(over)
 	if k == 0 {
 		p := 1.0
@@ -756,6 +779,40 @@ func (m *Model) Marginals(ctx context.Context, sets [][]int) ([][]float64, error
 // plus GOMAXPROCS marginals and their elimination workspace. It stops early
 // and returns ctx's error if ctx is cancelled.
 func (m *Model) MarginalsFunc(ctx context.Context, sets [][]int, f func(i int, x []float64)) error {
+	m.checkSets(sets)
+	cache := newReduceCache(m.jt, 2*m.jt.total)
+	err := par.For(ctx, len(sets), 0, func(i int) { f(i, m.marginal(sets[i], nil, cache, nil)) })
+	if err != nil {
+		return fmt.Errorf("pgm: marginals: %w", err)
+	}
+	return nil
+}
+
+// MarginalsVisit is MarginalsFunc for callers that only read each
+// marginal during f: x is valid until f returns, after which its storage
+// is reused for another set. Scoring thousands of candidates then
+// allocates a few buffers instead of every candidate's table.
+func (m *Model) MarginalsVisit(ctx context.Context, sets [][]int, f func(i int, x []float64)) error {
+	m.checkSets(sets)
+	cache := newReduceCache(m.jt, 2*m.jt.total)
+	bufs := sync.Pool{New: func() any { return new([]float64) }}
+	err := par.For(ctx, len(sets), 0, func(i int) {
+		buf := bufs.Get().(*[]float64)
+		x := m.marginal(sets[i], nil, cache, *buf)
+		f(i, x)
+		if cap(x) > cap(*buf) {
+			*buf = x
+		}
+		bufs.Put(buf)
+	})
+	if err != nil {
+		return fmt.Errorf("pgm: marginals: %w", err)
+	}
+	return nil
+}
+
+// checkSets panics on a set with an attribute out of range or repeated.
+func (m *Model) checkSets(sets [][]int) {
 	n := m.dom.Len()
 	for _, s := range sets {
 		for i, a := range s {
@@ -764,10 +821,4 @@ func (m *Model) MarginalsFunc(ctx context.Context, sets [][]int, f func(i int, x
 			}
 		}
 	}
-	cache := newReduceCache(m.jt, 2*m.jt.total)
-	err := par.For(ctx, len(sets), 0, func(i int) { f(i, m.marginal(sets[i], nil, cache)) })
-	if err != nil {
-		return fmt.Errorf("pgm: marginals: %w", err)
-	}
-	return nil
 }
