@@ -16,7 +16,6 @@ import (
 	"github.com/dpsql/dpsql/catalog"
 	"github.com/dpsql/dpsql/catalog/domain"
 	"github.com/dpsql/dpsql/engine/dpparse"
-	"github.com/dpsql/dpsql/synth"
 	"github.com/dpsql/dpsql/synth/hpd"
 	"github.com/dpsql/dpsql/synth/noise"
 )
@@ -49,18 +48,17 @@ const optRelationship = "RELATIONSHIP"
 
 // hierRequest is a validated CREATE SYNTHETIC TABLES.
 type hierRequest struct {
-	stmt           *dpparse.CreateSyntheticTables
-	unit, child    tableRef
-	unitT, childT  dpparse.TableName // targets, DB resolved
-	link           *unitLink
-	method         hpd.Method
-	runner         *hpd.Runner
-	epsilon, delta float64
-	rho            float64
-	seed           *int64
-	households     int
-	user           string
-	relCol         string // RELATIONSHIP = col: typed households
+	stmt          *dpparse.CreateSyntheticTables
+	unit, child   tableRef
+	unitT, childT dpparse.TableName // targets, DB resolved
+	link          *unitLink
+	method        hpd.Method
+	runner        *hpd.Runner
+	releaseOptions
+	rho        float64
+	households int
+	user       string
+	relCol     string // RELATIONSHIP = col: typed households
 
 	unitDom, childDom *domain.Table
 	unitPos, childPos []int // source column of each attribute
@@ -195,49 +193,29 @@ func (e *Engine) validateHier(ctx *sql.Context, s *dpparse.CreateSyntheticTables
 }
 
 func (r *hierRequest) parseOptions(opts []dpparse.Option) error {
-	seen := map[string]bool{}
-	var mech []synth.Option
-	for _, o := range opts {
-		name := strings.ToUpper(o.Name)
-		if seen[name] {
-			return ErrBadParameter.New("option %s given twice", name)
-		}
-		seen[name] = true
+	own := func(name string, o dpparse.Option) (bool, error) {
 		switch name {
-		case optEpsilon, optDelta, optSeed:
-			if err := parseReleaseOption(name, o, &r.epsilon, &r.delta, &r.seed); err != nil {
-				return err
-			}
 		case optRelationship:
 			if o.Value.Kind != dpparse.ValueString && o.Value.Kind != dpparse.ValueIdent {
-				return ErrBadParameter.New("RELATIONSHIP = %s: name the persons' relationship column", o.Value)
+				return true, ErrBadParameter.New("RELATIONSHIP = %s: name the persons' relationship column", o.Value)
 			}
 			r.relCol = o.Value.Text
+			return true, nil
 		case optHouseholds:
-			n, err := integer(o)
-			if err != nil {
-				return err
-			}
-			if n <= 0 || n > maxSyntheticRows {
-				return ErrBadParameter.New("HOUSEHOLDS = %s: must be between 1 and %d", o.Value, maxSyntheticRows)
-			}
-			r.households = int(n)
-		default:
-			mech = append(mech, synth.Option{Name: o.Name, Value: o.Value.Text})
-			r.mechOpts = append(r.mechOpts, catalog.SyntheticOption{Name: strings.ToUpper(o.Name), Value: o.Value.Text})
+			n, err := rowCount(o)
+			r.households = n
+			return true, err
 		}
+		return false, nil
 	}
-	if !seen[optEpsilon] {
-		return ErrBadParameter.New("CREATE SYNTHETIC TABLES needs WITH EPSILON = <ε>")
+	mech, err := splitOptions(opts, "CREATE SYNTHETIC TABLES", &r.releaseOptions, own, &r.mechOpts)
+	if err != nil {
+		return err
 	}
 	runner, err := r.method.New(mech)
 	if err != nil {
-		var oe *synth.OptionError
-		if errors.As(err, &oe) && errors.Is(err, synth.ErrUnknownOption) {
-			valid := append([]string{optEpsilon, optDelta, optSeed, optHouseholds, optRelationship}, r.method.Schema().Names()...)
-			return ErrBadParameter.New("unknown option %s for mechanism %s (valid options: %s)", strings.ToUpper(oe.Name), r.method.Name(), strings.Join(valid, ", "))
-		}
-		return ErrBadParameter.Wrap(err, "mechanism options")
+		return mechanismOptionError(err, r.method.Name(),
+			[]string{optEpsilon, optDelta, optSeed, optHouseholds, optRelationship}, r.method.Schema().Names())
 	}
 	r.runner = runner
 	return nil

@@ -129,9 +129,9 @@ type synthRequest struct {
 	// mechOpts are the mechanism's options as stated, for the record.
 	mechOpts []catalog.SyntheticOption
 
-	epsilon, delta, rho float64
-	rows                int // 0: the model's estimate
-	seed                *int64
+	releaseOptions
+	rho  float64
+	rows int // 0: the model's estimate
 
 	dom      *domain.Table
 	pos      []int // source column of every attribute
@@ -360,54 +360,98 @@ func mechanismNames() string {
 // parseOptions splits the statement's options into the generic ones and
 // the mechanism's, and validates both.
 func (r *synthRequest) parseOptions(opts []dpparse.Option) error {
+	own := func(name string, o dpparse.Option) (bool, error) {
+		switch name {
+		case optRows:
+			n, err := rowCount(o)
+			r.rows = n
+			return true, err
+		case optPublic:
+			if o.Value.Kind != dpparse.ValueTable {
+				return true, ErrBadParameter.New("PUBLIC = %s: name a table (PUBLIC = db.t)", o.Value)
+			}
+			r.public = o.Value.Table
+			r.mechOpts = append(r.mechOpts, catalog.SyntheticOption{Name: name, Value: o.Value.Text})
+			return true, nil
+		}
+		return false, nil
+	}
+	mechOpts, err := splitOptions(opts, "CREATE SYNTHETIC TABLE", &r.releaseOptions, own, &r.mechOpts)
+	if err != nil {
+		return err
+	}
+	runner, err := r.mech.New(mechOpts)
+	if err != nil {
+		return mechanismOptionError(err, r.mech.Name(), genericOptions, r.mech.Schema().Names())
+	}
+	r.runner = runner
+	return nil
+}
+
+// releaseOptions are the options every synthesis statement shares.
+type releaseOptions struct {
+	epsilon, delta float64
+	seed           *int64 // post-processing seed, if given
+}
+
+// splitOptions walks a synthesis statement's options once: a repeated name is
+// refused, EPSILON/DELTA/SEED are parsed into rel, own takes the statement's
+// other engine options (saying whether it did), and the rest are returned for
+// the mechanism, recorded as stated in stored.
+func splitOptions(opts []dpparse.Option, stmt string, rel *releaseOptions,
+	own func(name string, o dpparse.Option) (bool, error), stored *[]catalog.SyntheticOption) ([]synth.Option, error) {
 	seen := map[string]bool{}
-	var mechOpts []synth.Option
+	var mech []synth.Option
 	for _, o := range opts {
 		name := strings.ToUpper(o.Name)
 		if seen[name] {
-			return ErrBadParameter.New("option %s given twice", name)
+			return nil, ErrBadParameter.New("option %s given twice", name)
 		}
 		seen[name] = true
 		switch name {
 		case optEpsilon, optDelta, optSeed:
-			if err := parseReleaseOption(name, o, &r.epsilon, &r.delta, &r.seed); err != nil {
-				return err
+			if err := parseReleaseOption(name, o, &rel.epsilon, &rel.delta, &rel.seed); err != nil {
+				return nil, err
 			}
-		case optRows:
-			n, err := integer(o)
-			if err != nil {
-				return err
-			}
-			if n <= 0 || n > maxSyntheticRows {
-				return ErrBadParameter.New("ROWS = %s: must be between 1 and %d", o.Value, maxSyntheticRows)
-			}
-			r.rows = int(n)
-		case optPublic:
-			if o.Value.Kind != dpparse.ValueTable {
-				return ErrBadParameter.New("PUBLIC = %s: name a table (PUBLIC = db.t)", o.Value)
-			}
-			r.public = o.Value.Table
-			r.mechOpts = append(r.mechOpts, catalog.SyntheticOption{Name: name, Value: o.Value.Text})
-		default:
-			mechOpts = append(mechOpts, synth.Option{Name: o.Name, Value: o.Value.Text})
-			r.mechOpts = append(r.mechOpts, catalog.SyntheticOption{Name: name, Value: o.Value.Text})
+			continue
 		}
+		if took, err := own(name, o); err != nil || took {
+			if err != nil {
+				return nil, err
+			}
+			continue
+		}
+		mech = append(mech, synth.Option{Name: o.Name, Value: o.Value.Text})
+		*stored = append(*stored, catalog.SyntheticOption{Name: name, Value: o.Value.Text})
 	}
 	if !seen[optEpsilon] {
-		return ErrBadParameter.New("CREATE SYNTHETIC TABLE needs WITH EPSILON = <ε>")
+		return nil, ErrBadParameter.New("%s needs WITH EPSILON = <ε>", stmt)
 	}
-	runner, err := r.mech.New(mechOpts)
+	return mech, nil
+}
+
+// mechanismOptionError turns a mechanism's refusal of its options into the
+// user's error; an unknown name lists every option the statement accepts.
+func mechanismOptionError(err error, mechanism string, generic, own []string) error {
+	var oe *synth.OptionError
+	if errors.As(err, &oe) && errors.Is(err, synth.ErrUnknownOption) {
+		valid := append(append([]string(nil), generic...), own...)
+		return ErrBadParameter.New("unknown option %s for mechanism %s (valid options: %s)",
+			strings.ToUpper(oe.Name), mechanism, strings.Join(valid, ", "))
+	}
+	return ErrBadParameter.Wrap(err, "mechanism options")
+}
+
+// rowCount reads ROWS or HOUSEHOLDS: a number of synthetic records.
+func rowCount(o dpparse.Option) (int, error) {
+	n, err := integer(o)
 	if err != nil {
-		var oe *synth.OptionError
-		if errors.As(err, &oe) && errors.Is(err, synth.ErrUnknownOption) {
-			valid := append(append([]string(nil), genericOptions...), r.mech.Schema().Names()...)
-			return ErrBadParameter.New("unknown option %s for mechanism %s (valid options: %s)",
-				strings.ToUpper(oe.Name), r.mech.Name(), strings.Join(valid, ", "))
-		}
-		return ErrBadParameter.Wrap(err, "mechanism options")
+		return 0, err
 	}
-	r.runner = runner
-	return nil
+	if n <= 0 || n > maxSyntheticRows {
+		return 0, ErrBadParameter.New("%s = %s: must be between 1 and %d", strings.ToUpper(o.Name), o.Value, maxSyntheticRows)
+	}
+	return int(n), nil
 }
 
 // parseReleaseOption reads one of the options every synthesis statement

@@ -300,7 +300,7 @@ func TestReleaseRandomness(t *testing.T) {
 	f := newSynthFixture(t)
 	draw := func(s *noise.Source) uint64 { return s.Uint64() }
 	seed := int64(9)
-	r := &synthRequest{seed: &seed}
+	r := &synthRequest{releaseOptions: releaseOptions{seed: &seed}}
 	m1, p1, d1 := f.e.releaseRandomness(r)
 	m2, p2, d2 := f.e.releaseRandomness(r)
 	if draw(m1) == draw(m2) {

@@ -11,11 +11,13 @@
 // connection into a session-private temporary table inside the snapshot
 // (the transaction is read-only from then on), and the marginals are
 // answered by plain GROUP BYs over it, each fetching a superset of several
-// requested marginals (at most SetCoverCells cells) that dpsql projects
-// exactly; on two connections in the same exported snapshot, each with its
-// codes table sorted by a different attribute (its lead, chosen from the
-// domain sizes) and answering first the fetch sets that contain its lead,
-// whose hash tables then stay in the CPU caches. Only the groups' counts
+// requested marginals that dpsql projects exactly; on two connections in
+// the same exported snapshot, each with its codes table sorted by a
+// different attribute (its lead, chosen from the domain sizes) and
+// answering first the fetch sets that contain its lead, whose hash tables
+// then keep only the groups of one lead value in use. A fetch set has at
+// most SetCoverCells hot cells (its cells, divided by its lead's size if
+// it has one), so that sets with a lead may be larger: fewer scans. Only the groups' counts
 // leave PostgreSQL, each keyed by one integer. A remote user
 // without the TEMP privilege falls back to GROUPING SETS over the table in
 // a read-only transaction. MySQL and MariaDB answer one GROUP BY per

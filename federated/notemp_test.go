@@ -54,33 +54,41 @@ func TestNoTempFallback(t *testing.T) {
 	defer src.Close()
 	x := must(domain.NewIntRange("x", 0, 4, false))
 	y := must(domain.NewIntRange("y", 0, 2, false))
-	sn, err := src.Snapshot(ctx, []federated.SnapshotColumn{{Name: "x", Domain: &x}, {Name: "y", Domain: &y}})
-	if err != nil {
-		t.Fatal(federated.Detail(err))
-	}
-	defer sn.Close()
-	got, err := sn.Marginals(ctx, [][]int{{0}, {1, 0}})
-	if err != nil {
-		t.Fatal(federated.Detail(err))
-	}
-	// x = i mod 5, y = i mod 3 over i < 500: 100 of each x; the pair
-	// (x, y) has 33 or 34 rows (i mod 15).
-	if !slices.Equal(got[0], []float64{100, 100, 100, 100, 100}) {
-		t.Errorf("marginal of x = %v", got[0])
-	}
-	var sum float64
-	for _, v := range got[1] {
-		sum += v
-		if v != 33 && v != 34 {
-			t.Errorf("cell of (y, x) = %v, want 33 or 34", v)
+	// One fetch set (one connection), then one per marginal, whose two
+	// connections both fail to build their codes tables at once.
+	for _, tc := range []struct {
+		cover   float64
+		queries int
+	}{{federated.DefaultCoverCells, 2}, {1, 3}} {
+		sn, err := src.Snapshot(ctx, []federated.SnapshotColumn{{Name: "x", Domain: &x}, {Name: "y", Domain: &y}})
+		if err != nil {
+			t.Fatal(federated.Detail(err))
 		}
-	}
-	if sum != 500 {
-		t.Errorf("(y, x) sums to %v", sum)
-	}
-	if st := sn.Stats(); st.Scans != st.Queries || st.Queries != 2 {
-		// The failed codes table counts as a query and a scan, then one
-		// batch of GROUPING SETS.
-		t.Errorf("stats %+v, want 2 queries, each a scan", st)
+		sn.SetCoverCells(tc.cover)
+		got, err := sn.Marginals(ctx, [][]int{{0}, {1, 0}})
+		if err != nil {
+			t.Fatal(federated.Detail(err))
+		}
+		// x = i mod 5, y = i mod 3 over i < 500: 100 of each x; the pair
+		// (x, y) has 33 or 34 rows (i mod 15).
+		if !slices.Equal(got[0], []float64{100, 100, 100, 100, 100}) {
+			t.Errorf("cover %g: marginal of x = %v", tc.cover, got[0])
+		}
+		var sum float64
+		for _, v := range got[1] {
+			sum += v
+			if v != 33 && v != 34 {
+				t.Errorf("cover %g: cell of (y, x) = %v, want 33 or 34", tc.cover, v)
+			}
+		}
+		if sum != 500 {
+			t.Errorf("cover %g: (y, x) sums to %v", tc.cover, sum)
+		}
+		if st := sn.Stats(); st.Scans != st.Queries || st.Queries != tc.queries {
+			// Each failed codes table counts as a query and a scan, then
+			// one batch of GROUPING SETS.
+			t.Errorf("cover %g: stats %+v, want %d queries, each a scan", tc.cover, st, tc.queries)
+		}
+		sn.Close()
 	}
 }

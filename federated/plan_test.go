@@ -1,6 +1,7 @@
 package federated
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -38,7 +39,7 @@ func all3(n int) [][]int {
 // fetch sets without an earlier lead, and existing tables keep theirs.
 func TestChooseLeads(t *testing.T) {
 	dom := adultPlanDomain(t)
-	fetch, _ := coverSets(dom, all3(dom.Len()), DefaultCoverCells)
+	fetch, _ := coverSets(dom, all3(dom.Len()), DefaultCoverCells, DefaultCoverCells, nil)
 	conns := []*pgx.Conn{new(pgx.Conn), new(pgx.Conn), new(pgx.Conn)}
 	for _, fixed := range []map[int]int{nil, {1: 5}, {0: -1}} {
 		sn := &Snapshot{dom: dom, coded: map[*pgx.Conn]int{}}
@@ -86,7 +87,7 @@ func TestQueues(t *testing.T) {
 	dom := adultPlanDomain(t)
 	r := rand.New(rand.NewPCG(3, 4))
 	for _, cover := range []float64{1, 1 << 12, DefaultCoverCells, 1 << 22} {
-		fetch, _ := coverSets(dom, all3(dom.Len()), cover)
+		fetch, _ := coverSets(dom, all3(dom.Len()), cover, cover, nil)
 		for _, leads := range [][]int{{-1}, {11}, {11, 2}, {2, 2, -1}, {0, 9, 11, 12}} {
 			q := newQueues(dom, fetch, leads)
 			// Every set in a worker's own queue has its lead.
@@ -131,5 +132,100 @@ func TestQueues(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestCoverSets checks covers of random families of sets, with and
+// without leads, against the definitions: every set lies in exactly the
+// one fetch set it is projected from; a fetch set is the union of its
+// sets; only a set beyond the caps by itself may exceed them; the hot
+// cells are the cells divided by the largest lead's size.
+func TestCoverSets(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	adult := adultPlanDomain(t)
+	for trial := range 300 {
+		dom := adult
+		if trial%3 != 0 {
+			n := 2 + r.IntN(9)
+			names, sizes := make([]string, n), make([]int, n)
+			for a := range n {
+				names[a], sizes[a] = string(rune('a'+a)), 1+r.IntN(40)
+			}
+			var err error
+			if dom, err = pgm.NewDomain(names, sizes); err != nil {
+				t.Fatal(err)
+			}
+		}
+		n := dom.Len()
+		// Distinct sorted sets of 1 to 4 attributes.
+		var sets [][]int
+		seen := map[string]bool{}
+		for range 1 + r.IntN(60) {
+			s := r.Perm(n)[:1+r.IntN(min(4, n))]
+			slices.Sort(s)
+			if k := fmt.Sprint(s); !seen[k] {
+				seen[k] = true
+				sets = append(sets, s)
+			}
+		}
+		var leads []int
+		for range r.IntN(3) {
+			leads = append(leads, r.IntN(n+1)-1)
+		}
+		maxHot := float64(int(1) << r.IntN(14))
+		maxCells := maxHot * float64(int(1)<<r.IntN(6))
+		fetch, of := coverSets(dom, sets, maxHot, maxCells, leads)
+		name := fmt.Sprintf("trial %d (%d sets, leads %v, caps %g/%g)", trial, len(sets), leads, maxHot, maxCells)
+		if len(of) != len(sets) {
+			t.Fatalf("%s: %d fetch indexes for %d sets", name, len(of), len(sets))
+		}
+		members := make([][]int, len(fetch))
+		for i, f := range of {
+			if f < 0 || f >= len(fetch) {
+				t.Fatalf("%s: set %v in fetch set %d of %d", name, sets[i], f, len(fetch))
+			}
+			members[f] = append(members[f], i)
+		}
+		for f, fs := range fetch {
+			var u []int
+			for _, i := range members[f] {
+				u = union(u, sets[i])
+			}
+			if len(members[f]) == 0 || !slices.Equal(u, fs) {
+				t.Fatalf("%s: fetch set %v is not the union %v of its %d sets", name, fs, u, len(members[f]))
+			}
+			// Brute-force hot cells.
+			cells, div := 1.0, 1.0
+			for _, a := range fs {
+				cells *= float64(dom.Size(a))
+			}
+			for _, l := range leads {
+				if l >= 0 && slices.Contains(fs, l) {
+					div = max(div, float64(dom.Size(l)))
+				}
+			}
+			if h := hotCells(dom, fs, leads); h != cells/div {
+				t.Fatalf("%s: hot cells of %v = %g, want %g", name, fs, h, cells/div)
+			}
+			if (cells/div > maxHot || cells > maxCells) && len(members[f]) != 1 {
+				t.Fatalf("%s: fetch set %v beyond the caps (hot %g, cells %g) covers %d sets", name, fs, cells/div, cells, len(members[f]))
+			}
+		}
+	}
+}
+
+// TestCoverSetsAdult pins the plan of the benchmark workload (all 364
+// 3-way marginals of the adult-like domain): the plain cover and the one
+// that knows the leads, whose fetch sets with a lead are larger (fewer
+// scans) while their hot cells stay within the cap.
+func TestCoverSetsAdult(t *testing.T) {
+	dom := adultPlanDomain(t)
+	sets := all3(dom.Len())
+	plain, _ := coverSets(dom, sets, DefaultCoverCells, DefaultCoverCells, nil)
+	sn := &Snapshot{dom: dom, coded: map[*pgx.Conn]int{}}
+	leads := sn.chooseLeads([]*pgx.Conn{new(pgx.Conn), new(pgx.Conn)}, plain)
+	fetch, _ := coverSets(dom, sets, DefaultCoverCells, maxFetchCells, leads)
+	if len(plain) != 131 || !slices.Equal(leads, []int{11, 2}) || len(fetch) > 95 {
+		t.Errorf("plain cover %d fetch sets, leads %v, cover with leads %d fetch sets; want 131, [11 2], at most 95", len(plain), leads, len(fetch))
 	}
 }

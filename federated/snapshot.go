@@ -59,12 +59,25 @@ const DefaultBatch = 32
 // sorted codes tables (chooseLeads) in backend CPU for all 364: 2^18 cells
 // 40.0-42.1 s (131 GROUP BYs, 7.6 million result rows), 2^20 44.7 s (99,
 // 12.0 million), 2^22 37.2-41.8 s (80, 13.9 million rows to decode, and
-// at 10 million source rows up to 4 million groups a query): 2^18 stays.
-// See docs/federated.md.
+// at 10 million source rows up to 4 million groups a query): 2^18 stays,
+// as the cap on a fetch set's hot cells (coverSets); a set that contains
+// a lead may have up to maxFetchCells cells. See docs/federated.md.
 const (
 	DefaultCoverCells = 1 << 18
 	DefaultParallel   = 2
 )
+
+// maxFetchCells caps the cells of a fetch set that contains a lead (whose
+// hot cells are a fraction of its cells, see coverSets): the most result
+// rows one GROUP BY may send, and the most groups its hash table holds
+// (about 150 bytes each in PostgreSQL 15: 600 MB, within work_mem). Every
+// GROUP BY costs PostgreSQL 0.1-0.3 µs per source row plus about 1 µs per
+// result row (hash entry, output, decoding), so larger fetch sets pay once
+// the scans they save outweigh the groups they add: on the adult-like
+// table, all 364 3-way marginals, 2^22 made 95 queries instead of 133 and
+// 105.5 s of backend CPU instead of 134.7 s at 3 million rows (level at 1
+// million); 2^24, 71 queries, 106.3 s.
+const maxFetchCells = 1 << 22
 
 // TempBuffers is the temp_buffers of a PostgreSQL snapshot's sessions:
 // the most memory of the remote server each one's codes table may hold
@@ -87,7 +100,7 @@ type Snapshot struct {
 	mu       sync.Mutex
 	batch    int
 	parallel int
-	// cover is the cell cap of the fetch sets of the temp-table path
+	// cover is the hot-cell cap of the fetch sets of the temp-table path
 	// (pgCovered); noTemp means that path is unavailable (the remote user
 	// may not create temporary tables) and batches of GROUPING SETS run
 	// on the table itself.
@@ -197,8 +210,9 @@ func (sn *Snapshot) SetParallel(n int) {
 	sn.parallel = max(n, 1)
 }
 
-// SetCoverCells sets the cell cap of the fetch sets of the temp-table path
-// (cells >= 1; 1 fetches every marginal by itself).
+// SetCoverCells sets the cap on the hot cells of the fetch sets of the
+// temp-table path (cells >= 1; 1 fetches every marginal by itself; see
+// coverSets).
 func (sn *Snapshot) SetCoverCells(cells float64) {
 	sn.mu.Lock()
 	defer sn.mu.Unlock()
@@ -478,11 +492,19 @@ func (sn *Snapshot) Marginals(ctx context.Context, sets [][]int) ([][]float64, e
 	return out, nil
 }
 
-// coverSets groups sets (sorted attribute lists) into fetch sets of at
-// most maxCells cells, best fit first: every set joins the fetch set whose
-// union with it is smallest and within the cap, largest sets first. It
-// returns the fetch sets and, for every set, its fetch set.
-func coverSets(dom *pgm.Domain, sets [][]int, maxCells float64) (fetch [][]int, of []int) {
+// coverSets groups sets (sorted attribute lists) into fetch sets, best
+// fit first: every set joins the fetch set whose union with it has the
+// fewest hot cells within the caps, largest sets first. It returns the
+// fetch sets and, for every set, its fetch set.
+//
+// The hot cells of a fetch set are the groups its GROUP BY keeps in use at
+// a time (hotCells): all its cells, or, when it contains a lead (the
+// attribute a connection's codes table is sorted by), its cells divided by
+// the lead's size, since the rows then arrive one lead value at a time.
+// maxHot caps the hot cells (the hash table's working set: the CPU
+// caches), maxCells the cells (the result rows to send and decode). A set
+// beyond the caps by itself is its own fetch set.
+func coverSets(dom *pgm.Domain, sets [][]int, maxHot, maxCells float64, leads []int) (fetch [][]int, of []int) {
 	cells := func(s []int) float64 {
 		c := 1.0
 		for _, a := range s {
@@ -497,10 +519,11 @@ func coverSets(dom *pgm.Domain, sets [][]int, maxCells float64) (fetch [][]int, 
 	slices.SortStableFunc(order, func(i, j int) int { return cmp.Compare(cells(sets[j]), cells(sets[i])) })
 	of = make([]int, len(sets))
 	for _, i := range order {
-		best, bestCells := -1, 0.0
+		best, bestHot := -1, 0.0
 		for f, fs := range fetch {
-			if c := cells(union(fs, sets[i])); c <= maxCells && (best < 0 || c < bestCells) {
-				best, bestCells = f, c
+			u := union(fs, sets[i])
+			if h := hotCells(dom, u, leads); h <= maxHot && cells(u) <= maxCells && (best < 0 || h < bestHot) {
+				best, bestHot = f, h
 			}
 		}
 		if best < 0 {
@@ -511,7 +534,89 @@ func coverSets(dom *pgm.Domain, sets [][]int, maxCells float64) (fetch [][]int, 
 		}
 		of[i] = best
 	}
-	return fetch, of
+	return dissolve(dom, sets, fetch, of, maxHot, maxCells, leads)
+}
+
+// dissolve improves a cover: it removes every fetch set whose sets all
+// fit into the other fetch sets (each joining the one whose union with it
+// has the fewest hot cells, within the caps), smallest fetch sets first,
+// until none can be removed. Every removal saves a scan of the table.
+func dissolve(dom *pgm.Domain, sets [][]int, fetch [][]int, of []int, maxHot, maxCells float64, leads []int) ([][]int, []int) {
+	for changed := true; changed; {
+		changed = false
+		order := make([]int, len(fetch))
+		for i := range order {
+			order[i] = i
+		}
+		slices.SortStableFunc(order, func(i, j int) int {
+			return cmp.Compare(dom.Cells(fetch[i]), dom.Cells(fetch[j]))
+		})
+		for _, f := range order {
+			if fetch[f] == nil {
+				continue
+			}
+			trial := slices.Clone(fetch)
+			trial[f] = nil
+			moved := map[int]int{}
+			ok := true
+			for i, fi := range of {
+				if fi != f {
+					continue
+				}
+				best, bestHot := -1, 0.0
+				for g, gs := range trial {
+					if gs == nil {
+						continue
+					}
+					u := union(gs, sets[i])
+					if h := hotCells(dom, u, leads); h <= maxHot && float64(dom.Cells(u)) <= maxCells && (best < 0 || h < bestHot) {
+						best, bestHot = g, h
+					}
+				}
+				if best < 0 {
+					ok = false
+					break
+				}
+				trial[best] = union(trial[best], sets[i])
+				moved[i] = best
+			}
+			if !ok {
+				continue
+			}
+			fetch = trial
+			for i, g := range moved {
+				of[i] = g
+			}
+			changed = true
+		}
+	}
+	// Compact the removed fetch sets away.
+	index := make([]int, len(fetch))
+	var out [][]int
+	for f, fs := range fetch {
+		index[f] = len(out)
+		if fs != nil {
+			out = append(out, fs)
+		}
+	}
+	for i := range of {
+		of[i] = index[of[i]]
+	}
+	return out, of
+}
+
+// hotCells is the number of groups a GROUP BY over fetch set f keeps in
+// use at a time on the connection that serves it: the cells of f divided
+// by the size of the largest lead f contains (see coverSets).
+func hotCells(dom *pgm.Domain, f []int, leads []int) float64 {
+	c := float64(dom.Cells(f))
+	div := 1.0
+	for _, l := range leads {
+		if l >= 0 && slices.Contains(f, l) {
+			div = max(div, float64(dom.Size(l)))
+		}
+	}
+	return c / div
 }
 
 // codesTable is the session-private table of encoded codes (pgCovered).
@@ -638,7 +743,8 @@ func (sn *Snapshot) chooseLeads(conns []*pgx.Conn, fetch [][]int) []int {
 }
 
 // queues hands out fetch sets to the workers (one per connection): each
-// first takes those that contain its lead, largest first, then those
+// first takes those that contain its lead (a set with several leads goes
+// to the largest lead's), largest first, then those
 // that contain no lead, then steals the smallest left of another's.
 type queues struct {
 	mu  sync.Mutex
@@ -655,14 +761,20 @@ func newQueues(dom *pgm.Domain, fetch [][]int, leads []int) *queues {
 	cells := func(k int) float64 { return float64(dom.Cells(fetch[k])) }
 	slices.SortStableFunc(order, func(i, j int) int { return cmp.Compare(cells(j), cells(i)) })
 	for _, k := range order {
+		// The worker whose lead divides the set's hot cells the most (as
+		// coverSets assumed), the least loaded of those; the load is the
+		// number of scans, which dominate since leads allow large sets.
 		w := len(leads) // shared
 		for i, l := range leads {
-			if l >= 0 && slices.Contains(fetch[k], l) && (w == len(leads) || load[i] < load[w]) {
+			if l < 0 || !slices.Contains(fetch[k], l) {
+				continue
+			}
+			if w == len(leads) || dom.Size(l) > dom.Size(leads[w]) || dom.Size(l) == dom.Size(leads[w]) && load[i] < load[w] {
 				w = i
 			}
 		}
 		if w < len(leads) {
-			load[w] += cells(k)
+			load[w]++
 		}
 		q.own[w] = append(q.own[w], k)
 	}
@@ -707,62 +819,40 @@ var errNoTemp = errors.New("federated: no TEMP privilege")
 // the codes table could not be created; the caller then uses batches of
 // GROUPING SETS on the source table.
 func (sn *Snapshot) pgCovered(ctx context.Context, sets [][]int, fn func(set int, codes []int32, n float64)) (fellBack bool, err error) {
-	fetch, of := coverSets(sn.dom, sets, sn.cover)
-	covered := make([][]int, len(fetch))
-	for i, f := range of {
-		covered[f] = append(covered[f], i)
-	}
-	conns, err := sn.workers(ctx, len(fetch))
+	// The leads come from the plain cover (the attributes of its largest
+	// hash tables), the fetch sets from the cover that knows them.
+	plain, _ := coverSets(sn.dom, sets, sn.cover, sn.cover, nil)
+	conns, err := sn.workers(ctx, len(plain))
 	if err != nil {
 		return false, err
 	}
 	sn.touched = true
-	leads := sn.chooseLeads(conns, fetch)
-	// The first connection's codes table decides the path: without the
-	// TEMP privilege nothing else is tried.
-	if _, ok := sn.coded[conns[0]]; !ok {
-		if err := sn.buildCodes(ctx, conns[0], leads[0]); err != nil {
-			if !errors.Is(err, errNoTemp) {
-				return false, err
-			}
-			sn.noTemp = true
-			for _, c := range conns {
-				if _, err := c.Exec(ctx, readOnly); err != nil {
-					return false, sn.src.queryError(ctx, "marginal query", err)
-				}
-			}
-			return true, nil
-		}
-		sn.coded[conns[0]] = leads[0]
+	leads := sn.chooseLeads(conns, plain)
+	fetch, of := coverSets(sn.dom, sets, sn.cover, max(sn.cover, maxFetchCells), leads)
+	covered := make([][]int, len(fetch))
+	for i, f := range of {
+		covered[f] = append(covered[f], i)
 	}
-	// Every worker owns one connection (and builds its codes table if it
-	// is missing); only the map is shared.
-	var codedMu sync.Mutex
+	// The missing codes tables are built at once, one per connection (a
+	// build is a scan of the source, most of a connection's first tenth
+	// of the run; one after the other, the second connection would start
+	// its queries a build late). Without the TEMP privilege nothing else
+	// is tried.
+	if fellBack, err := sn.buildAll(ctx, conns, leads); err != nil || fellBack {
+		return fellBack, err
+	}
+	// Every worker owns one connection.
 	q := newQueues(sn.dom, fetch, leads)
 	bctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	errs := make([]error, len(fetch))
 	perr := par.For(bctx, len(conns), len(conns), func(w int) {
-		conn := conns[w]
-		codedMu.Lock()
-		_, ready := sn.coded[conn]
-		codedMu.Unlock()
 		for bctx.Err() == nil {
 			k := q.next(w)
 			if k < 0 {
 				return
 			}
-			if !ready {
-				if errs[k] = sn.buildCodes(bctx, conn, leads[w]); errs[k] != nil {
-					cancel()
-					return
-				}
-				ready = true
-				codedMu.Lock()
-				sn.coded[conn] = leads[w]
-				codedMu.Unlock()
-			}
-			if errs[k] = sn.pgGroup(bctx, conn, fetch[k], covered[k], fn); errs[k] != nil {
+			if errs[k] = sn.pgGroup(bctx, conns[w], fetch[k], covered[k], fn); errs[k] != nil {
 				cancel()
 				return
 			}
@@ -784,6 +874,63 @@ func (sn *Snapshot) pgCovered(ctx context.Context, sets [][]int, fn func(set int
 		}
 	}
 	return false, err
+}
+
+// buildAll builds the codes table of every connection that has none,
+// all at once, each sorted by its lead. fellBack reports that the remote
+// user may not create temporary tables: the snapshot then answers by
+// GROUPING SETS (noTemp), every transaction read-only.
+func (sn *Snapshot) buildAll(ctx context.Context, conns []*pgx.Conn, leads []int) (fellBack bool, err error) {
+	var todo []int
+	for w, c := range conns {
+		if _, ok := sn.coded[c]; !ok {
+			todo = append(todo, w)
+		}
+	}
+	bctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	errs := make([]error, len(todo))
+	perr := par.For(bctx, len(todo), len(todo), func(k int) {
+		// A missing privilege is the same on every connection: no need to
+		// stop the others' builds, each rolls back by itself.
+		if errs[k] = sn.buildCodes(bctx, conns[todo[k]], leads[todo[k]]); errs[k] != nil && !errors.Is(errs[k], errNoTemp) {
+			cancel()
+		}
+	})
+	for k, w := range todo {
+		if errs[k] == nil {
+			sn.coded[conns[w]] = leads[w]
+		}
+	}
+	switch {
+	case ctx.Err() != nil:
+		return false, sn.src.newError("marginal query", ErrQuery, ctx.Err())
+	case perr != nil:
+		return false, perr
+	}
+	// The first failure; the others are its cancellations.
+	noTemp := false
+	for _, e := range errs {
+		switch {
+		case errors.Is(e, errNoTemp):
+			noTemp = true
+		case e != nil && !errors.Is(e, context.Canceled):
+			return false, e
+		}
+	}
+	if err := errors.Join(errs...); err != nil && !noTemp {
+		return false, err
+	}
+	if !noTemp {
+		return false, nil
+	}
+	sn.noTemp = true
+	for _, c := range conns {
+		if _, err := c.Exec(ctx, readOnly); err != nil {
+			return false, sn.src.queryError(ctx, "marginal query", err)
+		}
+	}
+	return true, nil
 }
 
 // pgGroup runs the GROUP BY of fetch set attrs over the codes table and

@@ -13,6 +13,11 @@ const (
 	DefaultMaxModelSize = 80
 	DefaultPGMIters     = 100
 	DefaultFinalIters   = 1000
+	// DefaultFinalTol stops the final estimation once the loss falls by
+	// less than this fraction per iteration (pgm.EstimateOptions.Tol, over
+	// pgm.TolWindow iterations). The loss left by then is fitting the noise:
+	// measured in docs/aim-performance.md (Speed: estimation).
+	DefaultFinalTol = 1e-3
 )
 
 // Options configures AIM. The zero value of a field means its default.
@@ -21,6 +26,9 @@ type Options struct {
 	Rounds       int     // T; 0 means 16·d
 	PGMIters     int     // estimation iterations per round
 	FinalIters   int     // iterations of the final estimation
+	// FinalTol stops the final estimation early (pgm.EstimateOptions.Tol);
+	// negative runs all FinalIters.
+	FinalTol float64
 }
 
 var schema = synth.Schema{
@@ -32,6 +40,8 @@ var schema = synth.Schema{
 		Doc: "estimation iterations per round, warm-started"},
 	{Name: "FINAL_ITERS", Kind: synth.Int, Default: "1000", Min: 1, Max: 1e6,
 		Doc: "iterations of the final estimation before sampling"},
+	{Name: "FINAL_TOL", Kind: synth.Float, Default: "1e-3", Min: 0, Max: 1,
+		Doc: "stop the final estimation when the loss falls by less than this fraction per iteration; 0 runs all FINAL_ITERS"},
 }
 
 // Mechanism is AIM as a synth.Mechanism.
@@ -59,11 +69,16 @@ func (Mechanism) New(opts []synth.Option) (synth.Runner, error) {
 	if err != nil {
 		return nil, err
 	}
+	tol := v.Float("FINAL_TOL", 0)
+	if _, given := v["FINAL_TOL"]; given && tol == 0 {
+		tol = -1 // FINAL_TOL = 0: no early stop
+	}
 	return &Options{
 		MaxModelSize: v.Float("MAX_MODEL_SIZE", 0),
 		Rounds:       v.Int("ROUNDS", 0),
 		PGMIters:     v.Int("PGM_ITERS", 0),
 		FinalIters:   v.Int("FINAL_ITERS", 0),
+		FinalTol:     tol,
 	}, nil
 }
 
@@ -81,6 +96,9 @@ func (o Options) withDefaults(d int) Options {
 	}
 	if o.FinalIters <= 0 {
 		o.FinalIters = DefaultFinalIters
+	}
+	if o.FinalTol == 0 {
+		o.FinalTol = DefaultFinalTol
 	}
 	return o
 }

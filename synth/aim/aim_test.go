@@ -19,6 +19,9 @@ func TestNewOptions(t *testing.T) {
 			{Name: "max_model_size", Value: 20.5}, {Name: "ROUNDS", Value: int64(100)},
 			{Name: "pgm_iters", Value: "30"}, {Name: "Final_Iters", Value: 500},
 		}, want: Options{MaxModelSize: 20.5, Rounds: 100, PGMIters: 30, FinalIters: 500}},
+		{name: "final tol", opts: []synth.Option{{Name: "FINAL_TOL", Value: 1e-3}}, want: Options{FinalTol: 1e-3}},
+		{name: "final tol off", opts: []synth.Option{{Name: "FINAL_TOL", Value: 0}}, want: Options{FinalTol: -1}},
+		{name: "negative final tol", opts: []synth.Option{{Name: "FINAL_TOL", Value: -1e-3}}, err: synth.ErrInvalidOption},
 		{name: "unknown", opts: []synth.Option{{Name: "EPSILON", Value: 1}}, err: synth.ErrUnknownOption},
 		{name: "fractional int", opts: []synth.Option{{Name: "ROUNDS", Value: 2.5}}, err: synth.ErrInvalidOption},
 		{name: "negative size", opts: []synth.Option{{Name: "MAX_MODEL_SIZE", Value: -1}}, err: synth.ErrInvalidOption},
@@ -39,6 +42,14 @@ func TestNewOptions(t *testing.T) {
 				t.Errorf("options %+v, want %+v", got, tt.want)
 			}
 		})
+	}
+	// Zero fields take the defaults; a negative FinalTol (FINAL_TOL = 0)
+	// stays, and Estimate is then given no tolerance.
+	if d := (Options{}).withDefaults(3); d.FinalTol != DefaultFinalTol || d.FinalIters != DefaultFinalIters {
+		t.Errorf("defaults %+v", d)
+	}
+	if d := (Options{FinalTol: -1}).withDefaults(3); d.FinalTol != -1 {
+		t.Errorf("FINAL_TOL = 0 became %v", d.FinalTol)
 	}
 	// The unknown-option error names the valid options.
 	_, err := Mechanism{}.New([]synth.Option{{Name: "X", Value: 1}})

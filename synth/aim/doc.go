@@ -21,6 +21,10 @@
 //	                fewer rounds.
 //	FINAL_ITERS     int, default 1000: iterations of the final estimation
 //	                before sampling.
+//	FINAL_TOL       float, default 1e-3: the final estimation stops earlier
+//	                once the loss falls by less than this fraction per
+//	                iteration (over pgm.TolWindow iterations); 0 runs all
+//	                FINAL_ITERS.
 //
 // # Performance
 //

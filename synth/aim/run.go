@@ -73,8 +73,12 @@ type run struct {
 	meas     []pgm.Measurement
 	res      synth.Result
 	measured [][]int // maximal measured sets: the model's cliques
-	model    *pgm.Model
-	tracker  *adaptive.Tracker
+	// sizes[i] is the model size with candidate i added to measured,
+	// valid where sized[i] (cleared when measured changes).
+	sizes   []float64
+	sized   []bool
+	model   *pgm.Model
+	tracker *adaptive.Tracker
 }
 
 // measure releases x (the true marginal over attrs) with discrete Gaussian
@@ -85,7 +89,41 @@ func (r *run) measure(attrs []int, x *answer, sigma, eps float64, round int) {
 	m := pgm.Measurement{Attrs: attrs, Y: y, Sigma: sigma}
 	r.meas = append(r.meas, m)
 	r.res.Measurements = append(r.res.Measurements, synth.Measurement{Measurement: m, Round: round, Epsilon: eps})
-	r.measured = adaptive.AddMaximal(r.measured, attrs)
+	if !adaptive.ContainedIn(attrs, r.measured) {
+		r.measured = adaptive.AddMaximal(r.measured, attrs)
+		clear(r.sized) // every candidate's model size changes
+	}
+}
+
+// filter appends to dst the candidates whose addition keeps the model
+// within limit MB, or that lie in one of the model's cliques: the
+// capacity filter of adaptive.Filter, with each candidate's model size
+// (a junction tree of the measured sets and the candidate) kept until the
+// measured sets change. A round that selects a set inside a measured one
+// sizes nothing again.
+func (r *run) filter(dst []int, limit float64) []int {
+	if r.sizes == nil {
+		r.sizes = make([]float64, len(r.sets))
+		r.sized = make([]bool, len(r.sets))
+	}
+	free := r.model.Cliques()
+	buf := make([][]int, len(r.measured)+1)
+	copy(buf, r.measured)
+	for i, s := range r.sets {
+		if adaptive.ContainedIn(s, free) {
+			dst = append(dst, i)
+			continue
+		}
+		if !r.sized[i] {
+			buf[len(r.measured)] = s
+			r.sizes[i] = pgm.ModelSize(r.dom, buf)
+			r.sized[i] = true
+		}
+		if r.sizes[i] <= limit {
+			dst = append(dst, i)
+		}
+	}
+	return dst
 }
 
 // estimate refits the model to all measurements, warm-started, with the
@@ -97,8 +135,8 @@ func (r *run) measure(attrs []int, x *answer, sigma, eps float64, round int) {
 // and ran more rounds: cheaper on adult at ε = 1, but several times the CPU
 // on a 30-attribute table, where a round's scoring is the cost
 // (docs/aim-performance.md, Speed).
-func (r *run) estimate(ctx context.Context, iters int, step pgm.StepRule, progress func(pgm.EstimateProgress)) error {
-	m, err := pgm.Estimate(ctx, r.dom, r.meas, &pgm.EstimateOptions{Iters: iters, WarmStart: r.model, Step: step, Progress: progress})
+func (r *run) estimate(ctx context.Context, iters int, tol float64, step pgm.StepRule, progress func(pgm.EstimateProgress)) error {
+	m, err := pgm.Estimate(ctx, r.dom, r.meas, &pgm.EstimateOptions{Iters: iters, Tol: max(tol, 0), WarmStart: r.model, Step: step, Progress: progress})
 	if err != nil {
 		return err
 	}
@@ -127,13 +165,12 @@ func (r *run) loop(ctx context.Context, sigma0 float64) (*synth.Result, error) {
 			r.measure(c.attrs, &r.answers[i], sigma0, 0, 0)
 		}
 	}
-	if err := r.estimate(ctx, r.opt.PGMIters, pgm.GrowStep, nil); err != nil {
+	if err := r.estimate(ctx, r.opt.PGMIters, 0, pgm.GrowStep, nil); err != nil {
 		return fail(fmt.Errorf("initial estimation: %w", err))
 	}
 	r.in.Report(synth.Status{Phase: "init", RhoUsed: r.sched.used, ModelSize: r.model.Size()})
 
 	r.tracker = adaptive.NewTracker(len(r.cands))
-	sizeOf := func(cliques [][]int) float64 { return pgm.ModelSize(r.dom, cliques) }
 	var (
 		eligible []int
 		scores   []float64
@@ -147,7 +184,7 @@ func (r *run) loop(ctx context.Context, sigma0 float64) (*synth.Result, error) {
 		sigma, eps, last := r.sched.next()
 		limit := r.opt.MaxModelSize * r.sched.used / r.sched.rho
 
-		eligible = adaptive.Filter(eligible[:0], r.sets, r.measured, r.model.Cliques(), limit, sizeOf)
+		eligible = r.filter(eligible[:0], limit)
 		if len(eligible) == 0 {
 			// Cannot happen: 1-way candidates are always in a clique.
 			panic("aim: no eligible candidate")
@@ -167,7 +204,7 @@ func (r *run) loop(ctx context.Context, sigma0 float64) (*synth.Result, error) {
 
 		before := r.model.Marginal(sel.attrs)
 		r.measure(sel.attrs, &r.answers[pick], sigma, eps, t)
-		if err := r.estimate(ctx, r.opt.PGMIters, pgm.GrowStep, nil); err != nil {
+		if err := r.estimate(ctx, r.opt.PGMIters, 0, pgm.GrowStep, nil); err != nil {
 			return fail(fmt.Errorf("round %d estimation: %w", t, err))
 		}
 		res.Rounds = append(res.Rounds, synth.Round{
@@ -186,7 +223,7 @@ func (r *run) loop(ctx context.Context, sigma0 float64) (*synth.Result, error) {
 	}
 
 	// Final estimation and sampling: post-processing only.
-	if err := r.estimate(ctx, r.opt.FinalIters, pgm.KeepStep, r.in.FinalProgress(len(res.Rounds), r.sched.used)); err != nil {
+	if err := r.estimate(ctx, r.opt.FinalIters, r.opt.FinalTol, pgm.KeepStep, r.in.FinalProgress(len(res.Rounds), r.sched.used)); err != nil {
 		return fail(fmt.Errorf("final estimation: %w", err))
 	}
 	r.in.Report(synth.Status{Phase: "final", Round: len(res.Rounds), RhoUsed: r.sched.used, ModelSize: r.model.Size()})

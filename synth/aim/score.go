@@ -87,18 +87,22 @@ func (s *scorer) scores(ctx context.Context, dst []float64, eligible []int, mode
 		dst = make([]float64, len(eligible))
 	}
 	dst = dst[:len(eligible)]
+	// Model marginals are non-negative and sum to the model's total, so a
+	// sparse answer's distance needs only its non-zero cells.
+	total := model.Total()
 	score := func(i int, xhat []float64) {
 		c := &r.cands[i]
-		dst[s.pos[i]] = c.weight * (r.answers[i].L1(xhat) - sqrt2pi*sigma*float64(len(xhat)))
+		dst[s.pos[i]] = c.weight * (r.answers[i].L1Total(xhat, total) - sqrt2pi*sigma*float64(len(xhat)))
 	}
 	// The roots are computed as one batch (sharing the model's reduced
-	// cliques); each worker reuses one projection buffer.
+	// cliques) into reused buffers (the marginals are only read here);
+	// each worker reuses one projection buffer.
 	roots := make([][]int, len(s.groups))
 	for g := range s.groups {
 		roots[g] = r.cands[s.groups[g].root].attrs
 	}
 	bufs := sync.Pool{New: func() any { return new([]float64) }}
-	err := model.MarginalsFunc(ctx, roots, func(g int, x []float64) {
+	err := model.MarginalsVisit(ctx, roots, func(g int, x []float64) {
 		buf := bufs.Get().(*[]float64)
 		defer bufs.Put(buf)
 		grp := &s.groups[g]

@@ -7,11 +7,15 @@
 // (synth/internal/nn, synth/internal/prodq).
 //
 // After each round's measurement, GEM-UPDATE takes at most MAX_ITERS Adam
-// steps. With LOSS = 2 (Table 6's loss for the marginal trick) each
-// step is on the mean squared error over every measured cell, and the
-// round stops when that loss has not improved by 1e-4 (relative) for 10
-// steps: the least-squares fit to Gaussian measurements, which averages
-// the noise over overlapping marginals. LOSS = 1, the default, is Alg. 3:
+// steps. With LOSS = 2, the default (Table 6's loss for the marginal
+// trick), each step is on the mean squared error over every measured cell,
+// and the round stops when that loss has not improved by 1e-4 (relative)
+// for 10 steps: the least-squares fit to Gaussian measurements, which
+// averages the noise over overlapping marginals. Large marginals are fitted
+// in Gram form (prodq.SquaredLoss: Σ_y q_y² from B × B Gram matrices, the
+// cross term on the non-zero targets only) with their noisy counts not
+// above THRESHOLD·σ set to 0 (hard thresholding, post-processing), so a
+// step's cost does not grow with the measured cells. LOSS = 1 is Alg. 3:
 // each step on the ℓ1 error of the measured cells whose error is at least γ_t — at
 // most TOP_K of them, the largest — stopping when none is left, with γ_t
 // half an exponential moving average (β = 0.5) of the largest
@@ -20,7 +24,9 @@
 // leaves GEM well behind RAPsoftmax (docs/gem.md). Each round starts a
 // fresh Adam with a cosine-annealed learning rate (the reference code).
 // The release is the EMA (β = EMA_BETA) of the weights of rounds
-// ⌈T/2⌉..T.
+// ⌈T/2⌉..T; its rows are drawn by amloop.SampleBalanced (systematic
+// sampling inside each component), which removes most of the sampling
+// noise the released rows add to the generator's own error.
 //
 // GEM^Pub (gem_pub) first trains the generator without privacy on the
 // public table's workload marginals (PRETRAIN_ITERS steps of the same
@@ -42,10 +48,11 @@
 //	                paper's 1000 costs 4× the time for little gain here).
 //	LR              float, default 1e-3: Adam's learning rate.
 //	MAX_ITERS       int, default 100: T_max, GEM-UPDATE steps per round.
-//	LOSS            int, default 1: 1 Alg. 3's thresholded ℓ1, 2 squared
-//	                error on every measured cell (Table 6; its cost grows
-//	                with the measured cells: full adult at ε = 1 did not
-//	                finish in 15 min on 2 idle cores, against 188 s).
+//	LOSS            int, default 2: 2 squared error on every measured
+//	                cell (Table 6), 1 Alg. 3's thresholded ℓ1.
+//	THRESHOLD       float, default 2 (LOSS = 2 only): c; before fitting,
+//	                the target cells whose noisy count is not above c·σ
+//	                are set to 0 (hard thresholding, post-processing).
 //	TOP_K           int, default 100: cells per step (the code's max_idxs;
 //	                LOSS = 1 only).
 //	EMA_BETA        float, default 0.5: weight EMA over the last T/2 rounds.
@@ -77,8 +84,9 @@ const (
 	DefaultBatch         = 250
 	DefaultLR            = 1e-3
 	DefaultMaxIters      = 100
-	DefaultLoss          = 1
+	DefaultLoss          = 2
 	DefaultTopK          = 100
+	DefaultThreshold     = 2
 	DefaultEMABeta       = 0.5
 	DefaultPretrainIters = 500
 )
@@ -92,7 +100,8 @@ var schema = synth.Schema{
 	{Name: "BATCH", Kind: synth.Int, Default: "250", Min: 1, Max: 1e5, Doc: "B, the fixed latent rows: the mixture's components"},
 	{Name: "LR", Kind: synth.Float, Default: "0.001", Min: 1e-7, Max: 1, Doc: "Adam learning rate, cosine-annealed within a round"},
 	{Name: "MAX_ITERS", Kind: synth.Int, Default: "100", Min: 1, Max: 1e5, Doc: "T_max, update steps per round"},
-	{Name: "LOSS", Kind: synth.Int, Default: "1", Min: 1, Max: 2, Doc: "1: Alg. 3's ℓ1 on the cells above γ_t; 2: squared error on every measured cell (Table 6: more accurate at small ε, slower as measured cells grow)"},
+	{Name: "LOSS", Kind: synth.Int, Default: "2", Min: 1, Max: 2, Doc: "2: squared error on every measured cell (Table 6; large marginals in Gram form with thresholded targets); 1: Alg. 3's ℓ1 on the cells above γ_t"},
+	{Name: "THRESHOLD", Kind: synth.Float, Default: "2", Min: 0, Max: 100, Doc: "LOSS = 2: target cells whose noisy count is below THRESHOLD·σ are fitted as 0 (post-processing; 0 keeps every cell)"},
 	{Name: "TOP_K", Kind: synth.Int, Default: "100", Min: 1, Max: 1e7, Doc: "largest-error measured cells per update step"},
 	{Name: "EMA_BETA", Kind: synth.Float, Default: "0.5", Min: 0, Max: 0.999, Doc: "β of the weight EMA over the last T/2 rounds"},
 }
@@ -112,6 +121,7 @@ type Options struct {
 	MaxIters      int
 	Loss          int
 	TopK          int
+	Threshold     float64
 	EMABeta       float64
 	PretrainIters int
 	Public        bool // GEM^Pub
@@ -179,7 +189,7 @@ func parse(name string, s synth.Schema, opts []synth.Option, public bool) (*Opti
 		Rounds: v.Int("ROUNDS", DefaultRounds), Alpha: v.Float("ALPHA", DefaultAlpha),
 		Latent: v.Int("LATENT", DefaultLatent), Hidden: v.Int("HIDDEN", DefaultHidden), Layers: v.Int("LAYERS", DefaultLayers),
 		Batch: v.Int("BATCH", DefaultBatch), LR: v.Float("LR", DefaultLR), MaxIters: v.Int("MAX_ITERS", DefaultMaxIters),
-		Loss: v.Int("LOSS", DefaultLoss), TopK: v.Int("TOP_K", DefaultTopK), EMABeta: v.Float("EMA_BETA", DefaultEMABeta),
+		Loss: v.Int("LOSS", DefaultLoss), TopK: v.Int("TOP_K", DefaultTopK), Threshold: v.Float("THRESHOLD", DefaultThreshold), EMABeta: v.Float("EMA_BETA", DefaultEMABeta),
 		PretrainIters: v.Int("PRETRAIN_ITERS", DefaultPretrainIters), Public: public,
 	}, nil
 }
@@ -233,6 +243,10 @@ func (o *Options) Run(ctx context.Context, in *synth.Input) (*synth.Result, erro
 	// and their gradients; probabilities and theirs; the scratch.
 	mem := 8*(5*float64(arch.NumParams())+2*B*float64(arch.Width())+2*B*float64(arch.Out())+B*float64(o.Latent)) +
 		amloop.ScratchBytes(sizes, w, o.Batch)
+	if o.Loss == 2 {
+		// Gram matrices and their gradients, p and its gradient transposed.
+		mem += 8 * (2*B*B*float64(len(sizes)) + 2*B*float64(arch.Out()))
+	}
 	if err := amloop.CheckMemory(name, mem); err != nil {
 		return nil, err
 	}
@@ -276,7 +290,7 @@ func (o *Options) Run(ctx context.Context, in *synth.Input) (*synth.Result, erro
 	copy(net.Params(), ema)
 	p := net.Forward()
 	in.Report(synth.Status{Phase: "final", Round: len(res.Rounds), RhoUsed: res.RhoUsed})
-	res.Rows = amloop.Sample(st.Layout, p, net.B, amloop.OutRows(in, st.NHat), rng)
+	res.Rows = amloop.SampleBalanced(st.Layout, p, net.B, amloop.OutRows(in, st.NHat), rng)
 	res.Artifact = MarshalGenerator(net.Arch, z, ema)
 	res.Note = fmt.Sprintf("%s: %d rounds, B=%d, %d parameters, n̂=%.0f", name, len(res.Rounds), net.B, len(ema), st.NHat)
 	return res, nil
@@ -300,6 +314,11 @@ type trainer struct {
 	// (LOSS = 2; pretraining always uses the ℓ1 steps).
 	l2 bool
 	sc prodq.Scratch
+	// sparse: the round's targets with the cells not above THRESHOLD·σ/n̂
+	// set to 0 (LOSS = 2).
+	sparse []prodq.Sparse
+	forms  []bool
+	gs     prodq.GramScratch
 }
 
 type cellErr struct {
@@ -313,6 +332,25 @@ func (tr *trainer) round(ctx context.Context, st *amloop.State) error {
 	if tr.o.Loss == 2 {
 		tr.l2 = true
 		defer func() { tr.l2 = false }()
+		// Hard thresholding of the noisy counts (post-processing), only
+		// for the marginals whose quadratic term is in Gram form: most
+		// cells of a large marginal are 0, and each cell kept only for its
+		// noise costs the cross term B·|r| operations per step. A marginal
+		// answered cell by cell gains nothing from sparsity and keeps
+		// every cell (the exact least-squares fit). n̂ changes every
+		// round, so the sparse targets are rebuilt.
+		tau := tr.o.Threshold * st.Sigma() / st.NHat
+		for len(tr.sparse) < len(st.Target) {
+			tr.sparse = append(tr.sparse, prodq.Sparse{})
+		}
+		tr.forms = st.Layout.Forms(tr.forms, tr.net.B, st.Attrs)
+		for m, t := range st.Target {
+			if tr.forms[m] {
+				tr.sparse[m].Set(t, tau)
+			} else {
+				tr.sparse[m].Set(t, 0)
+			}
+		}
 	}
 	first := true
 	return tr.steps(ctx, st.Layout, st.Attrs, st.Target, tr.o.MaxIters, func(maxErr float64) float64 {
@@ -392,7 +430,7 @@ func (tr *trainer) steps(ctx context.Context, l *prodq.Layout, attrs [][]int, ta
 		}
 		p := net.Forward()
 		if tr.l2 {
-			loss := tr.squared(l, p, attrs, target)
+			loss := tr.squared(l, p, attrs)
 			if loss < 1e-12 {
 				return nil
 			}
@@ -473,27 +511,16 @@ const (
 )
 
 // squared returns the mean squared error of the mixture p's answers on
-// every cell of the measured marginals and leaves its gradient with
-// respect to p in tr.dp.
-func (tr *trainer) squared(l *prodq.Layout, p []float64, attrs [][]int, target [][]float64) float64 {
-	B, cells := tr.net.B, 0
-	for m, a := range attrs {
-		tr.ans[m] = l.Answer(tr.ans[m], &tr.sc, p, B, a)
-		cells += len(tr.ans[m])
+// every cell of the measured marginals against the sparse targets
+// tr.sparse and leaves its gradient with respect to p in tr.dp (the Gram
+// form of prodq.SquaredLoss: its cost does not grow with the cells).
+func (tr *trainer) squared(l *prodq.Layout, p []float64, attrs [][]int) float64 {
+	cells := 0
+	for _, a := range attrs {
+		cells += l.Cells(a)
 	}
-	loss, inv := 0.0, 2/float64(cells)
 	clear(tr.dp)
-	for m, a := range attrs {
-		g := grow(tr.grad[m], len(tr.ans[m]))
-		for y, v := range tr.ans[m] {
-			e := v - target[m][y]
-			loss += e * e
-			g[y] = inv * e
-		}
-		tr.grad[m] = g
-		l.Backward(tr.dp, &tr.sc, p, B, a, g)
-	}
-	return loss / float64(cells)
+	return l.SquaredLoss(tr.dp, &tr.gs, p, tr.net.B, attrs, tr.sparse[:len(attrs)], 1/float64(cells))
 }
 
 func grow(b []float64, n int) []float64 {

@@ -95,7 +95,7 @@ func (w *bpWork) runStep(p, theta []float64, a float64, dir []float64) float64 {
 			}
 			for _, c := range kids {
 				if jt.nest[c] < 0 {
-					kernel.Expand(b[lo:hi], w.comb[c], jt.downMap[c][lo:hi])
+					jt.downMap[c].Expand(b[lo:hi], w.comb[c], lo)
 				}
 			}
 			if root {
@@ -133,7 +133,7 @@ func (w *bpWork) runStep(p, theta []float64, a float64, dir []float64) float64 {
 			}
 			pc := jt.block(p, c)
 			w.team.run(len(pc), 1, func(lo, hi, _ int) {
-				kernel.Scale(pc[lo:hi], d, jt.upMap[c][lo:hi])
+				jt.upMap[c].Scale(pc[lo:hi], d, lo)
 			})
 		}
 	}
@@ -173,7 +173,7 @@ func (w *bpWork) upward(v int, b []float64) {
 	shift, acc, idx := w.shift[v], w.acc[v], jt.upMap[v]
 	jt.upRed[v].MaxPar(shift, b, w.red, w.team.split)
 	w.team.run(len(b), 1, func(lo, hi, _ int) {
-		kernel.ExpShiftGather(b[lo:hi], shift, idx[lo:hi])
+		idx.ExpShiftGather(b[lo:hi], shift, lo)
 	})
 	jt.upRed[v].SumPar(acc, b, w.red, w.team.split)
 	m := w.msg[v]

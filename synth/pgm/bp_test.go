@@ -47,8 +47,9 @@ func TestBeliefPropagationBruteForce(t *testing.T) {
 	t.Run("parallel", func(t *testing.T) {
 		// Split even tiny tables into chunks run by three goroutines.
 		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(3))
-		defer func(n int) { chunkCells = n }(chunkCells)
+		defer func(n, m int) { chunkCells, tileCells = n, m }(chunkCells, tileCells)
 		chunkCells = 2
+		tileCells = 3 // tiles of the index maps end inside chunks too
 		p := newPool()
 		defer p.stop()
 		testBPBruteForce(t, team{p})

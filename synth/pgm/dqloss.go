@@ -167,11 +167,11 @@ func (f *customObjective) descend(ctx context.Context, theta []float64, o *Estim
 	f.accept()
 	st.Loss = loss
 	prog := newProgressTicker(o, jt)
-	prog.tick(0)
+	prog.tick(0, loss)
 	alpha := o.StepSize
 	for i := range o.Iters {
 		if i > 0 {
-			prog.tick(i)
+			prog.tick(i, loss)
 		}
 		if err := ctx.Err(); err != nil {
 			return fmt.Errorf("pgm: estimation cancelled: %w", err)

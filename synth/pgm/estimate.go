@@ -50,8 +50,14 @@ const (
 
 // EstimateOptions configures Estimate; the zero value means defaults.
 type EstimateOptions struct {
-	Iters    int     // iterations; default 1000
-	Tol      float64 // stop when the relative loss decrease is below Tol; 0 = run all Iters
+	Iters int // iterations; default 1000
+	// Tol, if positive, stops MirrorDescent when the loss fell by less
+	// than Tol·|loss| per iteration on average over the last TolWindow
+	// iterations. A window, not one iteration: KeepStep's trial of a
+	// doubled step can make a single iteration's decrease tiny in the
+	// middle of a fit that is still moving. (EstimateCustom compares
+	// single iterations.)
+	Tol      float64
 	Method   Method
 	Loss     Loss
 	StepSize float64 // initial/constant step; 0 = default
@@ -83,7 +89,12 @@ type EstimateProgress struct {
 	Iter      int     // iterations done
 	Iters     int     // iterations asked for (the estimation may stop earlier)
 	ModelSize float64 // size in MB of the model being fitted
+	Loss      float64 // loss at the current point (MirrorDescent; 0 for Accelerated)
 }
+
+// TolWindow is the number of iterations over which EstimateOptions.Tol
+// measures the loss decrease.
+const TolWindow = 20
 
 // Throttling of EstimateOptions.Progress.
 const (
@@ -106,7 +117,7 @@ func newProgressTicker(o *EstimateOptions, jt *junctionTree) *progressTicker {
 }
 
 // tick reports done iterations if the throttle allows it (always for 0).
-func (p *progressTicker) tick(done int) {
+func (p *progressTicker) tick(done int, loss float64) {
 	if p.fn == nil {
 		return
 	}
@@ -115,7 +126,7 @@ func (p *progressTicker) tick(done int) {
 		return
 	}
 	p.last = now
-	p.fn(EstimateProgress{Iter: done, Iters: p.iters, ModelSize: p.size})
+	p.fn(EstimateProgress{Iter: done, Iters: p.iters, ModelSize: p.size, Loss: loss})
 }
 
 // StepRule selects the first step tried by each Armijo line search of
@@ -372,10 +383,13 @@ func mirrorDescent(ctx context.Context, jt *junctionTree, obj *objective, theta 
 	var last float64 // last accepted step
 	var keep keepStep
 	prog := newProgressTicker(o, jt)
-	prog.tick(0)
+	prog.tick(0, loss)
+	// hist[k%len(hist)] is the loss after k iterations, for Tol.
+	var hist [TolWindow + 1]float64
+	hist[0] = loss
 	for i := range o.Iters {
 		if i > 0 {
-			prog.tick(i)
+			prog.tick(i, loss)
 		}
 		if err := ctx.Err(); err != nil {
 			return 0, fmt.Errorf("pgm: estimation cancelled: %w", err)
@@ -419,11 +433,11 @@ func mirrorDescent(ctx context.Context, jt *junctionTree, obj *objective, theta 
 		default:
 			alpha = step
 		}
-		prev := loss
 		loss = newLoss
 		st.Iters++
 		st.Loss = loss
-		if o.Tol > 0 && prev-loss < o.Tol*math.Abs(prev) {
+		hist[st.Iters%len(hist)] = loss
+		if o.Tol > 0 && st.Iters >= TolWindow && hist[(st.Iters-TolWindow)%len(hist)]-loss < o.Tol*TolWindow*math.Abs(loss) {
 			return last, nil
 		}
 	}
@@ -448,7 +462,7 @@ func accelerated(ctx context.Context, jt *junctionTree, obj *objective, theta []
 	copy(w, v)
 	prog := newProgressTicker(o, jt)
 	for t := 1; t <= o.Iters; t++ {
-		prog.tick(t - 1)
+		prog.tick(t-1, 0)
 		if err := ctx.Err(); err != nil {
 			return fmt.Errorf("pgm: estimation cancelled: %w", err)
 		}
@@ -490,8 +504,8 @@ func mle(theta []float64, jt *junctionTree, p []float64) {
 			continue
 		}
 		ps := make([]float64, jt.dom.Cells(jt.sep[v]))
-		kernel.Project(ps, pv, jt.upMap[v])
-		idx := jt.upMap[v]
+		idx := jt.projMap(v, jt.sep[v])
+		kernel.Project(ps, pv, idx)
 		for i, x := range pv {
 			if x <= 0 {
 				tv[i] = math.Inf(-1)

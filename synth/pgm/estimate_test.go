@@ -237,6 +237,60 @@ func TestEstimateLossMonotone(t *testing.T) {
 	}
 }
 
+// TestEstimateTol: with Tol the fit stops at the first iteration k where the
+// loss fell by less than Tol·|loss| per iteration over the last TolWindow,
+// checked against fits of fixed lengths (the trajectory is deterministic),
+// and its progress reports carry the loss.
+func TestEstimateTol(t *testing.T) {
+	rng := rand.New(rand.NewPCG(61, 62))
+	dom := randomDomain(t, rng, 5, 4)
+	sizes := make([]int, 5)
+	for i := range sizes {
+		sizes[i] = dom.Size(i)
+	}
+	ds := randomDataset(t, 63, sizes, 2000)
+	meas := measure(ds, dedupe(randomSets(rng, 5, 6, 3)), 1, rng)
+	lossAt := func(iters int) float64 {
+		var st EstimateStats
+		if _, err := Estimate(context.Background(), dom, meas, &EstimateOptions{Iters: iters, Step: KeepStep, Stats: &st}); err != nil {
+			t.Fatal(err)
+		}
+		if st.Iters != iters {
+			t.Fatalf("fit of %d iterations converged after %d: pick a harder case", iters, st.Iters)
+		}
+		return st.Loss
+	}
+	for _, tol := range []float64{1e-2, 1e-3, 1e-4} {
+		var st EstimateStats
+		var reported []float64
+		_, err := Estimate(context.Background(), dom, meas, &EstimateOptions{Iters: 5000, Tol: tol, Step: KeepStep, Stats: &st,
+			Progress: func(p EstimateProgress) { reported = append(reported, p.Loss) }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		k := st.Iters
+		t.Logf("tol %g: %d iterations, loss %v", tol, k, st.Loss)
+		if k < TolWindow || k >= 5000 {
+			t.Fatalf("tol %g: stopped after %d iterations", tol, k)
+		}
+		if got := lossAt(k); got != st.Loss {
+			t.Fatalf("tol %g: loss %v after %d iterations, a fixed-length fit %v", tol, st.Loss, k, got)
+		}
+		if d := lossAt(k-TolWindow) - st.Loss; d >= tol*TolWindow*math.Abs(st.Loss) {
+			t.Fatalf("tol %g: stopped at %d with a window decrease %v ≥ %v", tol, k, d, tol*TolWindow*st.Loss)
+		}
+		if k > TolWindow {
+			prev := lossAt(k - 1)
+			if d := lossAt(k-1-TolWindow) - prev; d < tol*TolWindow*math.Abs(prev) {
+				t.Fatalf("tol %g: should have stopped at %d (window decrease %v)", tol, k-1, d)
+			}
+		}
+		if len(reported) == 0 || reported[0] <= st.Loss || slices.Contains(reported, 0) {
+			t.Fatalf("tol %g: progress losses %v, final %v", tol, reported, st.Loss)
+		}
+	}
+}
+
 func TestEstimateOptions(t *testing.T) {
 	rng := rand.New(rand.NewPCG(28, 29))
 	dom := randomDomain(t, rng, 4, 3)
@@ -338,6 +392,48 @@ func TestEstimateTotal(t *testing.T) {
 	q1 := mat.NewDense(1, 2, []float64{1, 0})
 	if got := EstimateTotal(dom, []Measurement{{Attrs: []int{0}, Query: q1, Y: []float64{400}, Sigma: 1}}); got != 1 {
 		t.Errorf("EstimateTotal without a total query = %v, want 1", got)
+	}
+}
+
+// TestEstimateTiledMaps: the index maps of the objective and of belief
+// propagation are tiled (kernel.Tiled); tiles of one cell, of a few cells
+// and of whole tables run the same kernels on the same cells, so the fits
+// must agree bit for bit, the loss and the oracle calls too.
+func TestEstimateTiledMaps(t *testing.T) {
+	rng := rand.New(rand.NewPCG(41, 42))
+	for trial := range 6 {
+		dom := randomDomain(t, rng, 6, 5)
+		sizes := make([]int, 6)
+		for i := range sizes {
+			sizes[i] = dom.Size(i)
+		}
+		ds := randomDataset(t, uint64(50+trial), sizes, 1000)
+		meas := measure(ds, dedupe(randomSets(rng, 6, 8, 3)), 10, rng)
+		fit := func(tile int) (*Model, EstimateStats) {
+			defer func(n int) { tileCells = n }(tileCells)
+			tileCells = tile
+			var st EstimateStats
+			m, err := Estimate(context.Background(), dom, meas, &EstimateOptions{Iters: 30, Stats: &st})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return m, st
+		}
+		whole, wst := fit(1 << 30)
+		for _, tile := range []int{1, 2, 7} {
+			m, st := fit(tile)
+			if st != wst {
+				t.Fatalf("trial %d tile %d: stats %+v, whole tables %+v", trial, tile, st, wst)
+			}
+			for _, c := range whole.Cliques() {
+				a, b := whole.Marginal(c), m.Marginal(c)
+				for i := range a {
+					if math.Float64bits(a[i]) != math.Float64bits(b[i]) {
+						t.Fatalf("trial %d tile %d: clique %v cell %d: %v, whole tables %v", trial, tile, c, i, b[i], a[i])
+					}
+				}
+			}
+		}
 	}
 }
 

@@ -42,8 +42,10 @@ type junctionTree struct {
 	total      int
 
 	// upMap[v] maps cells of clique v to cells of sep[v]; downMap[v] maps
-	// cells of parent[v] to cells of sep[v] (nil when v is nested).
-	upMap, downMap [][]int32
+	// cells of parent[v] to cells of sep[v] (nil when v is nested). They are
+	// tiled: full int32 maps would take half the model's size again, and
+	// belief propagation would stream them from memory on every sweep.
+	upMap, downMap []*kernel.Tiled
 	// upRed[v] reduces clique v to sep[v]; downRed[v] reduces parent[v] to
 	// sep[v] (nil when v is nested).
 	upRed, downRed []*kernel.Reduction
@@ -390,8 +392,8 @@ func (jt *junctionTree) spanningTree() {
 // plan precomputes the index maps of every tree edge.
 func (jt *junctionTree) plan() {
 	k := len(jt.cliques)
-	jt.upMap = make([][]int32, k)
-	jt.downMap = make([][]int32, k)
+	jt.upMap = make([]*kernel.Tiled, k)
+	jt.downMap = make([]*kernel.Tiled, k)
 	jt.sorted = make([][]int, k)
 	jt.nest = make([]int, k)
 	jt.nestMap = make([][]int32, k)
@@ -421,11 +423,11 @@ func (jt *junctionTree) plan() {
 		if p < 0 {
 			continue
 		}
-		jt.upMap[v] = jt.projMap(v, jt.sep[v])
+		jt.upMap[v] = jt.tiledMap(v, jt.sep[v])
 		jt.upRed[v] = jt.reduction(v, jt.sep[v])
 		jt.maxScratch = max(jt.maxScratch, jt.upRed[v].Scratch())
 		if jt.nest[v] < 0 {
-			jt.downMap[v] = jt.projMap(p, jt.sep[v])
+			jt.downMap[v] = jt.tiledMap(p, jt.sep[v])
 			jt.downRed[v] = jt.reduction(p, jt.sep[v])
 			jt.maxScratch = max(jt.maxScratch, jt.downRed[v].Scratch())
 		}
@@ -435,6 +437,15 @@ func (jt *junctionTree) plan() {
 // projMap returns the index map from clique k to its subset sub.
 func (jt *junctionTree) projMap(k int, sub []int) []int32 {
 	return kernel.Map(jt.sizesOf(jt.cliques[k]), positions(jt.cliques[k], sub))
+}
+
+// tileCells is the least tile of the tiled index maps (kernel.Tiled). Tests
+// lower it to exercise tile boundaries on small tables.
+var tileCells = kernel.DefaultTile
+
+// tiledMap returns projMap(k, sub) as a kernel.Tiled.
+func (jt *junctionTree) tiledMap(k int, sub []int) *kernel.Tiled {
+	return kernel.NewTiled(jt.sizesOf(jt.cliques[k]), positions(jt.cliques[k], sub), tileCells)
 }
 
 // reduction plans the reduction of clique k to its subset sub.

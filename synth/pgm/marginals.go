@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"math/bits"
 	"slices"
 	"sync"
 
@@ -29,16 +30,28 @@ import (
 // (smallest combined table first), each step a fused product-and-sum that
 // never materialises the product.
 
-// reduceCache holds reduced clique factors shared by the sets of one
-// Marginals call, up to a budget of cells.
+// reduceCache holds reduced clique factors and branch conditionals shared by
+// the sets of one Marginals call, up to a budget of cells.
 type reduceCache struct {
 	mu     sync.Mutex
 	tables map[string][]float64
 	budget int // cells still allowed
+	// below[v] is the union of the cliques of v's subtree (v included).
+	below []bitset
 }
 
-func newReduceCache(budget int) *reduceCache {
-	return &reduceCache{tables: make(map[string][]float64), budget: budget}
+func newReduceCache(jt *junctionTree, budget int) *reduceCache {
+	c := &reduceCache{tables: make(map[string][]float64), budget: budget}
+	if jt != nil {
+		c.below = make([]bitset, len(jt.cliques))
+		for _, v := range jt.post {
+			c.below[v] = jt.sets[v].clone()
+			for _, w := range jt.children[v] {
+				c.below[v].or(c.below[w])
+			}
+		}
+	}
+	return c
 }
 
 func (c *reduceCache) get(key string) ([]float64, bool) {
@@ -128,9 +141,14 @@ func (jt *junctionTree) subtree(need bitset) (kept []bool, top int) {
 // eliminate computes the probability marginal over the ascending attrs,
 // weighted by the evidence, over the smallest subtree that holds attrs and
 // the evidence. cache may be nil.
-func (m *Model) eliminate(attrs []int, weight map[int][]float64, cache *reduceCache) factor {
+func (m *Model) eliminate(attrs []int, weight map[int][]float64, cache *reduceCache, dst []float64) factor {
 	jt := m.jt
 	n := m.dom.Len()
+	if cache == nil {
+		// A cache that stores nothing, so that a set alone is computed
+		// as in a batch, to the bit.
+		cache = newReduceCache(jt, 0)
+	}
 	need := bitsetOf(n, attrs)
 	for a := range weight {
 		need.set(a)
@@ -159,9 +177,16 @@ func (m *Model) eliminate(attrs []int, weight map[int][]float64, cache *reduceCa
 			}
 			fs = append(fs, m.reduceClique(v, v == top, keep, cache))
 			for _, c := range jt.children[v] {
-				if kept[c] {
-					walk(c)
+				if !kept[c] {
+					continue
 				}
+				if a := m.branchAttr(c, need, cache); a >= 0 && m.narrowest(c, a, cache) == c {
+					if f, ok := m.branchConditional(c, a, cache); ok {
+						fs = append(fs, f)
+						continue
+					}
+				}
+				walk(c)
 			}
 		}
 		walk(top)
@@ -173,7 +198,109 @@ func (m *Model) eliminate(attrs []int, weight map[int][]float64, cache *reduceCa
 	// times the model's size or the result's, and by 2^22 cells (32 MB)
 	// for small models.
 	limit := float64(max(4*jt.total, 4*m.dom.Cells(attrs), 1<<22))
-	return productElimination(m.dom, fs, attrs, limit)
+	return productEliminationInto(m.dom, fs, attrs, limit, dst)
+}
+
+// branchAttr returns the one needed attribute that the subtree of the kept
+// child c holds outside sep(c), or -1 if there are several. Such a branch contributes only P(a | sep(c)) to the product (the
+// junction tree's separators make a independent of the rest given sep(c)),
+// and that conditional is the same for every query whose subtree reaches c
+// for a alone: branchConditional computes it once per Marginals call. On
+// a wide table thousands of 3-way queries share each such branch, which
+// variable elimination otherwise recomputed along the whole path for each.
+func (m *Model) branchAttr(c int, need bitset, cache *reduceCache) int {
+	found := -1
+	below := cache.below[c]
+	for i, w := range need {
+		w &= below[i]
+		for w != 0 {
+			a := i*64 + bits.TrailingZeros64(w)
+			w &= w - 1
+			if slices.Contains(m.jt.sep[c], a) {
+				continue
+			}
+			if found >= 0 {
+				return -1
+			}
+			found = a
+		}
+	}
+	return found
+}
+
+// narrowest returns the clique with the smallest separator (the first one
+// of those) on the path from c down to the nearest clique holding a. The
+// branch is replaced by its conditional there: a conditional on a wider
+// separator higher up would cost more than eliminating the cliques down to
+// the narrow one with the rest of the query.
+func (m *Model) narrowest(c, a int, cache *reduceCache) int {
+	jt := m.jt
+	best, bestCells := c, math.Inf(1)
+	for v := c; ; {
+		if cells := float64(m.dom.Cells(jt.sep[v])); cells < bestCells {
+			best, bestCells = v, cells
+		}
+		if jt.sets[v].has(a) {
+			return best
+		}
+		v = cache.child(jt, v, a)
+	}
+}
+
+// child returns the child of v whose subtree holds a (a ∉ v).
+func (c *reduceCache) child(jt *junctionTree, v, a int) int {
+	for _, x := range jt.children[v] {
+		if c.below[x].has(a) {
+			return x
+		}
+	}
+	panic("pgm: attribute not below clique")
+}
+
+// maxBranchCells bounds a branch conditional's table: one over a large
+// separator could cost more than the elimination it replaces.
+const maxBranchCells = 1 << 20
+
+// branchConditional returns P(a | sep(c)) as a factor over sep(c) ∪ {a}
+// (ascending), where a ∉ sep(c) lies in the subtree of clique c, from the
+// cache when it is there; ok is false if the table would exceed
+// maxBranchCells. It follows the path from c down to the nearest clique
+// holding a: P(a | S_c) = Σ_{S_w \ S_c} p(S_c ∪ S_w | S_c) · P(a | S_w) for
+// the child w on that path (a is independent of S_c given S_w). The
+// result must not be modified.
+func (m *Model) branchConditional(c, a int, cache *reduceCache) (factor, bool) {
+	jt := m.jt
+	n := m.dom.Len()
+	scope := bitsetOf(n, jt.sep[c])
+	scope.set(a)
+	if scope.cells(m.dom) > maxBranchCells {
+		return factor{}, false
+	}
+	attrs := scope.attrs()
+	key := fmt.Sprintf("b%d/%d", c, a)
+	if t, ok := cache.get(key); ok {
+		return factor{attrs: attrs, vals: t}, true
+	}
+	var f factor
+	if jt.sets[c].has(a) {
+		f = m.reduceClique(c, false, scope, cache)
+	} else {
+		w := cache.child(jt, c, a)
+		sub, ok := m.branchConditional(w, a, cache)
+		if !ok {
+			return factor{}, false
+		}
+		keep := bitsetOf(n, jt.sep[c])
+		for _, b := range jt.sep[w] {
+			keep.set(b)
+		}
+		cond := m.reduceClique(c, false, keep, cache)
+		over := keep.clone()
+		over.set(a)
+		f = productSum(m.dom, []factor{cond, sub}, over.attrs(), attrs)
+	}
+	cache.put(key, f.vals)
+	return factor{attrs: attrs, vals: f.vals}, true
 }
 
 // reduceClique returns clique v's factor (p_v if v is the subtree's top,
@@ -241,6 +368,12 @@ func (m *Model) reduceClique(v int, top bool, keep bitset, cache *reduceCache) f
 // attribute, so it is a fallback for limits that ordinary queries stay
 // within. The factors are not modified.
 func productElimination(dom *Domain, fs []factor, keep []int, limit float64) factor {
+	return productEliminationInto(dom, fs, keep, limit, nil)
+}
+
+// productEliminationInto is productElimination with the result written
+// into dst when it is large enough (else into a new table).
+func productEliminationInto(dom *Domain, fs []factor, keep []int, limit float64, dst []float64) factor {
 	n := dom.Len()
 	keepSet := bitsetOf(n, keep)
 	scopes := make([]bitset, len(fs))
@@ -271,7 +404,8 @@ func productElimination(dom *Domain, fs []factor, keep []int, limit float64) fac
 		if b < 0 || dom.sizes[b] == 1 {
 			order = minOrder // the peak holds only the query's attributes
 		} else {
-			res := factor{attrs: keep, vals: make([]float64, dom.Cells(keep))}
+			res := factor{attrs: keep, vals: resize(dst, dom.Cells(keep))}
+			clear(res.vals)
 			sub := make([]factor, len(fs))
 			for x := range dom.sizes[b] {
 				for i, f := range fs {
@@ -318,7 +452,16 @@ func productElimination(dom *Domain, fs []factor, keep []int, limit float64) fac
 	// Attributes of keep that no factor mentions are uniform (this happens
 	// only for an empty model query): they need no factor, the product
 	// broadcasts.
-	return productSum(dom, fs, keep, keep)
+	return productSumInto(resize(dst, dom.Cells(keep)), dom, fs, keep, keep)
+}
+
+// resize returns buf with length n, reusing its storage when it can (the
+// contents are not kept).
+func resize(buf []float64, n int) []float64 {
+	if cap(buf) < n {
+		return make([]float64, n)
+	}
+	return buf[:n]
 }
 
 // Elimination rules: the attribute whose step sweeps the fewest cells, whose
@@ -428,7 +571,14 @@ func restrict(dom *Domain, f factor, b, x int) factor {
 // productSum returns Σ_{over \ out} Π fs as a factor over out ⊆ over, where
 // over (ascending) holds every attribute of fs. It allocates only the result.
 func productSum(dom *Domain, fs []factor, over, out []int) factor {
-	res := factor{attrs: out, vals: make([]float64, dom.Cells(out))}
+	return productSumInto(make([]float64, dom.Cells(out)), dom, fs, over, out)
+}
+
+// productSumInto is productSum into vals (of the result's length; cleared
+// here).
+func productSumInto(dst []float64, dom *Domain, fs []factor, over, out []int) factor {
+	clear(dst)
+	res := factor{attrs: out, vals: dst}
 	k := len(over)
 	if k == 0 {
 		p := 1.0
@@ -629,6 +779,40 @@ func (m *Model) Marginals(ctx context.Context, sets [][]int) ([][]float64, error
 // plus GOMAXPROCS marginals and their elimination workspace. It stops early
 // and returns ctx's error if ctx is cancelled.
 func (m *Model) MarginalsFunc(ctx context.Context, sets [][]int, f func(i int, x []float64)) error {
+	m.checkSets(sets)
+	cache := newReduceCache(m.jt, 2*m.jt.total)
+	err := par.For(ctx, len(sets), 0, func(i int) { f(i, m.marginal(sets[i], nil, cache, nil)) })
+	if err != nil {
+		return fmt.Errorf("pgm: marginals: %w", err)
+	}
+	return nil
+}
+
+// MarginalsVisit is MarginalsFunc for callers that only read each
+// marginal during f: x is valid until f returns, after which its storage
+// is reused for another set. Scoring thousands of candidates then
+// allocates a few buffers instead of every candidate's table.
+func (m *Model) MarginalsVisit(ctx context.Context, sets [][]int, f func(i int, x []float64)) error {
+	m.checkSets(sets)
+	cache := newReduceCache(m.jt, 2*m.jt.total)
+	bufs := sync.Pool{New: func() any { return new([]float64) }}
+	err := par.For(ctx, len(sets), 0, func(i int) {
+		buf := bufs.Get().(*[]float64)
+		x := m.marginal(sets[i], nil, cache, *buf)
+		f(i, x)
+		if cap(x) > cap(*buf) {
+			*buf = x
+		}
+		bufs.Put(buf)
+	})
+	if err != nil {
+		return fmt.Errorf("pgm: marginals: %w", err)
+	}
+	return nil
+}
+
+// checkSets panics on a set with an attribute out of range or repeated.
+func (m *Model) checkSets(sets [][]int) {
 	n := m.dom.Len()
 	for _, s := range sets {
 		for i, a := range s {
@@ -637,10 +821,4 @@ func (m *Model) MarginalsFunc(ctx context.Context, sets [][]int, f func(i int, x
 			}
 		}
 	}
-	cache := newReduceCache(m.jt.total)
-	err := par.For(ctx, len(sets), 0, func(i int) { f(i, m.marginal(sets[i], nil, cache)) })
-	if err != nil {
-		return fmt.Errorf("pgm: marginals: %w", err)
-	}
-	return nil
 }

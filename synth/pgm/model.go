@@ -97,20 +97,25 @@ func (m *Model) MarginalWhere(attrs []int, weight map[int][]float64) []float64 {
 			}
 		}
 	}
-	return m.marginal(attrs, weight, nil)
+	return m.marginal(attrs, weight, nil, nil)
 }
 
-// marginal is MarginalWhere on checked arguments; cache may be nil.
-func (m *Model) marginal(attrs []int, weight map[int][]float64, cache *reduceCache) []float64 {
+// marginal is MarginalWhere on checked arguments; cache may be nil. The
+// result is written into dst when attrs is ascending and dst is large
+// enough.
+func (m *Model) marginal(attrs []int, weight map[int][]float64, cache *reduceCache, dst []float64) []float64 {
 	sorted := slices.Clone(attrs)
 	slices.Sort(sorted)
+	if !slices.Equal(sorted, attrs) {
+		dst = nil // the table is transposed into a new one below
+	}
 	var f factor
 	if k := m.jt.containing(sorted); k >= 0 && len(weight) == 0 {
-		f = factor{attrs: sorted, vals: make([]float64, m.dom.Cells(sorted))}
+		f = factor{attrs: sorted, vals: resize(dst, m.dom.Cells(sorted))}
 		red := m.jt.reduction(k, sorted)
 		red.Sum(f.vals, m.jt.block(m.p, k), make([]float64, red.Scratch()))
 	} else {
-		f = m.eliminate(sorted, weight, cache)
+		f = m.eliminate(sorted, weight, cache, dst)
 	}
 	for i := range f.vals {
 		f.vals[i] *= m.total

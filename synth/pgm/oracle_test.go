@@ -36,7 +36,7 @@ func (m *Model) logTables() *logTables {
 			}
 			ps := make([]float64, m.dom.Cells(jt.sep[v]))
 			jt.upRed[v].Sum(ps, pv, make([]float64, jt.upRed[v].Scratch()))
-			idx := jt.upMap[v]
+			idx := jt.projMap(v, jt.sep[v])
 			for i, x := range pv {
 				if x == 0 {
 					lc[i] = math.Inf(-1)

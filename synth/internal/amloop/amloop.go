@@ -95,6 +95,9 @@ type State struct {
 	sigma   float64
 }
 
+// Sigma is the standard deviation of every measurement's noise (counts).
+func (s *State) Sigma() float64 { return s.sigma }
+
 // Answers writes into dst[i] the mixture p's marginal over Attrs[i] and
 // returns dst (grown to len(Attrs)).
 func (s *State) Answers(dst [][]float64, p []float64) [][]float64 {
@@ -338,4 +341,87 @@ func CheckMemory(name string, bytes float64) error {
 			name, synth.ErrInvalidInput, bytes/(1<<20), MaxBytes>>20)
 	}
 	return nil
+}
+
+// SampleBalanced is Sample with the draws inside each component balanced:
+// a component that gives m rows draws each attribute's m values by
+// systematic sampling from its block (one uniform offset, then m points
+// 1/m apart through the cumulative distribution), shuffled independently
+// per attribute over the component's rows. Every row is still distributed
+// as its component's product distribution (the offset and the shuffle make
+// each row's value of an attribute a draw from the block, independent
+// across attributes), so the rows' expected marginals are the mixture's;
+// but each component's one-way counts are within one of m times its
+// probabilities, which removes most of the sampling noise inside a
+// component that stratification over components leaves (docs/gem.md).
+// Post-processing: rng is in.Post().
+func SampleBalanced(l *prodq.Layout, p []float64, B, rows int, rng interface {
+	IntN(int) int
+	Float64() float64
+}) [][]uint16 {
+	out := make([][]uint16, len(l.Size))
+	for a := range out {
+		out[a] = make([]uint16, rows)
+	}
+	count := make([]int, B)
+	for b := range count {
+		count[b] = rows / B
+	}
+	if extra := rows % B; extra > 0 {
+		perm := make([]int, B)
+		for i := range perm {
+			perm[i] = i
+		}
+		for i := range extra {
+			k := i + rng.IntN(B-i)
+			perm[i], perm[k] = perm[k], perm[i]
+			count[perm[i]]++
+		}
+	}
+	start := 0
+	for b, m := range count {
+		if m == 0 {
+			continue
+		}
+		row := p[b*l.Width : (b+1)*l.Width]
+		for a, s := range l.Size {
+			blk := row[l.Off[a] : l.Off[a]+s]
+			col := out[a][start : start+m]
+			sum := 0.0
+			for _, v := range blk {
+				sum += max(v, 0)
+			}
+			if !(sum > 0) {
+				for i := range col {
+					col[i] = uint16(rng.IntN(s))
+				}
+				continue
+			}
+			// Points (u0 + i)/m · sum, i = 0..m−1, through the cumulative sums.
+			step := sum / float64(m)
+			u := rng.Float64() * step
+			v, cum := 0, max(blk[0], 0)
+			for i := range col {
+				for u >= cum && v < s-1 {
+					v++
+					cum += max(blk[v], 0)
+				}
+				col[i] = uint16(v)
+				u += step
+			}
+			for i := m - 1; i > 0; i-- {
+				k := rng.IntN(i + 1)
+				col[i], col[k] = col[k], col[i]
+			}
+		}
+		start += m
+	}
+	// Rows in a random order, not grouped by component.
+	for r := rows - 1; r > 0; r-- {
+		k := rng.IntN(r + 1)
+		for a := range out {
+			out[a][r], out[a][k] = out[a][k], out[a][r]
+		}
+	}
+	return out
 }

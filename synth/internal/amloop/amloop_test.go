@@ -117,3 +117,73 @@ func TestSample(t *testing.T) {
 }
 
 func newLayout(sizes []int) *prodq.Layout { return prodq.NewLayout(sizes) }
+
+// TestSampleBalanced: each component gives ⌊rows/B⌋ rows or one more;
+// inside a component every attribute's counts are within one of m times
+// its probabilities; over many draws the rows' two-way marginal is the
+// mixture's (unbiased), and its spread is below Sample's.
+func TestSampleBalanced(t *testing.T) {
+	l := newLayout([]int{2, 3})
+	// Two smooth components; component 1 has a negative (RAP-style) entry.
+	p := []float64{0.3, 0.7, 0.2, 0.5, 0.3, 0.6, 0.4, 0.1, -0.2, 0.9}
+	mix := make([]float64, 6) // the mixture's two-way marginal
+	for b := range 2 {
+		row := p[b*5 : b*5+5]
+		s1 := max(row[2], 0) + max(row[3], 0) + max(row[4], 0)
+		for u := range 2 {
+			for v := range 3 {
+				mix[u*3+v] += 0.5 * row[u] * max(row[2+v], 0) / s1
+			}
+		}
+	}
+	rng := noise.Derive([]byte("amloop test secret, 32 bytes long"), 2, "s").Rand()
+	const rows, draws = 101, 4000
+	var mean, varB, varS [6]float64
+	for range draws {
+		for which, f := range []func() [][]uint16{
+			func() [][]uint16 { return SampleBalanced(l, p, 2, rows, rng) },
+			func() [][]uint16 { return Sample(l, p, 2, rows, rng) },
+		} {
+			out := f()
+			var c [6]float64
+			for r := range rows {
+				c[int(out[0][r])*3+int(out[1][r])]++
+			}
+			for i := range c {
+				d := c[i]/rows - mix[i]
+				if which == 0 {
+					mean[i] += d / draws
+					varB[i] += d * d / draws
+				} else {
+					varS[i] += d * d / draws
+				}
+			}
+		}
+	}
+	for i := range mean {
+		// Bias: the standard error of the mean over the draws is
+		// sqrt(var/draws) ≤ 0.05/63; allow 5 of them.
+		if se := math.Sqrt(varB[i] / draws); math.Abs(mean[i]) > 5*se+1e-12 {
+			t.Errorf("cell %d: mean deviation %.5f, standard error %.5f", i, mean[i], se)
+		}
+		if varB[i] > varS[i] {
+			t.Errorf("cell %d: balanced variance %.2e above Sample's %.2e", i, varB[i], varS[i])
+		}
+	}
+	// Inside a component the one-way counts are balanced: one component,
+	// 100 rows of (0.3, 0.7) × (0.2, 0.5, 0.3).
+	out := SampleBalanced(l, p[:5], 1, 100, rng)
+	var c0, c1 [3]int
+	for r := range 100 {
+		c0[out[0][r]]++
+		c1[out[1][r]]++
+	}
+	if c0[0] < 29 || c0[0] > 31 || c1[0] < 19 || c1[0] > 21 || c1[1] < 49 || c1[1] > 51 {
+		t.Errorf("one-way counts %v %v, want within one of (30, 70) and (20, 50, 30)", c0, c1)
+	}
+	// A row count below B, and an all-zero block (uniform).
+	out = SampleBalanced(l, []float64{1, 0, 0, 0, 0, 0, 1, 1, 0, 0}, 2, 1, rng)
+	if len(out[0]) != 1 || out[1][0] > 2 {
+		t.Errorf("one row: %v", out)
+	}
+}

@@ -84,6 +84,24 @@ func (c *Compact) L1(y []float64) float64 {
 	return s
 }
 
+// L1Total is L1 for a non-negative y whose cells sum to total (a model's
+// marginal): for a sparse c, ‖c − y‖₁ = total + Σ_{c_i ≠ 0}(|c_i − y_i| −
+// y_i), which reads only y's cells where c is non-zero. It differs from
+// L1 by the round-off of Σy against total.
+func (c *Compact) L1Total(y []float64, total float64) float64 {
+	if len(y) != c.n {
+		panic("marginal: length mismatch")
+	}
+	if c.dense != nil || c.n == 0 {
+		return L1(c.dense, y)
+	}
+	s := total
+	for k, i := range c.idx {
+		s += math.Abs(c.val[k]-y[i]) - y[i]
+	}
+	return s
+}
+
 // ProjectTo is ProjectTo for the marginal c over attrs.
 func (c *Compact) ProjectTo(dst []float64, dom *pgm.Domain, attrs []int, sub []int) []float64 {
 	if c.dense != nil || c.n == 0 {

@@ -39,6 +39,15 @@ func TestCompact(t *testing.T) {
 			if got, want := c.L1(y), L1(x, y); math.Abs(got-want) > 1e-12 {
 				t.Errorf("L1 = %v, want %v", got, want)
 			}
+			// L1Total: against a non-negative y with its total.
+			var total float64
+			for i := range y {
+				y[i] = math.Abs(y[i])
+				total += y[i]
+			}
+			if got, want := c.L1Total(y, total), L1(x, y); math.Abs(got-want) > 1e-12*want {
+				t.Errorf("L1Total = %v, want %v", got, want)
+			}
 			for _, sub := range [][]int{{0}, {1}, {2}, {0, 2}, {1, 2}, {0, 1, 2}} {
 				got := c.ProjectTo(nil, dom, attrs, sub)
 				if want := ProjectTo(nil, dom, attrs, x, sub); !slices.Equal(got, want) {

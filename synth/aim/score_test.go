@@ -1,0 +1,125 @@
+package aim
+
+import (
+	"context"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	"github.com/dpsql/dpsql/synth"
+	"github.com/dpsql/dpsql/synth/internal/adaptive"
+	"github.com/dpsql/dpsql/synth/internal/marginal"
+	"github.com/dpsql/dpsql/synth/internal/synthtest"
+	"github.com/dpsql/dpsql/synth/noise"
+	"github.com/dpsql/dpsql/synth/pgm"
+)
+
+// scoreRun returns a run over a 7-attribute chain with the all-3-way
+// workload, and models fitted to random sets of measured marginals (so
+// that the candidates span cliques in many ways).
+func scoreRun(t *testing.T) (*run, []*pgm.Model) {
+	t.Helper()
+	ctx := context.Background()
+	data := synthtest.Chain(3, 2000, []int{4, 3, 5, 2, 6, 3, 4})
+	work := synthtest.AllK(7, 3)
+	in := &synth.Input{Data: data, Workload: work, Rho: 1, Noise: noise.Derive(testSecret, 1, "aim")}
+	w, err := in.Check(true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cands := closure(w)
+	answers, err := candidateAnswers(ctx, in, w, cands)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &run{in: in, dom: data.Domain(), w: w, cands: cands, answers: answers, sets: make([][]int, len(cands))}
+	r.wkeys = make([]string, len(w))
+	for i, m := range w {
+		r.wkeys[i] = synth.Key(m.Attrs)
+	}
+	for i, c := range cands {
+		r.sets[i] = c.attrs
+	}
+	rng := rand.New(rand.NewPCG(7, 8))
+	var models []*pgm.Model
+	for range 6 {
+		var meas []pgm.Measurement
+		for a := range r.dom.Len() {
+			meas = append(meas, pgm.Measurement{Attrs: []int{a}, Y: answers[a].Expand(nil), Sigma: 10})
+		}
+		for range 1 + rng.IntN(4) {
+			k := rng.IntN(len(cands))
+			meas = append(meas, pgm.Measurement{Attrs: cands[k].attrs, Y: answers[k].Expand(nil), Sigma: 10})
+		}
+		m, err := pgm.Estimate(ctx, r.dom, meas, &pgm.EstimateOptions{Iters: 30})
+		if err != nil {
+			t.Fatal(err)
+		}
+		models = append(models, m)
+	}
+	return r, models
+}
+
+// TestScores checks the scorer (candidates grouped under workload
+// supersets, marginals in reused buffers, branches shared) against the
+// definition w_r·(‖M_r(D) − M_r(p̂)‖₁ − √(2/π)·σ·n_r) with each model
+// marginal computed alone, to round-off, for every candidate and for a
+// random half.
+func TestScores(t *testing.T) {
+	r, models := scoreRun(t)
+	sc := newScorer(r)
+	rng := rand.New(rand.NewPCG(9, 10))
+	const sigma = 3.5
+	var scores []float64
+	for mi, m := range models {
+		all := make([]int, len(r.cands))
+		for i := range all {
+			all[i] = i
+		}
+		var half []int
+		for i := range all {
+			if rng.IntN(2) == 0 {
+				half = append(half, i)
+			}
+		}
+		for _, eligible := range [][]int{all, half} {
+			var err error
+			scores, err = sc.scores(context.Background(), scores, eligible, m, sigma)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for k, i := range eligible {
+				c := r.cands[i]
+				xhat := m.Marginal(c.attrs)
+				want := c.weight * (marginal.L1(r.answers[i].Expand(nil), xhat) - sqrt2pi*sigma*float64(len(xhat)))
+				if got := scores[k]; math.Abs(got-want) > 1e-9*math.Max(1, math.Abs(want)) {
+					t.Fatalf("model %d, candidate %v: score %v, want %v", mi, c.attrs, got, want)
+				}
+			}
+		}
+	}
+}
+
+// TestFilterCache checks the cached capacity filter against
+// adaptive.Filter over a sequence of measurements, some inside measured
+// sets (sizes kept) and some not (sizes recomputed), at several limits.
+func TestFilterCache(t *testing.T) {
+	r, models := scoreRun(t)
+	rng := rand.New(rand.NewPCG(11, 12))
+	sizeOf := func(cliques [][]int) float64 { return pgm.ModelSize(r.dom, cliques) }
+	for a := range r.dom.Len() {
+		r.measure([]int{a}, &r.answers[a], 5, 0, 0)
+	}
+	for step := range 12 {
+		k := rng.IntN(len(r.cands))
+		r.measure(r.cands[k].attrs, &r.answers[k], 5, 0.1, step+1)
+		r.model = models[step%len(models)]
+		for _, limit := range []float64{0, 0.001, 0.002, 0.005, 1} {
+			want := adaptive.Filter(nil, r.sets, r.measured, r.model.Cliques(), limit, sizeOf)
+			if got := r.filter(nil, limit); !slices.Equal(got, want) {
+				t.Fatalf("step %d, limit %v: filter %v, want %v", step, limit, got, want)
+			}
+		}
+	}
+}

@@ -1,0 +1,340 @@
+package prodq
+
+import (
+	"fmt"
+
+	"gonum.org/v1/gonum/blas"
+	"gonum.org/v1/gonum/blas/blas64"
+
+	"github.com/dpsql/dpsql/synth/internal/nn"
+)
+
+// Sparse is a marginal's target restricted to its non-zero cells: Idx are
+// cell indices in the marginal's layout (last attribute fastest), Val the
+// values. Cells not listed are 0.
+type Sparse struct {
+	Idx []int32
+	Val []float64
+	// SumSq is Σ Val², the loss's constant term.
+	SumSq float64
+}
+
+// Set fills s from a dense target, keeping the cells whose value is above
+// tau (tau ≤ 0 keeps every non-zero cell), and returns s.
+func (s *Sparse) Set(dense []float64, tau float64) *Sparse {
+	s.Idx, s.Val, s.SumSq = s.Idx[:0], s.Val[:0], 0
+	for y, v := range dense {
+		if v != 0 && v > tau {
+			s.Idx = append(s.Idx, int32(y))
+			s.Val = append(s.Val, v)
+			s.SumSq += v * v
+		}
+	}
+	return s
+}
+
+// GramScratch holds the buffers of SquaredLoss. The zero value is ready; it
+// is not safe for concurrent use.
+type GramScratch struct {
+	g, dg   [][]float64 // per attribute: B × B Gram matrix and its gradient
+	used    []bool
+	pt, dpt []float64 // W × B: p transposed and its gradient
+	col     []int
+	pre     []float64 // B: running product over the first attributes
+	gram    []bool    // per marginal: Gram form (else dense)
+	ans     []float64
+	sc      Scratch
+}
+
+// DenseCells is the size up to which SquaredLoss computes a marginal's
+// quadratic term from its cells (Answer and Backward, about 5·B·cells
+// operations) rather than from the Gram matrices (about 8·B²·|r| for the
+// marginal, plus the 4·B²·d_j of forming and differentiating each Gram
+// matrix it needs).
+func DenseCells(B, k int) int { return denseFactor * B * k }
+
+// denseFactor scales DenseCells (tests set it to force either form).
+var denseFactor = 1
+
+// Forms sets dst[m] (grown to len(attrs)) to whether SquaredLoss computes
+// marginal m's quadratic term in Gram form, and returns dst. A marginal is
+// in Gram form when it has more than DenseCells(B, |r|) cells, unless
+// answering all such marginals' cells would cost less than the Gram
+// matrices they need (small domains: then every marginal is dense). The
+// choice depends only on the shapes, never on the data.
+func (l *Layout) Forms(dst []bool, B int, attrs [][]int) []bool {
+	return l.forms(dst, make([]bool, len(l.Size)), B, attrs)
+}
+
+// forms is Forms with the scratch seen (one flag per attribute; left set
+// to the attributes whose Gram matrix is needed).
+func (l *Layout) forms(dst, seen []bool, B int, attrs [][]int) []bool {
+	dst = grow8(dst, len(attrs))
+	clear(seen)
+	var gramOps, denseOps float64 // of the marginals put in Gram form
+	for m, a := range attrs {
+		dst[m] = l.Cells(a) > DenseCells(B, len(a))
+		if !dst[m] {
+			continue
+		}
+		gramOps += 8 * float64(B*B*len(a))
+		denseOps += 5 * float64(B*l.Cells(a))
+		for _, j := range a {
+			if !seen[j] {
+				seen[j] = true
+				gramOps += 4 * float64(B*B*l.Size[j])
+			}
+		}
+	}
+	if denseOps < gramOps && denseFactor > 0 {
+		clear(dst)
+		clear(seen)
+	}
+	return dst
+}
+
+// SquaredLoss returns Σ_m w·Σ_y (q_m[y] − t_m[y])² over every cell y of
+// the marginals over attrs[m] of the mixture p (rows × d'), with t_m the
+// sparse targets, and adds its gradient with respect to p to dp.
+//
+// Σ_y q_y² is computed without the cells: for the mixture
+// q_y = (1/B) Σ_b Π_{j∈r} P_j[b, y_j], Σ_y q_y² = (1/B²) Σ_{b,b'} Π_{j∈r}
+// G_j[b,b'] with G_j = P_j·P_jᵀ, the B × B Gram matrix of attribute j's
+// block (computed once for all marginals): O(B²·|r|) per marginal instead
+// of O(B·cells), and its gradient flows back as ∂/∂P_j = 2·dG_j·P_j (dG_j
+// is symmetric). The cross term −2 Σ_y q_y t_y visits only the listed
+// cells: O(B·|r|) each.
+func (l *Layout) SquaredLoss(dp []float64, s *GramScratch, p []float64, rows int, attrs [][]int, t []Sparse, w float64) float64 {
+	if len(t) != len(attrs) {
+		panic(fmt.Sprintf("prodq: %d targets for %d marginals", len(t), len(attrs)))
+	}
+	B, W, nA := rows, l.Width, len(l.Size)
+	for len(s.g) < nA {
+		s.g = append(s.g, nil)
+		s.dg = append(s.dg, nil)
+	}
+	s.used = grow8(s.used, nA)
+	s.gram = l.forms(s.gram, s.used, B, attrs)
+	s.pt = grow(s.pt, W*B)
+	s.dpt = grow(s.dpt, W*B)
+	for b := range B {
+		row := p[b*W : (b+1)*W]
+		for c, x := range row {
+			s.pt[c*B+b] = x
+		}
+	}
+	clear(s.dpt)
+	for j, u := range s.used {
+		if !u {
+			continue
+		}
+		// The upper triangle of G_j = P_j·P_jᵀ = (P_jᵀ)ᵀ·P_jᵀ: from the
+		// transposed block, whose rows are contiguous, so that the kernel
+		// runs along B even for a two-valued attribute.
+		s.g[j] = grow(s.g[j], B*B)
+		s.dg[j] = grow(s.dg[j], B*B)
+		clear(s.dg[j])
+		blas64.Implementation().Dsyrk(blas.Upper, blas.Trans, B, l.Size[j], 1, s.pt[l.Off[j]*B:], B, 0, s.g[j], B)
+	}
+	s.pre = grow(s.pre, B)
+	inv := 1 / float64(B)
+	quad := w * inv * inv
+	loss := 0.0
+	for m, a := range attrs {
+		if !s.gram[m] {
+			// Dense: the residual q − t on every cell, gradient 2w(q − t).
+			r := l.Answer(s.ans, &s.sc, p, B, a)
+			s.ans = r
+			for i, y := range t[m].Idx {
+				r[y] -= t[m].Val[i]
+			}
+			for y, e := range r {
+				loss += w * e * e
+				r[y] = 2 * w * e
+			}
+			l.Backward(dp, &s.sc, p, B, a, r)
+			continue
+		}
+		loss += w * t[m].SumSq
+		loss += l.gramTerm(s, a, B, quad)
+		loss += l.crossTerm(s, a, B, &t[m], -2*w*inv)
+	}
+	for j, u := range s.used {
+		if u {
+			// ∂/∂P_j of Σ dG_j[b,b']·G_j[b,b'] with G_j = P_j·P_jᵀ and dG_j
+			// symmetric (its upper triangle mirrored): 2·dG_j·P_j, written
+			// transposed as 2·P_jᵀ·dG_j.
+			dg := s.dg[j]
+			for b := range B {
+				for c := b + 1; c < B; c++ {
+					dg[c*B+b] = dg[b*B+c]
+				}
+			}
+			nn.Gemm(false, false, l.Size[j], B, B, 2, s.pt[l.Off[j]*B:], B, dg, B, 1, s.dpt[l.Off[j]*B:], B)
+		}
+	}
+	for c := range W {
+		d := s.dpt[c*B : (c+1)*B]
+		for b, x := range d {
+			dp[b*W+c] += x
+		}
+	}
+	return loss
+}
+
+// gramTerm returns coef·Σ_{b,b'} Π_{j∈a} G_j[b,b'] and adds its gradient
+// to the dG_j, both over the upper triangle only (G_j and dG_j are
+// symmetric): an off-diagonal entry counts twice in the sum, and dG_j's
+// entry is the derivative with respect to the symmetric pair.
+func (l *Layout) gramTerm(s *GramScratch, a []int, B int, coef float64) float64 {
+	sum := 0.0
+	for b := range B {
+		lo, hi := b*B+b, (b+1)*B
+		row, diag := 0.0, 0.0
+		switch len(a) {
+		case 1:
+			g, dg := s.g[a[0]][lo:hi], s.dg[a[0]][lo:hi]
+			for i, x := range g {
+				row += x
+				dg[i] += coef
+			}
+			diag = g[0]
+		case 2:
+			g0, g1 := s.g[a[0]][lo:hi], s.g[a[1]][lo:hi]
+			d0, d1 := s.dg[a[0]][lo:hi], s.dg[a[1]][lo:hi]
+			for i := range g0 {
+				x, y := g0[i], g1[i]
+				row += x * y
+				d0[i] += coef * y
+				d1[i] += coef * x
+			}
+			diag = g0[0] * g1[0]
+		case 3:
+			g0, g1, g2 := s.g[a[0]][lo:hi], s.g[a[1]][lo:hi], s.g[a[2]][lo:hi]
+			d0, d1, d2 := s.dg[a[0]][lo:hi], s.dg[a[1]][lo:hi], s.dg[a[2]][lo:hi]
+			g1, g2, d1, d2 = g1[:len(g0)], g2[:len(g0)], d1[:len(g0)], d2[:len(g0)]
+			for i := range g0 {
+				x, y, z := g0[i], g1[i], g2[i]
+				xy := x * y
+				row += xy * z
+				d0[i] += coef * y * z
+				d1[i] += coef * x * z
+				d2[i] += coef * xy
+			}
+			diag = g0[0] * g1[0] * g2[0]
+		default:
+			for i := lo; i < hi; i++ {
+				pr := 1.0
+				for _, j := range a {
+					pr *= s.g[j][i]
+				}
+				row += pr
+				if i == lo {
+					diag = pr
+				}
+				suf := 1.0
+				for k := len(a) - 1; k >= 0; k-- {
+					pre := 1.0
+					for _, j := range a[:k] {
+						pre *= s.g[j][i]
+					}
+					s.dg[a[k]][i] += coef * pre * suf
+					suf *= s.g[a[k]][i]
+				}
+			}
+		}
+		sum += 2*row - diag
+	}
+	return coef * sum
+}
+
+// crossTerm returns coef·Σ_{y∈t} t_y·Σ_b Π_{j∈a} P[b, y_j] and adds its
+// gradient to dpt (p transposed).
+func (l *Layout) crossTerm(s *GramScratch, a []int, B int, t *Sparse, coef float64) float64 {
+	k := len(a)
+	s.col = growInt(s.col, k)
+	pre := s.pre[:B]
+	sum := 0.0
+	for i, y := range t.Idx {
+		r := int(y)
+		for j := k - 1; j >= 0; j-- {
+			sz := l.Size[a[j]]
+			s.col[j] = l.Off[a[j]] + r%sz
+			r /= sz
+		}
+		c := coef * t.Val[i]
+		switch k {
+		case 1:
+			x := s.pt[s.col[0]*B : (s.col[0]+1)*B]
+			d := s.dpt[s.col[0]*B : (s.col[0]+1)*B]
+			for b, v := range x {
+				sum += c * v
+				d[b] += c
+			}
+		case 2:
+			x0, x1 := s.pt[s.col[0]*B:(s.col[0]+1)*B], s.pt[s.col[1]*B:(s.col[1]+1)*B]
+			d0, d1 := s.dpt[s.col[0]*B:(s.col[0]+1)*B], s.dpt[s.col[1]*B:(s.col[1]+1)*B]
+			acc := 0.0
+			for b := range x0 {
+				u, v := x0[b], x1[b]
+				acc += u * v
+				d0[b] += c * v
+				d1[b] += c * u
+			}
+			sum += c * acc
+		case 3:
+			x0, x1, x2 := s.pt[s.col[0]*B:(s.col[0]+1)*B], s.pt[s.col[1]*B:(s.col[1]+1)*B], s.pt[s.col[2]*B:(s.col[2]+1)*B]
+			d0, d1, d2 := s.dpt[s.col[0]*B:(s.col[0]+1)*B], s.dpt[s.col[1]*B:(s.col[1]+1)*B], s.dpt[s.col[2]*B:(s.col[2]+1)*B]
+			acc := 0.0
+			for b := range x0 {
+				u, v, z := x0[b], x1[b], x2[b]
+				uv := u * v
+				acc += uv * z
+				d0[b] += c * v * z
+				d1[b] += c * u * z
+				d2[b] += c * uv
+			}
+			sum += c * acc
+		default:
+			for b := range B {
+				pre[b] = 1
+			}
+			for _, cj := range s.col {
+				x := s.pt[cj*B : (cj+1)*B]
+				for b := range pre {
+					pre[b] *= x[b]
+				}
+			}
+			for _, v := range pre {
+				sum += c * v
+			}
+			for j, cj := range s.col {
+				d := s.dpt[cj*B : (cj+1)*B]
+				for b := range B {
+					prod := c
+					for jj, cl := range s.col {
+						if jj != j {
+							prod *= s.pt[cl*B+b]
+						}
+					}
+					d[b] += prod
+				}
+			}
+		}
+	}
+	return sum
+}
+
+func grow8(b []bool, n int) []bool {
+	if cap(b) < n {
+		return make([]bool, n)
+	}
+	return b[:n]
+}
+
+func growInt(b []int, n int) []int {
+	if cap(b) < n {
+		return make([]int, n)
+	}
+	return b[:n]
+}
