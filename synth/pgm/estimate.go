@@ -267,10 +267,10 @@ func Estimate(ctx context.Context, dom *Domain, meas []Measurement, opts *Estima
 	defer pool.stop()
 	obj.team = team{pool}
 	var stats EstimateStats
-	var step float64
+	var end fitEnd
 	switch o.Method {
 	case MirrorDescent:
-		step, err = mirrorDescent(ctx, jt, obj, theta, &o, &stats)
+		end, err = mirrorDescent(ctx, jt, obj, theta, &o, &stats)
 	case Accelerated:
 		err = accelerated(ctx, jt, obj, theta, &o, &stats)
 	default:
@@ -282,8 +282,15 @@ func Estimate(ctx context.Context, dom *Domain, meas []Measurement, opts *Estima
 	if o.Stats != nil {
 		*o.Stats = stats
 	}
-	m := newModel(jt, theta, total)
-	m.step = step
+	var m *Model
+	if end.p != nil {
+		// The fit ended on an accepted trial, whose marginals are those
+		// of theta bit for bit: no second propagation, no second arena.
+		m = &Model{dom: jt.dom, jt: jt, theta: theta, p: end.p, logZ: end.logZ, total: total}
+	} else {
+		m = newModel(jt, theta, total)
+	}
+	m.step = end.step
 	return m, nil
 }
 
@@ -353,18 +360,26 @@ func warmStart(theta []float64, jt *junctionTree, ws *Model) error {
 	return nil
 }
 
-// mirrorDescent runs Algorithm 1 with Armijo backtracking, updating theta,
-// and returns the last accepted step (0 if none was).
-func mirrorDescent(ctx context.Context, jt *junctionTree, obj *objective, theta []float64, o *EstimateOptions, st *EstimateStats) (float64, error) {
+// fitEnd is how mirrorDescent ended: the last accepted step (0 if none
+// was) and, when its marginal arena holds the marginals of the returned
+// potentials (the last propagation was at them), that arena and log Z.
+type fitEnd struct {
+	step float64
+	p    []float64
+	logZ float64
+}
+
+// mirrorDescent runs Algorithm 1 with Armijo backtracking, updating theta.
+func mirrorDescent(ctx context.Context, jt *junctionTree, obj *objective, theta []float64, o *EstimateOptions, st *EstimateStats) (fitEnd, error) {
 	bp := newBPWork(jt)
 	bp.team = obj.team
 	// One arena of marginals suffices: the loss, its gradient and the
 	// Armijo test work from the measurements' projections, which the
 	// objective keeps for the accepted point and the trial.
 	n := jt.total
-	buf := make([]float64, 2*n)
-	p, dL := buf[:n:n], buf[n:]
-	bp.run(p, theta)
+	// Separate arenas: p may become the model's, and dL is then garbage.
+	p, dL := make([]float64, n), make([]float64, n)
+	logZ := bp.run(p, theta)
 	st.OracleCalls++
 	loss := obj.value(p)
 	obj.accept()
@@ -392,18 +407,18 @@ func mirrorDescent(ctx context.Context, jt *junctionTree, obj *objective, theta 
 			prog.tick(i, loss)
 		}
 		if err := ctx.Err(); err != nil {
-			return 0, fmt.Errorf("pgm: estimation cancelled: %w", err)
+			return fitEnd{}, fmt.Errorf("pgm: estimation cancelled: %w", err)
 		}
 		if loss == 0 {
-			return last, nil
+			return fitEnd{last, p, logZ}, nil
 		}
 		obj.grad(dL)
 		// theta stays at omega while the trial steps are tried: BP forms
 		// omega − alpha·dL itself, and theta moves once, to the accepted step.
-		var newLoss float64
+		var newLoss, trialLogZ float64
 		accepted, trials := false, 0
 		for range maxHalvings {
-			bp.runStep(p, theta, -alpha, dL)
+			trialLogZ = bp.runStep(p, theta, -alpha, dL)
 			st.OracleCalls++
 			trials++
 			newLoss = obj.value(p)
@@ -417,8 +432,10 @@ func mirrorDescent(ctx context.Context, jt *junctionTree, obj *objective, theta 
 			// No step of 25 halvings decreases the loss enough: the fit
 			// has converged to working precision. (The reference takes
 			// the last trial step anyway, which can increase the loss.)
-			return last, nil
+			// p holds a rejected trial.
+			return fitEnd{step: last}, nil
 		}
+		logZ = trialLogZ
 		bp.team.run(n, 1, func(lo, hi, _ int) {
 			kernel.AxpyTo(theta[lo:hi], theta[lo:hi], -alpha, dL[lo:hi])
 		})
@@ -438,10 +455,10 @@ func mirrorDescent(ctx context.Context, jt *junctionTree, obj *objective, theta 
 		st.Loss = loss
 		hist[st.Iters%len(hist)] = loss
 		if o.Tol > 0 && st.Iters >= TolWindow && hist[(st.Iters-TolWindow)%len(hist)]-loss < o.Tol*TolWindow*math.Abs(loss) {
-			return last, nil
+			return fitEnd{last, p, logZ}, nil
 		}
 	}
-	return last, nil
+	return fitEnd{last, p, logZ}, nil
 }
 
 // accelerated runs Algorithm 2 (accelerated dual averaging) and finishes with

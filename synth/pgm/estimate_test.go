@@ -291,6 +291,43 @@ func TestEstimateTol(t *testing.T) {
 	}
 }
 
+// TestEstimateModelMarginals: a mirror-descent fit hands its last accepted
+// trial's marginals to the model instead of propagating again; they must be
+// the marginals of the model's potentials bit for bit, log Z too.
+func TestEstimateModelMarginals(t *testing.T) {
+	rng := rand.New(rand.NewPCG(71, 72))
+	dom := randomDomain(t, rng, 6, 4)
+	sizes := make([]int, 6)
+	for i := range sizes {
+		sizes[i] = dom.Size(i)
+	}
+	ds := randomDataset(t, 73, sizes, 1500)
+	meas := measure(ds, dedupe(randomSets(rng, 6, 7, 3)), 10, rng)
+	defer func(n int) { chunkCells = n }(chunkCells)
+	chunkCells = 2 // chunked (and pooled) propagation in the fit
+	for _, o := range []EstimateOptions{
+		{Iters: 1},
+		{Iters: 40},
+		{Iters: 40, Step: KeepStep},
+		{Iters: 500, Tol: 1e-3, Step: KeepStep},
+		{Iters: 40, Loss: L1, StepSize: 0.01},
+	} {
+		m, err := Estimate(context.Background(), dom, meas, &o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := newModel(m.jt, m.theta, m.total)
+		if math.Float64bits(m.logZ) != math.Float64bits(want.logZ) {
+			t.Fatalf("%+v: log Z %v, propagated %v", o, m.logZ, want.logZ)
+		}
+		for i := range want.p {
+			if math.Float64bits(m.p[i]) != math.Float64bits(want.p[i]) {
+				t.Fatalf("%+v: cell %d = %v, propagated %v", o, i, m.p[i], want.p[i])
+			}
+		}
+	}
+}
+
 func TestEstimateOptions(t *testing.T) {
 	rng := rand.New(rand.NewPCG(28, 29))
 	dom := randomDomain(t, rng, 4, 3)
