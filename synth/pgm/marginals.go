@@ -420,6 +420,7 @@ func productEliminationInto(dom *Domain, fs []factor, keep []int, limit float64,
 		}
 	}
 	fs = slices.Clone(fs)
+	owned := make(map[*float64]*[]float64) // the steps' tables, by first cell
 	elim := newBitset(n)
 	for _, s := range scopes {
 		elim.or(s)
@@ -447,12 +448,40 @@ func productEliminationInto(dom *Domain, fs []factor, keep []int, limit float64,
 				elim.clear(b)
 			}
 		}
-		fs = append(without, productSum(dom, with, u.attrs(), out.attrs()))
+		oa := out.attrs()
+		buf := getTable(dom.Cells(oa))
+		fs = append(without, productSumInto(*buf, dom, with, u.attrs(), oa))
+		// The step's own tables are consumed: reuse them.
+		for _, f := range with {
+			if b, ok := owned[&f.vals[0]]; ok {
+				delete(owned, &f.vals[0])
+				tables.Put(b)
+			}
+		}
+		owned[&(*buf)[0]] = buf
 	}
 	// Attributes of keep that no factor mentions are uniform (this happens
 	// only for an empty model query): they need no factor, the product
 	// broadcasts.
-	return productSumInto(resize(dst, dom.Cells(keep)), dom, fs, keep, keep)
+	res := productSumInto(resize(dst, dom.Cells(keep)), dom, fs, keep, keep)
+	for _, b := range owned {
+		tables.Put(b)
+	}
+	return res
+}
+
+// tables recycles the intermediate tables of eliminations (scoring runs
+// thousands a round; allocating each made most of AIM's garbage).
+var tables = sync.Pool{New: func() any { return new([]float64) }}
+
+// getTable returns a pooled table of n cells (contents undefined).
+func getTable(n int) *[]float64 {
+	b := tables.Get().(*[]float64)
+	if cap(*b) < n {
+		*b = make([]float64, n)
+	}
+	*b = (*b)[:n]
+	return b
 }
 
 // resize returns buf with length n, reusing its storage when it can (the
