@@ -15,7 +15,9 @@
 //
 // Each round runs at most MAX_ITERS Adam steps and stops early when the
 // loss is below 1e-8 or has not improved by 1e-4 (relative) for 10 steps
-// (the reference code's plateau rule). The release is the last relaxed
+// (the reference code's plateau rule). The loss and its gradient come from
+// prodq.FitLoss, which evaluates large marginals' squared error in Gram form
+// (the same loss, fewer multiply-adds). The release is the last relaxed
 // table (Result.Artifact); the synthetic rows pick a relaxed row uniformly
 // and sample every attribute from its block: RAPsoftmax's probabilities,
 // and RAP's values clipped at 0 and renormalised (uniform if all are ≤ 0),
