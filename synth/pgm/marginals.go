@@ -455,7 +455,7 @@ func productEliminationInto(dom *Domain, fs []factor, keep []int, limit float64,
 		for _, f := range with {
 			if b, ok := owned[&f.vals[0]]; ok {
 				delete(owned, &f.vals[0])
-				tables.Put(b)
+				putTable(b)
 			}
 		}
 		owned[&(*buf)[0]] = buf
@@ -465,7 +465,7 @@ func productEliminationInto(dom *Domain, fs []factor, keep []int, limit float64,
 	// broadcasts.
 	res := productSumInto(resize(dst, dom.Cells(keep)), dom, fs, keep, keep)
 	for _, b := range owned {
-		tables.Put(b)
+		putTable(b)
 	}
 	return res
 }
@@ -473,6 +473,18 @@ func productEliminationInto(dom *Domain, fs []factor, keep []int, limit float64,
 // tables recycles the intermediate tables of eliminations (scoring runs
 // thousands a round; allocating each made most of AIM's garbage).
 var tables = sync.Pool{New: func() any { return new([]float64) }}
+
+// maxPooled bounds the tables kept for reuse (1 MB): a pooled table counts
+// as live heap until the pool is cleared, and the few large tables would
+// raise the heap's high-water mark by more than their garbage did.
+const maxPooled = 1 << 17
+
+// putTable returns b to the pool if it is small enough.
+func putTable(b *[]float64) {
+	if cap(*b) <= maxPooled {
+		tables.Put(b)
+	}
+}
 
 // getTable returns a pooled table of n cells (contents undefined).
 func getTable(n int) *[]float64 {
@@ -824,21 +836,26 @@ func (m *Model) MarginalsFunc(ctx context.Context, sets [][]int, f func(i int, x
 func (m *Model) MarginalsVisit(ctx context.Context, sets [][]int, f func(i int, x []float64)) error {
 	m.checkSets(sets)
 	cache := newReduceCache(m.jt, 2*m.jt.total)
-	bufs := sync.Pool{New: func() any { return new([]float64) }}
 	err := par.For(ctx, len(sets), 0, func(i int) {
-		buf := bufs.Get().(*[]float64)
+		buf := visitBufs.Get().(*[]float64)
 		x := m.marginal(sets[i], nil, cache, *buf)
 		f(i, x)
 		if cap(x) > cap(*buf) {
 			*buf = x
 		}
-		bufs.Put(buf)
+		visitBufs.Put(buf)
 	})
 	if err != nil {
 		return fmt.Errorf("pgm: marginals: %w", err)
 	}
 	return nil
 }
+
+// visitBufs are MarginalsVisit's result buffers. One pool for the process:
+// a pool per call would keep every call's buffers until the collector
+// clears pools (two cycles later), and with little garbage that is many
+// rounds of scoring.
+var visitBufs = sync.Pool{New: func() any { return new([]float64) }}
 
 // checkSets panics on a set with an attribute out of range or repeated.
 func (m *Model) checkSets(sets [][]int) {
