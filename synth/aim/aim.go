@@ -13,6 +13,7 @@ const (
 	DefaultMaxModelSize = 80
 	DefaultPGMIters     = 100
 	DefaultFinalIters   = 1000
+	DefaultInitRounds   = 4
 )
 
 // Options configures AIM. The zero value of a field means its default.
@@ -21,6 +22,7 @@ type Options struct {
 	Rounds       int     // T; 0 means 16·d
 	PGMIters     int     // estimation iterations per round
 	FinalIters   int     // iterations of the final estimation
+	InitRounds   float64 // budget of the 1-way initialisation, in rounds' worth per 1-way marginal
 }
 
 var schema = synth.Schema{
@@ -32,6 +34,8 @@ var schema = synth.Schema{
 		Doc: "estimation iterations per round, warm-started"},
 	{Name: "FINAL_ITERS", Kind: synth.Int, Default: "1000", Min: 1, Max: 1e6,
 		Doc: "iterations of the final estimation before sampling"},
+	{Name: "INIT_ROUNDS", Kind: synth.Float, Default: "4", Min: 0.01, Max: 1e4,
+		Doc: "budget of the 1-way initialisation in rounds' worth (α·ρ/ROUNDS) per 1-way marginal, shared σ_i ∝ n_i^(−1/3); the paper's is 1 at equal σ"},
 }
 
 // Mechanism is AIM as a synth.Mechanism.
@@ -64,6 +68,7 @@ func (Mechanism) New(opts []synth.Option) (synth.Runner, error) {
 		Rounds:       v.Int("ROUNDS", 0),
 		PGMIters:     v.Int("PGM_ITERS", 0),
 		FinalIters:   v.Int("FINAL_ITERS", 0),
+		InitRounds:   v.Float("INIT_ROUNDS", 0),
 	}, nil
 }
 
@@ -81,6 +86,9 @@ func (o Options) withDefaults(d int) Options {
 	}
 	if o.FinalIters <= 0 {
 		o.FinalIters = DefaultFinalIters
+	}
+	if o.InitRounds <= 0 {
+		o.InitRounds = DefaultInitRounds
 	}
 	return o
 }
