@@ -26,11 +26,17 @@ type schedule struct {
 // initialisation measured one 1-way marginal per entry of sizes (the
 // attributes' domain sizes) with the noise scales it returns. The
 // initialisation spends init rounds' worth (α·ρ/T each) per 1-way marginal,
-// shared so that σ_i ∝ n_i^(−1/3) (see initSigmas); init·len(sizes) must be
-// below T so that it leaves budget for the rounds.
+// shared so that σ_i ∝ n_i^(−1/3) (see initSigmas). init is capped at
+// T/(2·#1-way), so that a small T (a few rounds asked for) keeps half of
+// the rounds' budget, but not below 1, the paper's initialisation, which
+// needs T > #1-way.
 func newSchedule(rho float64, T int, init float64, sizes []int) (s *schedule, sigmas []float64, err error) {
-	if !(init > 0) || float64(T) <= init*float64(len(sizes)) {
-		return nil, nil, fmt.Errorf("aim: ROUNDS = %d must exceed INIT_ROUNDS × the number of 1-way marginals (%v × %d)", T, init, len(sizes))
+	if !(init > 0) {
+		return nil, nil, fmt.Errorf("aim: INIT_ROUNDS = %v, want > 0", init)
+	}
+	init = min(init, max(1, float64(T)/float64(2*len(sizes))))
+	if float64(T) <= init*float64(len(sizes)) {
+		return nil, nil, fmt.Errorf("aim: ROUNDS = %d must exceed the number of 1-way marginals (%d) × INIT_ROUNDS (%v)", T, len(sizes), init)
 	}
 	s = &schedule{
 		rho:   rho,

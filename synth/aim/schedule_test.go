@@ -22,8 +22,8 @@ func TestScheduleSpendsExactlyRho(t *testing.T) {
 		}
 		init := []float64{1, 4, 0.3 + 10*rng.Float64()}[rng.IntN(3)]
 		T := 16 * d
-		if rng.IntN(4) == 0 || float64(T) <= init*float64(oneWay) {
-			T = int(init*float64(oneWay)) + 1 + rng.IntN(5*d)
+		if rng.IntN(4) == 0 {
+			T = int(min(init, 1)*float64(oneWay)) + 1 + rng.IntN(5*d)
 		}
 		annealP := rng.Float64()
 		s, sigma0, err := newSchedule(rho, T, init, sizes)
@@ -169,10 +169,22 @@ func TestScheduleRejectsTooFewRounds(t *testing.T) {
 	if _, _, err := newSchedule(1, 5, 1, []int{2, 2, 2, 2, 2}); err == nil {
 		t.Error("T = #1-way accepted; initialisation would spend everything")
 	}
-	if _, _, err := newSchedule(1, 19, 4, []int{2, 2, 2, 2, 2}); err == nil {
+	if _, _, err := newSchedule(1, 2, 0.3, []int{2, 2, 2, 2, 2, 2, 2}); err == nil {
 		t.Error("T < INIT_ROUNDS·#1-way accepted")
 	}
-	if _, _, err := newSchedule(1, 21, 4, []int{2, 2, 2, 2, 2}); err != nil {
-		t.Errorf("T > INIT_ROUNDS·#1-way rejected: %v", err)
+	// INIT_ROUNDS is capped at T/(2·#1-way), not below 1: a few rounds
+	// asked for keep working as in the paper.
+	for _, tc := range []struct {
+		T          int
+		init, want float64
+	}{{6, 4, 1}, {21, 4, 2.1}, {80, 4, 4}, {80, 0.5, 0.5}, {8, 0.5, 0.5}} {
+		s, _, err := newSchedule(1, tc.T, tc.init, []int{2, 2, 2, 2, 2})
+		if err != nil {
+			t.Errorf("T = %d, INIT_ROUNDS = %v rejected: %v", tc.T, tc.init, err)
+			continue
+		}
+		if want := tc.want * 5 * alpha / float64(tc.T); math.Abs(s.used-want) > 1e-12 {
+			t.Errorf("T = %d, INIT_ROUNDS = %v: initialisation spent %v, want %v rounds' worth (%v)", tc.T, tc.init, s.used, tc.want, want)
+		}
 	}
 }
