@@ -74,9 +74,11 @@ const (
 // GROUP BY costs PostgreSQL 0.1-0.3 µs per source row plus about 1 µs per
 // result row (hash entry, output, decoding), so larger fetch sets pay once
 // the scans they save outweigh the groups they add: on the adult-like
-// table, all 364 3-way marginals, 2^22 made 95 queries instead of 133 and
-// 105.5 s of backend CPU instead of 134.7 s at 3 million rows (level at 1
-// million); 2^24, 71 queries, 106.3 s.
+// table, all 364 3-way marginals, 2^22 made 95 queries instead of 133,
+// with the same PostgreSQL CPU at 1 and 3 million rows (the interleaved
+// end-to-end pairs) and 7 % less at 10 million (373.7 s instead of
+// 402.6 s, loaded machine); 2^24 (71 queries) was no cheaper at 3
+// million. See docs/federated.md.
 const maxFetchCells = 1 << 22
 
 // TempBuffers is the temp_buffers of a PostgreSQL snapshot's sessions:
