@@ -12,9 +12,8 @@
 // for 10 steps: the least-squares fit to Gaussian measurements, which
 // averages the noise over overlapping marginals. Large marginals are fitted
 // in Gram form (prodq.SquaredLoss: Σ_y q_y² from B × B Gram matrices, the
-// cross term on the kept targets only) with their noisy counts not above
-// THRESHOLD·σ replaced by an even share of the remaining mass
-// (thresholding, post-processing), so a
+// cross term on the non-zero targets only) with their noisy counts not
+// above THRESHOLD·σ set to 0 (hard thresholding, post-processing), so a
 // step's cost does not grow with the measured cells. LOSS = 1, the default, is Alg. 3:
 // each step on the ℓ1 error of the measured cells whose error is at least γ_t — at
 // most TOP_K of them, the largest — stopping when none is left, with γ_t
@@ -53,10 +52,9 @@
 //	                reduced adult at every ε, but on full adult the 2σ
 //	                threshold removes most of the mass of a third of the
 //	                marginals and the fit is biased (docs/gem.md).
-//	THRESHOLD       float, default 2 (LOSS = 2 only): c; before fitting a
-//	                marginal in Gram form, its target cells whose noisy
-//	                count is not above c·σ share evenly the mass the
-//	                others leave (thresholding, post-processing).
+//	THRESHOLD       float, default 2 (LOSS = 2 only): c; before fitting,
+//	                the target cells whose noisy count is not above c·σ
+//	                are set to 0 (hard thresholding, post-processing).
 //	TOP_K           int, default 100: cells per step (the code's max_idxs;
 //	                LOSS = 1 only).
 //	EMA_BETA        float, default 0.5: weight EMA over the last T/2 rounds.
@@ -105,7 +103,7 @@ var schema = synth.Schema{
 	{Name: "LR", Kind: synth.Float, Default: "0.001", Min: 1e-7, Max: 1, Doc: "Adam learning rate, cosine-annealed within a round"},
 	{Name: "MAX_ITERS", Kind: synth.Int, Default: "100", Min: 1, Max: 1e5, Doc: "T_max, update steps per round"},
 	{Name: "LOSS", Kind: synth.Int, Default: "1", Min: 1, Max: 2, Doc: "1: Alg. 3's ℓ1 on the cells above γ_t; 2: squared error on every measured cell (Table 6; large marginals in Gram form with thresholded targets: best on small domains, biased on wide ones, docs/gem.md)"},
-	{Name: "THRESHOLD", Kind: synth.Float, Default: "2", Min: 0, Max: 100, Doc: "LOSS = 2, large marginals: target cells whose noisy count is not above THRESHOLD·σ share the mass the others leave (post-processing; 0 keeps every non-zero cell)"},
+	{Name: "THRESHOLD", Kind: synth.Float, Default: "2", Min: 0, Max: 100, Doc: "LOSS = 2: target cells whose noisy count is below THRESHOLD·σ are fitted as 0 (post-processing; 0 keeps every cell)"},
 	{Name: "TOP_K", Kind: synth.Int, Default: "100", Min: 1, Max: 1e7, Doc: "largest-error measured cells per update step"},
 	{Name: "EMA_BETA", Kind: synth.Float, Default: "0.5", Min: 0, Max: 0.999, Doc: "β of the weight EMA over the last T/2 rounds"},
 }
@@ -339,10 +337,7 @@ func (tr *trainer) round(ctx context.Context, st *amloop.State) error {
 		// Hard thresholding of the noisy counts (post-processing), only
 		// for the marginals whose quadratic term is in Gram form: most
 		// cells of a large marginal are 0, and each cell kept only for its
-		// noise costs the cross term B·|r| operations per step. The mass
-		// of the cells not kept is spread evenly over them (SetFloor):
-		// zeroing it left a third of full adult's marginals with less than
-		// 80 % of their mass, and biased the fit (docs/gem.md). A marginal
+		// noise costs the cross term B·|r| operations per step. A marginal
 		// answered cell by cell gains nothing from sparsity and keeps
 		// every cell (the exact least-squares fit). n̂ changes every
 		// round, so the sparse targets are rebuilt.
@@ -353,7 +348,7 @@ func (tr *trainer) round(ctx context.Context, st *amloop.State) error {
 		tr.forms = st.Layout.Forms(tr.forms, tr.net.B, st.Attrs)
 		for m, t := range st.Target {
 			if tr.forms[m] {
-				tr.sparse[m].SetFloor(t, tau)
+				tr.sparse[m].Set(t, tau)
 			} else {
 				tr.sparse[m].Set(t, 0)
 			}

@@ -9,53 +9,26 @@ import (
 	"github.com/dpsql/dpsql/synth/internal/nn"
 )
 
-// Sparse is a marginal's target as a floor value and the cells that
-// differ from it: Idx are cell indices in the marginal's layout (last
-// attribute fastest), Val their values minus Floor. Cells not listed are
-// Floor.
+// Sparse is a marginal's target restricted to its non-zero cells: Idx are
+// cell indices in the marginal's layout (last attribute fastest), Val the
+// values. Cells not listed are 0.
 type Sparse struct {
-	Idx   []int32
-	Val   []float64
-	Floor float64
-	// SumSq is Σ_y t_y² over every cell, the loss's constant term.
+	Idx []int32
+	Val []float64
+	// SumSq is Σ Val², the loss's constant term.
 	SumSq float64
 }
 
 // Set fills s from a dense target, keeping the cells whose value is above
 // tau (tau ≤ 0 keeps every non-zero cell), and returns s.
 func (s *Sparse) Set(dense []float64, tau float64) *Sparse {
-	s.Idx, s.Val, s.SumSq, s.Floor = s.Idx[:0], s.Val[:0], 0, 0
+	s.Idx, s.Val, s.SumSq = s.Idx[:0], s.Val[:0], 0
 	for y, v := range dense {
 		if v != 0 && v > tau {
 			s.Idx = append(s.Idx, int32(y))
 			s.Val = append(s.Val, v)
 			s.SumSq += v * v
 		}
-	}
-	return s
-}
-
-// SetFloor fills s from a dense target of total mass 1 (a marginal's
-// fractions), keeping the cells above tau and giving every other cell the
-// same share of the mass they leave, max(0, 1 − Σ kept)/(cells − kept),
-// instead of 0: hard thresholding of a marginal whose mass is spread over
-// many small cells would otherwise ask the fit for a marginal with almost
-// no mass. Returns s.
-func (s *Sparse) SetFloor(dense []float64, tau float64) *Sparse {
-	s.Set(dense, tau)
-	rest := len(dense) - len(s.Idx)
-	if rest == 0 {
-		return s
-	}
-	kept := 0.0
-	for _, v := range s.Val {
-		kept += v
-	}
-	f := max(0, 1-kept) / float64(rest)
-	s.Floor = f
-	s.SumSq += float64(rest) * f * f
-	for i := range s.Val {
-		s.Val[i] -= f
 	}
 	return s
 }
@@ -172,11 +145,6 @@ func (l *Layout) SquaredLoss(dp []float64, s *GramScratch, p []float64, rows int
 			// Dense: the residual q − t on every cell, gradient 2w(q − t).
 			r := l.Answer(s.ans, &s.sc, p, B, a)
 			s.ans = r
-			if f := t[m].Floor; f != 0 {
-				for y := range r {
-					r[y] -= f
-				}
-			}
 			for i, y := range t[m].Idx {
 				r[y] -= t[m].Val[i]
 			}
@@ -190,9 +158,6 @@ func (l *Layout) SquaredLoss(dp []float64, s *GramScratch, p []float64, rows int
 		loss += w * t[m].SumSq
 		loss += l.gramTerm(s, a, B, quad)
 		loss += l.crossTerm(s, a, B, &t[m], -2*w*inv)
-		if f := t[m].Floor; f != 0 {
-			loss += l.massTerm(s, a, B, -2*w*inv*f)
-		}
 	}
 	for j, u := range s.used {
 		if u {
@@ -279,40 +244,6 @@ func (l *Layout) gramTerm(s *GramScratch, a []int, B int, coef float64) float64 
 			}
 		}
 		sum += 2*row - diag
-	}
-	return coef * sum
-}
-
-// massTerm returns coef·Σ_b Π_{j∈a} S_j[b], S_j[b] = Σ_v P_j[b, v] (B
-// times the marginal's total mass: the floor's share of the cross term),
-// and adds its gradient to dpt.
-func (l *Layout) massTerm(s *GramScratch, a []int, B int, coef float64) float64 {
-	sum := 0.0
-	for b := range B {
-		prod := 1.0
-		for _, j := range a {
-			rs := 0.0
-			for v := range l.Size[j] {
-				rs += s.pt[(l.Off[j]+v)*B+b]
-			}
-			prod *= rs
-		}
-		sum += prod
-		for k, j := range a {
-			others := coef
-			for kk, i := range a {
-				if kk != k {
-					rs := 0.0
-					for v := range l.Size[i] {
-						rs += s.pt[(l.Off[i]+v)*B+b]
-					}
-					others *= rs
-				}
-			}
-			for v := range l.Size[j] {
-				s.dpt[(l.Off[j]+v)*B+b] += others
-			}
-		}
 	}
 	return coef * sum
 }

@@ -27,14 +27,11 @@ func TestSquaredLoss(t *testing.T) {
 	defer func(f int) { denseFactor = f }(denseFactor)
 	for _, f := range []int{0, 1, 1 << 20} {
 		denseFactor = f
-		testSquaredLoss(t, false)
-		testSquaredLoss(t, true)
+		testSquaredLoss(t)
 	}
 }
 
-// testSquaredLoss: with floor, the targets are SetFloor's (every cell not
-// kept is the floor value).
-func testSquaredLoss(t *testing.T, floor bool) {
+func testSquaredLoss(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 6))
 	l := NewLayout([]int{3, 2, 4, 1, 5})
 	const rows, w = 6, 0.7
@@ -55,28 +52,7 @@ func testSquaredLoss(t *testing.T, floor bool) {
 					kept[m][y] = dense[m][y]
 				}
 			}
-			if !floor {
-				sp[m].Set(dense[m], tau)
-				continue
-			}
-			sp[m].SetFloor(dense[m], tau)
-			mass, rest := 0.0, 0
-			for y, v := range kept[m] {
-				mass += v
-				if v == 0 {
-					rest++
-					_ = y
-				}
-			}
-			f := max(0, 1-mass) / float64(rest)
-			if rest > 0 && (f == 0 || math.Abs(sp[m].Floor-f) > 1e-15) {
-				t.Fatalf("floor %v, want %v > 0", sp[m].Floor, f)
-			}
-			for y, v := range kept[m] {
-				if v == 0 {
-					kept[m][y] = f
-				}
-			}
+			sp[m].Set(dense[m], tau)
 		}
 		var s GramScratch
 		dp := make([]float64, len(p))
@@ -88,7 +64,7 @@ func testSquaredLoss(t *testing.T, floor bool) {
 		if math.Abs(got-want) > 1e-9*want {
 			t.Fatalf("dense factor %d, τ = %v: Gram form %v, dense %v", denseFactor, tau, got, want)
 		}
-		if tau == 0 && !floor {
+		if tau == 0 {
 			if d := denseLoss(l, p, rows, attrs, dense, w); math.Abs(got-d) > 1e-9*d {
 				t.Fatalf("τ = 0: Gram form %v, dense on the full targets %v", got, d)
 			}
