@@ -341,7 +341,7 @@ func TestLossL1(t *testing.T) {
 	}
 }
 
-// TestLossL2: the squared loss (the default) runs and fits with every cell
+// TestLossL2: the squared loss (LOSS = 2) runs and fits with every cell
 // kept (THRESHOLD = 0) and with THRESHOLD = 2 (on this small domain every
 // marginal is answered cell by cell, so the targets are not thresholded:
 // the same fit).
