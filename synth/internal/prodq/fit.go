@@ -14,15 +14,15 @@ type FitScratch struct {
 	// attributes) take the Gram form; 0 means DefaultGramCells(rows).
 	GramCells int
 
-	sc          Scratch
-	ans, g      []float64
-	gram, dgram [][]float64 // per attribute: rows × rows Gram matrix and its gradient
-	used        []bool
-	gramForm    []bool
-	tp, t1      []float64
-	others      []int
-	sv          [][]float64 // per-row contractions S_i
-	ov          [][]float64 // per-row outer products O_i
+	gramSet
+	sc         Scratch
+	ans, resid []float64
+	used       []bool
+	gramForm   []bool
+	tp, t1     []float64
+	others     []int
+	sv         [][]float64 // per-row contractions S_i
+	ov         [][]float64 // per-row outer products O_i
 }
 
 // DefaultGramCells is the size from which a marginal's squared error is
@@ -75,16 +75,12 @@ func (l *Layout) FitLoss(dp []float64, s *FitScratch, p []float64, rows int, att
 	if len(t) != len(attrs) {
 		panic(fmt.Sprintf("prodq: %d targets for %d marginals", len(t), len(attrs)))
 	}
-	B, W := rows, l.Width
+	B := rows
 	minCells := s.GramCells
 	if minCells <= 0 {
 		minCells = DefaultGramCells(rows)
 	}
 	nA := len(l.Size)
-	for len(s.gram) < nA {
-		s.gram = append(s.gram, nil)
-		s.dgram = append(s.dgram, nil)
-	}
 	if cap(s.used) < nA {
 		s.used = make([]bool, nA)
 	}
@@ -121,15 +117,7 @@ func (l *Layout) FitLoss(dp []float64, s *FitScratch, p []float64, rows int, att
 		}
 	}
 	if anyGram {
-		for j, u := range s.used {
-			if !u {
-				continue
-			}
-			s.gram[j] = grow(s.gram[j], B*B)
-			s.dgram[j] = grow(s.dgram[j], B*B)
-			clear(s.dgram[j])
-			nn.Gemm(false, true, B, B, l.Size[j], 1, p[l.Off[j]:], W, p[l.Off[j]:], W, 0, s.gram[j], B)
-		}
+		s.form(l, p, B, s.used)
 	}
 	inv := 1 / float64(B)
 	loss := 0.0
@@ -137,74 +125,25 @@ func (l *Layout) FitLoss(dp []float64, s *FitScratch, p []float64, rows int, att
 		tm := t[m]
 		if !s.gramForm[m] {
 			s.ans = l.Answer(s.ans, &s.sc, p, B, a)
-			s.g = grow(s.g, len(tm))
+			s.resid = grow(s.resid, len(tm))
 			for y, v := range s.ans {
 				e := v - tm[y]
 				loss += e * e
-				s.g[y] = 2 * e
+				s.resid[y] = 2 * e
 			}
-			l.Backward(dp, &s.sc, p, B, a, s.g)
+			l.Backward(dp, &s.sc, p, B, a, s.resid)
 			continue
 		}
 		sq := 0.0
 		for _, v := range tm {
 			sq += v * v
 		}
-		loss += sq + l.fitGram(s, a, B, inv*inv) + l.fitCross(dp, s, p, B, a, tm, -2*inv)
+		loss += sq + s.term(a, B, inv*inv) + l.fitCross(dp, s, p, B, a, tm, -2*inv)
 	}
 	if anyGram {
-		for j, u := range s.used {
-			if u {
-				// ∂/∂P_j of Σ dG_j[b,b']·G_j[b,b'], G_j = P_j·P_jᵀ, dG_j symmetric.
-				nn.Gemm(false, false, B, l.Size[j], B, 2, s.dgram[j], B, p[l.Off[j]:], W, 1, dp[l.Off[j]:], W)
-			}
-		}
+		s.backprop(l, dp, B, s.used)
 	}
 	return loss
-}
-
-// fitGram returns coef·Σ_{b,b'} Π_{j∈a} G_j[b,b'] and adds its gradient
-// with respect to every G_j to dG_j.
-func (l *Layout) fitGram(s *FitScratch, a []int, B int, coef float64) float64 {
-	n := B * B
-	sum := 0.0
-	switch len(a) {
-	case 2:
-		g0, g1 := s.gram[a[0]][:n], s.gram[a[1]][:n]
-		d0, d1 := s.dgram[a[0]][:n], s.dgram[a[1]][:n]
-		for i := range g0 {
-			x, y := g0[i], g1[i]
-			sum += x * y
-			d0[i] += coef * y
-			d1[i] += coef * x
-		}
-	case 3:
-		g0, g1, g2 := s.gram[a[0]][:n], s.gram[a[1]][:n], s.gram[a[2]][:n]
-		d0, d1, d2 := s.dgram[a[0]][:n], s.dgram[a[1]][:n], s.dgram[a[2]][:n]
-		for i := range g0 {
-			x, y, z := g0[i], g1[i], g2[i]
-			cx, xy := coef*x, x*y
-			sum += xy * z
-			d0[i] += coef * y * z
-			d1[i] += cx * z
-			d2[i] += coef * xy
-		}
-	default:
-		for i := range n {
-			// Prefix products left to right, suffix products right to left.
-			suf := 1.0
-			for k := len(a) - 1; k >= 0; k-- {
-				pre := 1.0
-				for _, j := range a[:k] {
-					pre *= s.gram[j][i]
-				}
-				s.dgram[a[k]][i] += coef * pre * suf
-				suf *= s.gram[a[k]][i]
-			}
-			sum += suf
-		}
-	}
-	return coef * sum
 }
 
 // fitCross returns coef·Σ_b Σ_y t_y Π_{j∈a} P[b, y_j] and adds its

@@ -36,14 +36,76 @@ func (s *Sparse) Set(dense []float64, tau float64) *Sparse {
 // GramScratch holds the buffers of SquaredLoss. The zero value is ready; it
 // is not safe for concurrent use.
 type GramScratch struct {
+	gramSet
+	col  []int
+	pre  []float64 // B: running product over the first attributes
+	gram []bool    // per marginal: Gram form (else dense)
+	used []bool
+	ans  []float64
+	sc   Scratch
+}
+
+// gramSet holds the per-attribute B × B Gram matrices G_j = P_j·P_jᵀ of a
+// mixture's blocks and their gradients, upper triangles only (both are
+// symmetric), with the mixture transposed so that every kernel runs along
+// B, even for a two-valued attribute.
+type gramSet struct {
 	g, dg   [][]float64 // per attribute: B × B Gram matrix and its gradient
-	used    []bool
-	pt, dpt []float64 // W × B: p transposed and its gradient
-	col     []int
-	pre     []float64 // B: running product over the first attributes
-	gram    []bool    // per marginal: Gram form (else dense)
-	ans     []float64
-	sc      Scratch
+	pt, dpt []float64   // W × B: p transposed and its gradient
+}
+
+// form transposes p (B × W) into pt, clears dpt and forms G_j with its
+// gradient cleared for every used attribute j.
+func (s *gramSet) form(l *Layout, p []float64, B int, used []bool) {
+	W := l.Width
+	for len(s.g) < len(l.Size) {
+		s.g = append(s.g, nil)
+		s.dg = append(s.dg, nil)
+	}
+	s.pt = grow(s.pt, W*B)
+	s.dpt = grow(s.dpt, W*B)
+	for b := range B {
+		for c, x := range p[b*W : (b+1)*W] {
+			s.pt[c*B+b] = x
+		}
+	}
+	clear(s.dpt)
+	for j, u := range used {
+		if !u {
+			continue
+		}
+		// The upper triangle of G_j = (P_jᵀ)ᵀ·P_jᵀ, from the transposed
+		// block, whose rows are contiguous.
+		s.g[j] = grow(s.g[j], B*B)
+		s.dg[j] = grow(s.dg[j], B*B)
+		clear(s.dg[j])
+		blas64.Implementation().Dsyrk(blas.Upper, blas.Trans, B, l.Size[j], 1, s.pt[l.Off[j]*B:], B, 0, s.g[j], B)
+	}
+}
+
+// backprop adds to dp the gradient accumulated in dG_j (and in dpt):
+// ∂/∂P_j of Σ dG_j[b,b']·G_j[b,b'] with G_j = P_j·P_jᵀ and dG_j symmetric
+// (its upper triangle mirrored) is 2·dG_j·P_j, written transposed as
+// 2·P_jᵀ·dG_j.
+func (s *gramSet) backprop(l *Layout, dp []float64, B int, used []bool) {
+	W := l.Width
+	for j, u := range used {
+		if !u {
+			continue
+		}
+		dg := s.dg[j]
+		for b := range B {
+			for c := b + 1; c < B; c++ {
+				dg[c*B+b] = dg[b*B+c]
+			}
+		}
+		nn.Gemm(false, false, l.Size[j], B, B, 2, s.pt[l.Off[j]*B:], B, dg, B, 1, s.dpt[l.Off[j]*B:], B)
+	}
+	for c := range W {
+		for b, x := range s.dpt[c*B : (c+1)*B] {
+			dp[b*W+c] += x
+		}
+	}
 }
 
 // DenseCells is the size up to which SquaredLoss computes a marginal's
@@ -108,34 +170,10 @@ func (l *Layout) SquaredLoss(dp []float64, s *GramScratch, p []float64, rows int
 	if len(t) != len(attrs) {
 		panic(fmt.Sprintf("prodq: %d targets for %d marginals", len(t), len(attrs)))
 	}
-	B, W, nA := rows, l.Width, len(l.Size)
-	for len(s.g) < nA {
-		s.g = append(s.g, nil)
-		s.dg = append(s.dg, nil)
-	}
-	s.used = grow8(s.used, nA)
+	B := rows
+	s.used = grow8(s.used, len(l.Size))
 	s.gram = l.forms(s.gram, s.used, B, attrs)
-	s.pt = grow(s.pt, W*B)
-	s.dpt = grow(s.dpt, W*B)
-	for b := range B {
-		row := p[b*W : (b+1)*W]
-		for c, x := range row {
-			s.pt[c*B+b] = x
-		}
-	}
-	clear(s.dpt)
-	for j, u := range s.used {
-		if !u {
-			continue
-		}
-		// The upper triangle of G_j = P_j·P_jᵀ = (P_jᵀ)ᵀ·P_jᵀ: from the
-		// transposed block, whose rows are contiguous, so that the kernel
-		// runs along B even for a two-valued attribute.
-		s.g[j] = grow(s.g[j], B*B)
-		s.dg[j] = grow(s.dg[j], B*B)
-		clear(s.dg[j])
-		blas64.Implementation().Dsyrk(blas.Upper, blas.Trans, B, l.Size[j], 1, s.pt[l.Off[j]*B:], B, 0, s.g[j], B)
-	}
+	s.form(l, p, B, s.used)
 	s.pre = grow(s.pre, B)
 	inv := 1 / float64(B)
 	quad := w * inv * inv
@@ -156,37 +194,18 @@ func (l *Layout) SquaredLoss(dp []float64, s *GramScratch, p []float64, rows int
 			continue
 		}
 		loss += w * t[m].SumSq
-		loss += l.gramTerm(s, a, B, quad)
+		loss += s.term(a, B, quad)
 		loss += l.crossTerm(s, a, B, &t[m], -2*w*inv)
 	}
-	for j, u := range s.used {
-		if u {
-			// ∂/∂P_j of Σ dG_j[b,b']·G_j[b,b'] with G_j = P_j·P_jᵀ and dG_j
-			// symmetric (its upper triangle mirrored): 2·dG_j·P_j, written
-			// transposed as 2·P_jᵀ·dG_j.
-			dg := s.dg[j]
-			for b := range B {
-				for c := b + 1; c < B; c++ {
-					dg[c*B+b] = dg[b*B+c]
-				}
-			}
-			nn.Gemm(false, false, l.Size[j], B, B, 2, s.pt[l.Off[j]*B:], B, dg, B, 1, s.dpt[l.Off[j]*B:], B)
-		}
-	}
-	for c := range W {
-		d := s.dpt[c*B : (c+1)*B]
-		for b, x := range d {
-			dp[b*W+c] += x
-		}
-	}
+	s.backprop(l, dp, B, s.used)
 	return loss
 }
 
-// gramTerm returns coef·Σ_{b,b'} Π_{j∈a} G_j[b,b'] and adds its gradient
+// term returns coef·Σ_{b,b'} Π_{j∈a} G_j[b,b'] and adds its gradient
 // to the dG_j, both over the upper triangle only (G_j and dG_j are
 // symmetric): an off-diagonal entry counts twice in the sum, and dG_j's
 // entry is the derivative with respect to the symmetric pair.
-func (l *Layout) gramTerm(s *GramScratch, a []int, B int, coef float64) float64 {
+func (s *gramSet) term(a []int, B int, coef float64) float64 {
 	sum := 0.0
 	for b := range B {
 		lo, hi := b*B+b, (b+1)*B
