@@ -17,7 +17,8 @@ const (
 	// less than this fraction per iteration (pgm.EstimateOptions.Tol, over
 	// pgm.TolWindow iterations). The loss left by then is fitting the noise:
 	// measured in docs/aim-performance.md (Speed: estimation).
-	DefaultFinalTol = 1e-3
+	DefaultFinalTol   = 1e-3
+	DefaultInitRounds = 4
 )
 
 // Options configures AIM. The zero value of a field means its default.
@@ -28,7 +29,8 @@ type Options struct {
 	FinalIters   int     // iterations of the final estimation
 	// FinalTol stops the final estimation early (pgm.EstimateOptions.Tol);
 	// negative runs all FinalIters.
-	FinalTol float64
+	FinalTol   float64
+	InitRounds float64 // budget of the 1-way initialisation, in rounds' worth per 1-way marginal
 }
 
 var schema = synth.Schema{
@@ -42,6 +44,8 @@ var schema = synth.Schema{
 		Doc: "iterations of the final estimation before sampling"},
 	{Name: "FINAL_TOL", Kind: synth.Float, Default: "1e-3", Min: 0, Max: 1,
 		Doc: "stop the final estimation when the loss falls by less than this fraction per iteration; 0 runs all FINAL_ITERS"},
+	{Name: "INIT_ROUNDS", Kind: synth.Float, Default: "4", Min: 0.01, Max: 1e4,
+		Doc: "budget of the 1-way initialisation in rounds' worth (α·ρ/ROUNDS) per 1-way marginal, shared σ_i ∝ n_i^(−1/3); the paper's is 1 at equal σ"},
 }
 
 // Mechanism is AIM as a synth.Mechanism.
@@ -79,6 +83,7 @@ func (Mechanism) New(opts []synth.Option) (synth.Runner, error) {
 		PGMIters:     v.Int("PGM_ITERS", 0),
 		FinalIters:   v.Int("FINAL_ITERS", 0),
 		FinalTol:     tol,
+		InitRounds:   v.Float("INIT_ROUNDS", 0),
 	}, nil
 }
 
@@ -99,6 +104,9 @@ func (o Options) withDefaults(d int) Options {
 	}
 	if o.FinalTol == 0 {
 		o.FinalTol = DefaultFinalTol
+	}
+	if o.InitRounds <= 0 {
+		o.InitRounds = DefaultInitRounds
 	}
 	return o
 }

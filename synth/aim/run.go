@@ -25,13 +25,13 @@ func (o *Options) Run(ctx context.Context, in *synth.Input) (*synth.Result, erro
 	opt := o.withDefaults(dom.Len())
 	cands := closure(w)
 
-	oneWay := 0
+	var oneWay []int // domain sizes of the 1-way candidates, in order
 	for _, c := range cands {
 		if len(c.attrs) == 1 {
-			oneWay++
+			oneWay = append(oneWay, dom.Size(c.attrs[0]))
 		}
 	}
-	sched, sigma0, err := newSchedule(in.Rho, opt.Rounds, oneWay)
+	sched, sigma0, err := newSchedule(in.Rho, opt.Rounds, opt.InitRounds, oneWay)
 	if err != nil {
 		return nil, err
 	}
@@ -146,7 +146,7 @@ func (r *run) estimate(ctx context.Context, iters int, tol float64, step pgm.Ste
 
 // loop runs initialisation, the rounds and the final estimation and
 // sampling; on error it returns the partial result.
-func (r *run) loop(ctx context.Context, sigma0 float64) (*synth.Result, error) {
+func (r *run) loop(ctx context.Context, sigma0 []float64) (*synth.Result, error) {
 	res := &r.res
 	fail := func(err error) (*synth.Result, error) {
 		res.Model = nil
@@ -159,10 +159,13 @@ func (r *run) loop(ctx context.Context, sigma0 float64) (*synth.Result, error) {
 		return &synth.Result{}, fmt.Errorf("aim: %w", err)
 	}
 
-	// Initialisation: every 1-way candidate with σ_0.
+	// Initialisation: every 1-way candidate, with the noise scales the
+	// schedule allotted (in candidate order).
+	k := 0
 	for i, c := range r.cands {
 		if len(c.attrs) == 1 {
-			r.measure(c.attrs, &r.answers[i], sigma0, 0, 0)
+			r.measure(c.attrs, &r.answers[i], sigma0[k], 0, 0)
+			k++
 		}
 	}
 	if err := r.estimate(ctx, r.opt.PGMIters, 0, pgm.GrowStep, nil); err != nil {

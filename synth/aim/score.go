@@ -20,6 +20,10 @@ type scorer struct {
 	// group bookkeeping, rebuilt each round.
 	pos    []int   // candidate → position in eligible, −1 if not eligible
 	groups []group // one per marginal computed by inference
+	// bufs are the workers' projection buffers, kept for the whole run (a
+	// pool per round would hold each round's buffers until the collector
+	// clears pools, which scoring without garbage seldom triggers).
+	bufs sync.Pool
 }
 
 // group is a candidate whose model marginal is computed by inference, and
@@ -31,6 +35,7 @@ type group struct {
 
 func newScorer(r *run) *scorer {
 	s := &scorer{r: r, topCand: make([]int, len(r.w)), pos: make([]int, len(r.cands))}
+	s.bufs.New = func() any { return new([]float64) }
 	byKey := make(map[string]int, len(r.cands))
 	for i, c := range r.cands {
 		byKey[c.key] = i
@@ -101,7 +106,7 @@ func (s *scorer) scores(ctx context.Context, dst []float64, eligible []int, mode
 	for g := range s.groups {
 		roots[g] = r.cands[s.groups[g].root].attrs
 	}
-	bufs := sync.Pool{New: func() any { return new([]float64) }}
+	bufs := &s.bufs
 	err := model.MarginalsVisit(ctx, roots, func(g int, x []float64) {
 		buf := bufs.Get().(*[]float64)
 		defer bufs.Put(buf)

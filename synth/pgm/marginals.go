@@ -420,6 +420,7 @@ func productEliminationInto(dom *Domain, fs []factor, keep []int, limit float64,
 		}
 	}
 	fs = slices.Clone(fs)
+	owned := make(map[*float64]*[]float64) // the steps' tables, by first cell
 	elim := newBitset(n)
 	for _, s := range scopes {
 		elim.or(s)
@@ -447,12 +448,52 @@ func productEliminationInto(dom *Domain, fs []factor, keep []int, limit float64,
 				elim.clear(b)
 			}
 		}
-		fs = append(without, productSum(dom, with, u.attrs(), out.attrs()))
+		oa := out.attrs()
+		buf := getTable(dom.Cells(oa))
+		fs = append(without, productSumInto(*buf, dom, with, u.attrs(), oa))
+		// The step's own tables are consumed: reuse them.
+		for _, f := range with {
+			if b, ok := owned[&f.vals[0]]; ok {
+				delete(owned, &f.vals[0])
+				putTable(b)
+			}
+		}
+		owned[&(*buf)[0]] = buf
 	}
 	// Attributes of keep that no factor mentions are uniform (this happens
 	// only for an empty model query): they need no factor, the product
 	// broadcasts.
-	return productSumInto(resize(dst, dom.Cells(keep)), dom, fs, keep, keep)
+	res := productSumInto(resize(dst, dom.Cells(keep)), dom, fs, keep, keep)
+	for _, b := range owned {
+		putTable(b)
+	}
+	return res
+}
+
+// tables recycles the intermediate tables of eliminations (scoring runs
+// thousands a round; allocating each made most of AIM's garbage).
+var tables = sync.Pool{New: func() any { return new([]float64) }}
+
+// maxPooled bounds the tables kept for reuse (1 MB): a pooled table counts
+// as live heap until the pool is cleared, and the few large tables would
+// raise the heap's high-water mark by more than their garbage did.
+const maxPooled = 1 << 17
+
+// putTable returns b to the pool if it is small enough.
+func putTable(b *[]float64) {
+	if cap(*b) <= maxPooled {
+		tables.Put(b)
+	}
+}
+
+// getTable returns a pooled table of n cells (contents undefined).
+func getTable(n int) *[]float64 {
+	b := tables.Get().(*[]float64)
+	if cap(*b) < n {
+		*b = make([]float64, n)
+	}
+	*b = (*b)[:n]
+	return b
 }
 
 // resize returns buf with length n, reusing its storage when it can (the
@@ -795,21 +836,26 @@ func (m *Model) MarginalsFunc(ctx context.Context, sets [][]int, f func(i int, x
 func (m *Model) MarginalsVisit(ctx context.Context, sets [][]int, f func(i int, x []float64)) error {
 	m.checkSets(sets)
 	cache := newReduceCache(m.jt, 2*m.jt.total)
-	bufs := sync.Pool{New: func() any { return new([]float64) }}
 	err := par.For(ctx, len(sets), 0, func(i int) {
-		buf := bufs.Get().(*[]float64)
+		buf := visitBufs.Get().(*[]float64)
 		x := m.marginal(sets[i], nil, cache, *buf)
 		f(i, x)
 		if cap(x) > cap(*buf) {
 			*buf = x
 		}
-		bufs.Put(buf)
+		visitBufs.Put(buf)
 	})
 	if err != nil {
 		return fmt.Errorf("pgm: marginals: %w", err)
 	}
 	return nil
 }
+
+// visitBufs are MarginalsVisit's result buffers. One pool for the process:
+// a pool per call would keep every call's buffers until the collector
+// clears pools (two cycles later), and with little garbage that is many
+// rounds of scoring.
+var visitBufs = sync.Pool{New: func() any { return new([]float64) }}
 
 // checkSets panics on a set with an attribute out of range or repeated.
 func (m *Model) checkSets(sets [][]int) {

@@ -15,7 +15,9 @@
 //
 // Each round runs at most MAX_ITERS Adam steps and stops early when the
 // loss is below 1e-8 or has not improved by 1e-4 (relative) for 10 steps
-// (the reference code's plateau rule). The release is the last relaxed
+// (the reference code's plateau rule). The loss and its gradient come from
+// prodq.FitLoss, which evaluates large marginals' squared error in Gram form
+// (the same loss, fewer multiply-adds). The release is the last relaxed
 // table (Result.Artifact); the synthetic rows pick a relaxed row uniformly
 // and sample every attribute from its block: RAPsoftmax's probabilities,
 // and RAP's values clipped at 0 and renormalised (uniform if all are ≤ 0),
@@ -205,7 +207,8 @@ func (o *Options) Run(ctx context.Context, in *synth.Input) (*synth.Result, erro
 		t.blocks = append(t.blocks, dom.Size(a))
 	}
 	l := prodq.NewLayout(t.blocks)
-	if err := amloop.CheckMemory(name, 8*6*float64(o.Relaxed)*float64(l.Width)+amloop.ScratchBytes(t.blocks, w, o.Relaxed)); err != nil {
+	if err := amloop.CheckMemory(name, 8*6*float64(o.Relaxed)*float64(l.Width)+amloop.ScratchBytes(t.blocks, w, o.Relaxed)+
+		prodq.FitBytes(o.Relaxed, len(t.blocks))); err != nil {
 		return nil, err
 	}
 	if err := ctx.Err(); err != nil {
@@ -229,7 +232,7 @@ func (o *Options) Run(ctx context.Context, in *synth.Input) (*synth.Result, erro
 	in.Report(synth.Status{Phase: "init", ModelSize: float64(8*len(t.params)) / (1 << 20)})
 	adam := nn.NewAdam(len(t.params))
 	dp := make([]float64, len(t.params))
-	var ans, grad [][]float64
+	var fs prodq.FitScratch
 	res, st, err := amloop.Run(ctx, in, cfg, w, t, func(ctx context.Context, st *amloop.State) error {
 		adam.Reset()
 		best, since := math.Inf(1), 0
@@ -238,22 +241,8 @@ func (o *Options) Run(ctx context.Context, in *synth.Input) (*synth.Result, erro
 				return err
 			}
 			p := t.Forward()
-			ans = st.Answers(ans, p)
-			for len(grad) < len(ans) {
-				grad = append(grad, nil)
-			}
-			loss := 0.0
 			clear(dp)
-			for m, a := range ans {
-				g := grad[m][:0]
-				for y, v := range a {
-					e := v - st.Target[m][y]
-					loss += e * e
-					g = append(g, 2*e)
-				}
-				grad[m] = g
-				st.Layout.Backward(dp, &st.Scratch, p, t.rows, st.Attrs[m], g)
-			}
+			loss := st.Layout.FitLoss(dp, &fs, p, t.rows, st.Attrs, st.Target)
 			if loss < 1e-8 {
 				break
 			}
