@@ -69,17 +69,17 @@ const (
 
 // maxFetchCells caps the cells of a fetch set that contains a lead (whose
 // hot cells are a fraction of its cells, see coverSets): the most result
-// rows one GROUP BY may send, and the most groups its hash table holds
-// (about 150 bytes each in PostgreSQL 15: 600 MB, within work_mem). Every
-// GROUP BY costs PostgreSQL 0.1-0.3 µs per source row plus about 1 µs per
-// result row (hash entry, output, decoding), so larger fetch sets pay once
-// the scans they save outweigh the groups they add: on the adult-like
-// table, all 364 3-way marginals, 2^22 made 95 queries instead of 133,
-// with the same PostgreSQL CPU at 1 and 3 million rows (the interleaved
-// end-to-end pairs) and 7 % less at 10 million (373.7 s instead of
-// 402.6 s, loaded machine); 2^24 (71 queries) was no cheaper at 3
-// million. See docs/federated.md.
-const maxFetchCells = 1 << 22
+// rows one GROUP BY may send, and the most groups its hash table holds.
+// Every GROUP BY costs PostgreSQL 0.1-0.3 µs per source row plus about
+// 1 µs per result row (hash entry, output, decoding). Larger lead sets
+// (2^22: 95 queries instead of 133 for adult's 364 3-way marginals) were
+// level at 1 and 3 million rows and 7 % cheaper at 10 million on the
+// loaded machine, but on the idle machine at 10 million rows the
+// synthesis took 234 s against 175 s with 2^18 (7m23s against 5m29s in
+// remote queries: two backends with hash tables of millions of groups
+// each contend for memory bandwidth), so the cap equals DefaultCoverCells.
+// See docs/federated.md.
+const maxFetchCells = DefaultCoverCells
 
 // TempBuffers is the temp_buffers of a PostgreSQL snapshot's sessions:
 // the most memory of the remote server each one's codes table may hold
