@@ -18,7 +18,7 @@ const (
 	// pgm.TolWindow iterations). The loss left by then is fitting the noise:
 	// measured in docs/aim-performance.md (Speed: estimation).
 	DefaultFinalTol   = 1e-3
-	DefaultInitRounds = 4
+	DefaultInitRounds = 1
 )
 
 // Options configures AIM. The zero value of a field means its default.
@@ -44,7 +44,7 @@ var schema = synth.Schema{
 		Doc: "iterations of the final estimation before sampling"},
 	{Name: "FINAL_TOL", Kind: synth.Float, Default: "1e-3", Min: 0, Max: 1,
 		Doc: "stop the final estimation when the loss falls by less than this fraction per iteration; 0 runs all FINAL_ITERS"},
-	{Name: "INIT_ROUNDS", Kind: synth.Float, Default: "4", Min: 0.01, Max: 1e4,
+	{Name: "INIT_ROUNDS", Kind: synth.Float, Default: "1", Min: 0.01, Max: 1e4,
 		Doc: "budget of the 1-way initialisation in rounds' worth (α·ρ/ROUNDS) per 1-way marginal, shared σ_i ∝ n_i^(−1/3); the paper's is 1 at equal σ"},
 }
 

@@ -25,12 +25,13 @@
 //	                once the loss falls by less than this fraction per
 //	                iteration (over pgm.TolWindow iterations); 0 runs all
 //	                FINAL_ITERS.
-//	INIT_ROUNDS     float, default 4: budget of the 1-way initialisation, in
+//	INIT_ROUNDS     float, default 1: budget of the 1-way initialisation, in
 //	                rounds' worth (α·ρ/ROUNDS) per 1-way marginal, divided
 //	                with σ_i ∝ n_i^(−1/3) (the least total L1 noise over the
-//	                1-ways). The paper spends 1 round's worth at equal σ;
-//	                4 and the division lowered adult's error at ε = 1 from
-//	                0.181 to 0.172 (docs/aim-performance.md, Accuracy).
+//	                1-ways; the paper spends the same budget at equal σ).
+//	                At ε ≤ 1 more helps (4: adult ε = 1 0.181 → 0.172), but
+//	                at ε = 10 it starves the rounds (0.111 → 0.123), so the
+//	                default keeps the paper's budget (docs/aim-performance.md).
 //
 // # Performance
 //
