@@ -263,14 +263,8 @@ func Sample(l *prodq.Layout, p []float64, B, rows int, rng interface {
 	// The last rows mod B entries are components 0..rows mod B − 1: give
 	// their extra row to distinct uniform components instead.
 	if extra := rows % B; extra > 0 {
-		perm := make([]int32, B)
-		for i := range perm {
-			perm[i] = int32(i)
-		}
-		for i := range extra {
-			k := i + rng.IntN(B-i)
-			perm[i], perm[k] = perm[k], perm[i]
-			comp[rows-extra+i] = perm[i]
+		for i, b := range distinctComponents(B, extra, rng) {
+			comp[rows-extra+i] = int32(b)
 		}
 	}
 	for r := rows - 1; r > 0; r-- {
@@ -343,6 +337,21 @@ func CheckMemory(name string, bytes float64) error {
 	return nil
 }
 
+// distinctComponents draws n distinct components of B uniformly (the
+// first n entries of a random permutation): the ones that give the
+// rows mod B extra rows.
+func distinctComponents(B, n int, rng interface{ IntN(int) int }) []int {
+	perm := make([]int, B)
+	for i := range perm {
+		perm[i] = i
+	}
+	for i := range n {
+		k := i + rng.IntN(B-i)
+		perm[i], perm[k] = perm[k], perm[i]
+	}
+	return perm[:n]
+}
+
 // SampleBalanced is Sample with the draws inside each component balanced:
 // a component that gives m rows draws each attribute's m values by
 // systematic sampling from its block (one uniform offset, then m points
@@ -368,14 +377,8 @@ func SampleBalanced(l *prodq.Layout, p []float64, B, rows int, rng interface {
 		count[b] = rows / B
 	}
 	if extra := rows % B; extra > 0 {
-		perm := make([]int, B)
-		for i := range perm {
-			perm[i] = i
-		}
-		for i := range extra {
-			k := i + rng.IntN(B-i)
-			perm[i], perm[k] = perm[k], perm[i]
-			count[perm[i]]++
+		for _, b := range distinctComponents(B, extra, rng) {
+			count[b]++
 		}
 	}
 	start := 0
