@@ -151,7 +151,7 @@ func TestDisconnectCancelsSynthesis(t *testing.T) {
 	// test waits for) takes far longer than stopBound: the statement
 	// cannot end on its own while the test watches it.
 	synth := func(target string) string {
-		return "CREATE SYNTHETIC TABLE synthetic." + target + " FROM demo.census USING aim WITH EPSILON = 1, FINAL_ITERS = 1000000 WORKLOAD ALL 3-WAY"
+		return "CREATE SYNTHETIC TABLE synthetic." + target + " FROM demo.census USING aim WITH EPSILON = 1, FINAL_ITERS = 1000000, FINAL_TOL = 0 WORKLOAD ALL 3-WAY"
 	}
 
 	// checkCancelled asserts the aftermath of the synthesis of target
