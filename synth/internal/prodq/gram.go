@@ -38,8 +38,7 @@ func (s *Sparse) Set(dense []float64, tau float64) *Sparse {
 type GramScratch struct {
 	gramSet
 	col  []int
-	pre  []float64 // B: running product over the first attributes
-	gram []bool    // per marginal: Gram form (else dense)
+	gram []bool // per marginal: Gram form (else dense)
 	used []bool
 	ans  []float64
 	sc   Scratch
@@ -52,6 +51,7 @@ type GramScratch struct {
 type gramSet struct {
 	g, dg   [][]float64 // per attribute: B × B Gram matrix and its gradient
 	pt, dpt []float64   // W × B: p transposed and its gradient
+	xs, ds  [][]float64 // one marginal's factors and their gradients (hadamard)
 }
 
 // form transposes p (B × W) into pt, clears dpt and forms G_j with its
@@ -174,7 +174,6 @@ func (l *Layout) SquaredLoss(dp []float64, s *GramScratch, p []float64, rows int
 	s.used = grow8(s.used, len(l.Size))
 	s.gram = l.forms(s.gram, s.used, B, attrs)
 	s.form(l, p, B, s.used)
-	s.pre = grow(s.pre, B)
 	inv := 1 / float64(B)
 	quad := w * inv * inv
 	loss := 0.0
@@ -206,63 +205,19 @@ func (l *Layout) SquaredLoss(dp []float64, s *GramScratch, p []float64, rows int
 // symmetric): an off-diagonal entry counts twice in the sum, and dG_j's
 // entry is the derivative with respect to the symmetric pair.
 func (s *gramSet) term(a []int, B int, coef float64) float64 {
+	s.xs, s.ds = s.xs[:0], s.ds[:0]
+	for range a {
+		s.xs, s.ds = append(s.xs, nil), append(s.ds, nil)
+	}
 	sum := 0.0
 	for b := range B {
 		lo, hi := b*B+b, (b+1)*B
-		row, diag := 0.0, 0.0
-		switch len(a) {
-		case 1:
-			g, dg := s.g[a[0]][lo:hi], s.dg[a[0]][lo:hi]
-			for i, x := range g {
-				row += x
-				dg[i] += coef
-			}
-			diag = g[0]
-		case 2:
-			g0, g1 := s.g[a[0]][lo:hi], s.g[a[1]][lo:hi]
-			d0, d1 := s.dg[a[0]][lo:hi], s.dg[a[1]][lo:hi]
-			for i := range g0 {
-				x, y := g0[i], g1[i]
-				row += x * y
-				d0[i] += coef * y
-				d1[i] += coef * x
-			}
-			diag = g0[0] * g1[0]
-		case 3:
-			g0, g1, g2 := s.g[a[0]][lo:hi], s.g[a[1]][lo:hi], s.g[a[2]][lo:hi]
-			d0, d1, d2 := s.dg[a[0]][lo:hi], s.dg[a[1]][lo:hi], s.dg[a[2]][lo:hi]
-			g1, g2, d1, d2 = g1[:len(g0)], g2[:len(g0)], d1[:len(g0)], d2[:len(g0)]
-			for i := range g0 {
-				x, y, z := g0[i], g1[i], g2[i]
-				xy := x * y
-				row += xy * z
-				d0[i] += coef * y * z
-				d1[i] += coef * x * z
-				d2[i] += coef * xy
-			}
-			diag = g0[0] * g1[0] * g2[0]
-		default:
-			for i := lo; i < hi; i++ {
-				pr := 1.0
-				for _, j := range a {
-					pr *= s.g[j][i]
-				}
-				row += pr
-				if i == lo {
-					diag = pr
-				}
-				suf := 1.0
-				for k := len(a) - 1; k >= 0; k-- {
-					pre := 1.0
-					for _, j := range a[:k] {
-						pre *= s.g[j][i]
-					}
-					s.dg[a[k]][i] += coef * pre * suf
-					suf *= s.g[a[k]][i]
-				}
-			}
+		diag := 1.0
+		for k, j := range a {
+			s.xs[k], s.ds[k] = s.g[j][lo:hi], s.dg[j][lo:hi]
+			diag *= s.g[j][lo]
 		}
-		sum += 2*row - diag
+		sum += 2*hadamard(s.xs, s.ds, coef) - diag
 	}
 	return coef * sum
 }
@@ -272,73 +227,72 @@ func (s *gramSet) term(a []int, B int, coef float64) float64 {
 func (l *Layout) crossTerm(s *GramScratch, a []int, B int, t *Sparse, coef float64) float64 {
 	k := len(a)
 	s.col = growInt(s.col, k)
-	pre := s.pre[:B]
+	s.xs, s.ds = s.xs[:0], s.ds[:0]
+	for range a {
+		s.xs, s.ds = append(s.xs, nil), append(s.ds, nil)
+	}
 	sum := 0.0
 	for i, y := range t.Idx {
 		r := int(y)
 		for j := k - 1; j >= 0; j-- {
 			sz := l.Size[a[j]]
-			s.col[j] = l.Off[a[j]] + r%sz
+			c := l.Off[a[j]] + r%sz
 			r /= sz
+			s.xs[j], s.ds[j] = s.pt[c*B:(c+1)*B], s.dpt[c*B:(c+1)*B]
 		}
 		c := coef * t.Val[i]
-		switch k {
-		case 1:
-			x := s.pt[s.col[0]*B : (s.col[0]+1)*B]
-			d := s.dpt[s.col[0]*B : (s.col[0]+1)*B]
-			for b, v := range x {
-				sum += c * v
-				d[b] += c
-			}
-		case 2:
-			x0, x1 := s.pt[s.col[0]*B:(s.col[0]+1)*B], s.pt[s.col[1]*B:(s.col[1]+1)*B]
-			d0, d1 := s.dpt[s.col[0]*B:(s.col[0]+1)*B], s.dpt[s.col[1]*B:(s.col[1]+1)*B]
-			acc := 0.0
-			for b := range x0 {
-				u, v := x0[b], x1[b]
-				acc += u * v
-				d0[b] += c * v
-				d1[b] += c * u
-			}
-			sum += c * acc
-		case 3:
-			x0, x1, x2 := s.pt[s.col[0]*B:(s.col[0]+1)*B], s.pt[s.col[1]*B:(s.col[1]+1)*B], s.pt[s.col[2]*B:(s.col[2]+1)*B]
-			d0, d1, d2 := s.dpt[s.col[0]*B:(s.col[0]+1)*B], s.dpt[s.col[1]*B:(s.col[1]+1)*B], s.dpt[s.col[2]*B:(s.col[2]+1)*B]
-			acc := 0.0
-			for b := range x0 {
-				u, v, z := x0[b], x1[b], x2[b]
-				uv := u * v
-				acc += uv * z
-				d0[b] += c * v * z
-				d1[b] += c * u * z
-				d2[b] += c * uv
-			}
-			sum += c * acc
-		default:
-			for b := range B {
-				pre[b] = 1
-			}
-			for _, cj := range s.col {
-				x := s.pt[cj*B : (cj+1)*B]
-				for b := range pre {
-					pre[b] *= x[b]
+		sum += c * hadamard(s.xs, s.ds, c)
+	}
+	return sum
+}
+
+// hadamard returns Σ_i Π_j x[j][i] over vectors of one length and adds
+// c·Π_{l≠j} x[l][i] to d[j][i]: the value and gradient of a product of
+// factors, specialised for the one to three factors of most marginals.
+func hadamard(x, d [][]float64, c float64) float64 {
+	sum := 0.0
+	switch len(x) {
+	case 1:
+		x0 := x[0]
+		d0 := d[0][:len(x0)]
+		for i, u := range x0 {
+			sum += u
+			d0[i] += c
+		}
+	case 2:
+		x0 := x[0]
+		x1, d0, d1 := x[1][:len(x0)], d[0][:len(x0)], d[1][:len(x0)]
+		for i, u := range x0 {
+			v := x1[i]
+			sum += u * v
+			d0[i] += c * v
+			d1[i] += c * u
+		}
+	case 3:
+		x0 := x[0]
+		x1, x2 := x[1][:len(x0)], x[2][:len(x0)]
+		d0, d1, d2 := d[0][:len(x0)], d[1][:len(x0)], d[2][:len(x0)]
+		for i, u := range x0 {
+			v, z := x1[i], x2[i]
+			uv := u * v
+			sum += uv * z
+			d0[i] += c * v * z
+			d1[i] += c * u * z
+			d2[i] += c * uv
+		}
+	default:
+		for i := range x[0] {
+			// Prefix products left to right, the suffix right to left.
+			suf := 1.0
+			for k := len(x) - 1; k >= 0; k-- {
+				pre := 1.0
+				for _, xj := range x[:k] {
+					pre *= xj[i]
 				}
+				d[k][i] += c * pre * suf
+				suf *= x[k][i]
 			}
-			for _, v := range pre {
-				sum += c * v
-			}
-			for j, cj := range s.col {
-				d := s.dpt[cj*B : (cj+1)*B]
-				for b := range B {
-					prod := c
-					for jj, cl := range s.col {
-						if jj != j {
-							prod *= s.pt[cl*B+b]
-						}
-					}
-					d[b] += prod
-				}
-			}
+			sum += suf
 		}
 	}
 	return sum
