@@ -54,7 +54,8 @@ func (o *Options) Run(ctx context.Context, in *synth.Input) (*synth.Result, erro
 	for i, c := range cands {
 		sets[i] = c.attrs
 	}
-	r := &run{opt: opt, in: in, dom: dom, w: w, wkeys: wkeys, cands: cands, sets: sets, answers: answers, sched: sched}
+	r := &run{opt: opt, in: in, dom: dom, w: w, wkeys: wkeys, cands: cands, sets: sets, answers: answers, sched: sched,
+		sizer: modelSizer(dom)}
 	return r.loop(ctx, sigma0)
 }
 
@@ -72,13 +73,10 @@ type run struct {
 
 	meas     []pgm.Measurement
 	res      synth.Result
-	measured [][]int // maximal measured sets: the model's cliques
-	// sizes[i] is the model size with candidate i added to measured,
-	// valid where sized[i] (cleared when measured changes).
-	sizes   []float64
-	sized   []bool
-	model   *pgm.Model
-	tracker *adaptive.Tracker
+	measured [][]int        // maximal measured sets: the model's cliques
+	sizer    adaptive.Sizer // the capacity filter, sizes kept between rounds
+	model    *pgm.Model
+	tracker  *adaptive.Tracker
 }
 
 // measure releases x (the true marginal over attrs) with discrete Gaussian
@@ -89,41 +87,19 @@ func (r *run) measure(attrs []int, x *answer, sigma, eps float64, round int) {
 	m := pgm.Measurement{Attrs: attrs, Y: y, Sigma: sigma}
 	r.meas = append(r.meas, m)
 	r.res.Measurements = append(r.res.Measurements, synth.Measurement{Measurement: m, Round: round, Epsilon: eps})
-	if !adaptive.ContainedIn(attrs, r.measured) {
-		r.measured = adaptive.AddMaximal(r.measured, attrs)
-		clear(r.sized) // every candidate's model size changes
-	}
+	r.measured = adaptive.AddMaximal(r.measured, attrs)
+}
+
+// modelSizer is the capacity filter over dom's junction-tree sizes.
+func modelSizer(dom *pgm.Domain) adaptive.Sizer {
+	return adaptive.Sizer{Size: func(cliques [][]int) float64 { return pgm.ModelSize(dom, cliques) }}
 }
 
 // filter appends to dst the candidates whose addition keeps the model
-// within limit MB, or that lie in one of the model's cliques: the
-// capacity filter of adaptive.Filter, with each candidate's model size
-// (a junction tree of the measured sets and the candidate) kept until the
-// measured sets change. A round that selects a set inside a measured one
-// sizes nothing again.
+// within limit MB, or that lie in one of the model's cliques (the capacity
+// filter, each candidate's model size kept until the measured sets change).
 func (r *run) filter(dst []int, limit float64) []int {
-	if r.sizes == nil {
-		r.sizes = make([]float64, len(r.sets))
-		r.sized = make([]bool, len(r.sets))
-	}
-	free := r.model.Cliques()
-	buf := make([][]int, len(r.measured)+1)
-	copy(buf, r.measured)
-	for i, s := range r.sets {
-		if adaptive.ContainedIn(s, free) {
-			dst = append(dst, i)
-			continue
-		}
-		if !r.sized[i] {
-			buf[len(r.measured)] = s
-			r.sizes[i] = pgm.ModelSize(r.dom, buf)
-			r.sized[i] = true
-		}
-		if r.sizes[i] <= limit {
-			dst = append(dst, i)
-		}
-	}
-	return dst
+	return r.sizer.Filter(dst, r.sets, r.measured, r.model.Cliques(), limit)
 }
 
 // estimate refits the model to all measurements, warm-started, with the

@@ -33,7 +33,7 @@ func scoreRun(t *testing.T) (*run, []*pgm.Model) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &run{in: in, dom: data.Domain(), w: w, cands: cands, answers: answers, sets: make([][]int, len(cands))}
+	r := &run{in: in, dom: data.Domain(), w: w, cands: cands, answers: answers, sets: make([][]int, len(cands)), sizer: modelSizer(data.Domain())}
 	r.wkeys = make([]string, len(w))
 	for i, m := range w {
 		r.wkeys[i] = synth.Key(m.Attrs)

@@ -142,7 +142,7 @@ func (o *Options) Run(ctx context.Context, in *synth.Input) (*synth.Result, erro
 		return fail(fmt.Errorf("true marginals: %w", err))
 	}
 
-	sizeOf := func(cliques [][]int) float64 { return pgm.ModelSize(dom, cliques) }
+	sizer := adaptive.Sizer{Size: func(cliques [][]int) float64 { return pgm.ModelSize(dom, cliques) }}
 	tracker := adaptive.NewTracker(len(w))
 	var (
 		model    *pgm.Model
@@ -160,7 +160,7 @@ func (o *Options) Run(ctx context.Context, in *synth.Input) (*synth.Result, erro
 		if model != nil {
 			free = model.Cliques()
 		}
-		eligible = adaptive.Filter(eligible[:0], sets, measured, free, limit, sizeOf)
+		eligible = sizer.Filter(eligible[:0], sets, measured, free, limit)
 		if len(eligible) == 0 {
 			continue
 		}

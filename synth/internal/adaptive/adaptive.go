@@ -18,11 +18,46 @@ import (
 // cliques). size is the junction-tree size of a clique list; cliques is not
 // modified.
 func Filter(dst []int, sets [][]int, cliques, free [][]int, limit float64, size func([][]int) float64) []int {
+	return (&Sizer{Size: size}).Filter(dst, sets, cliques, free, limit)
+}
+
+// Sizer is Filter across rounds: a candidate's model size (the junction
+// tree of the measured cliques and the candidate) depends only on the
+// cliques, so it is computed again only after they change, and a round
+// that measures inside a measured set sizes nothing. Size must be set; a
+// Sizer serves one list of candidate sets.
+type Sizer struct {
+	Size func(cliques [][]int) float64
+
+	cliques [][]int   // the cliques the sizes are for (a copy)
+	sizes   []float64 // per candidate, valid where sized
+	sized   []bool
+}
+
+// Filter is the package's Filter, with the sizes kept between calls.
+func (z *Sizer) Filter(dst []int, sets [][]int, cliques, free [][]int, limit float64) []int {
+	if len(z.sizes) != len(sets) {
+		z.sizes, z.sized = make([]float64, len(sets)), make([]bool, len(sets))
+	}
+	if !slices.EqualFunc(z.cliques, cliques, slices.Equal[[]int]) {
+		clear(z.sized)
+		z.cliques = z.cliques[:0]
+		for _, c := range cliques {
+			z.cliques = append(z.cliques, slices.Clone(c))
+		}
+	}
 	buf := make([][]int, len(cliques)+1)
 	copy(buf, cliques)
 	for i, s := range sets {
-		buf[len(cliques)] = s
-		if ContainedIn(s, free) || size(buf) <= limit {
+		if ContainedIn(s, free) {
+			dst = append(dst, i)
+			continue
+		}
+		if !z.sized[i] {
+			buf[len(cliques)] = s
+			z.sizes[i], z.sized[i] = z.Size(buf), true
+		}
+		if z.sizes[i] <= limit {
 			dst = append(dst, i)
 		}
 	}

@@ -64,6 +64,50 @@ func TestFilterRespectsCapacity(t *testing.T) {
 	}
 }
 
+// TestSizerKeepsSizes: one Sizer across rounds of growing (and in-place
+// reused) clique lists admits what a fresh Filter admits, and sizes a
+// candidate again only after the cliques change.
+func TestSizerKeepsSizes(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	sizes := []int{2, 3, 5, 7, 11, 13}
+	calls := 0
+	size := func(cliques [][]int) float64 {
+		calls++
+		s := 0.0
+		for _, c := range cliques {
+			n := 1
+			for _, a := range c {
+				n *= sizes[a]
+			}
+			s += float64(n)
+		}
+		return s
+	}
+	var sets [][]int
+	for range 20 {
+		perm := rng.Perm(len(sizes))[:1+rng.IntN(3)]
+		slices.Sort(perm)
+		sets = append(sets, perm)
+	}
+	z := Sizer{Size: size}
+	var cliques [][]int
+	for round := range 40 {
+		if round%3 == 0 {
+			cliques = AddMaximal(cliques, sets[rng.IntN(len(sets))])
+		}
+		limit := rng.Float64() * 600
+		want := Filter(nil, sets, cliques, cliques, limit, size)
+		calls = 0
+		got := z.Filter(nil, sets, cliques, cliques, limit)
+		if !slices.Equal(got, want) {
+			t.Fatalf("round %d: Sizer admits %v, Filter %v", round, got, want)
+		}
+		if round%3 != 0 && calls != 0 {
+			t.Fatalf("round %d: cliques unchanged, but %d sizes computed again", round, calls)
+		}
+	}
+}
+
 func TestAddMaximal(t *testing.T) {
 	var s [][]int
 	for _, a := range [][]int{{1}, {1, 2}, {2}, {3}, {1, 2, 3}, {0, 4}} {
