@@ -65,29 +65,10 @@ func (c *Compact) Expand(dst []float64) []float64 {
 	return dst
 }
 
-// L1 returns ‖c − y‖₁: for a sparse c, Σ|y| corrected at c's non-zero
-// cells (one pass over y and one over the non-zeros).
-func (c *Compact) L1(y []float64) float64 {
-	if len(y) != c.n {
-		panic("marginal: length mismatch")
-	}
-	if c.dense != nil || c.n == 0 {
-		return L1(c.dense, y)
-	}
-	var s float64
-	for _, v := range y {
-		s += math.Abs(v)
-	}
-	for k, i := range c.idx {
-		s += math.Abs(c.val[k]-y[i]) - math.Abs(y[i])
-	}
-	return s
-}
-
-// L1Total is L1 for a non-negative y whose cells sum to total (a model's
-// marginal): for a sparse c, ‖c − y‖₁ = total + Σ_{c_i ≠ 0}(|c_i − y_i| −
+// L1Total returns ‖c − y‖₁ for a non-negative y whose cells sum to total
+// (a model's marginal): for a sparse c, ‖c − y‖₁ = total + Σ_{c_i ≠ 0}(|c_i − y_i| −
 // y_i), which reads only y's cells where c is non-zero. It differs from
-// L1 by the round-off of Σy against total.
+// the package's L1 by the round-off of Σy against total.
 func (c *Compact) L1Total(y []float64, total float64) float64 {
 	if len(y) != c.n {
 		panic("marginal: length mismatch")
