@@ -7,16 +7,17 @@
 // (synth/internal/nn, synth/internal/prodq).
 //
 // After each round's measurement, GEM-UPDATE takes at most MAX_ITERS Adam
-// steps. With LOSS = 2 (Table 6's loss for the marginal trick), each step is on the mean squared error over every measured cell,
-// and the round stops when that loss has not improved by 1e-4 (relative)
-// for 10 steps: the least-squares fit to Gaussian measurements, which
-// averages the noise over overlapping marginals. Large marginals are fitted
-// in Gram form (prodq.SquaredLoss: Σ_y q_y² from B × B Gram matrices, the
-// cross term on the non-zero targets only) with their noisy counts not
-// above THRESHOLD·σ set to 0 (hard thresholding, post-processing), so a
-// step's cost does not grow with the measured cells. LOSS = 1, the default, is Alg. 3:
-// each step on the ℓ1 error of the measured cells whose error is at least γ_t — at
-// most TOP_K of them, the largest — stopping when none is left, with γ_t
+// steps. With LOSS = 2 (Table 6's loss for the marginal trick), each step
+// is on the mean squared error over every measured cell, and the round
+// stops when that loss has not improved by 1e-4 (relative) for 10 steps:
+// the least-squares fit to Gaussian measurements, which averages the noise
+// over overlapping marginals. Large marginals are fitted in Gram form
+// (prodq.SquaredLoss: Σ_y q_y² from B × B Gram matrices, the cross term on
+// the non-zero targets only) with their noisy counts not above THRESHOLD·σ
+// set to 0 (hard thresholding, post-processing), so a step's cost does not
+// grow with the measured cells. LOSS = 1, the default, is Alg. 3: each
+// step on the ℓ1 error of the measured cells whose error is at least γ_t —
+// at most TOP_K of them, the largest — stopping when none is left, with γ_t
 // half an exponential moving average (β = 0.5) of the largest
 // measured-cell error at the round's start; it chases the largest noisy
 // cells and stops at half the (noise-dominated) maximum, which at small ε
