@@ -820,13 +820,7 @@ func (m *Model) Marginals(ctx context.Context, sets [][]int) ([][]float64, error
 // plus GOMAXPROCS marginals and their elimination workspace. It stops early
 // and returns ctx's error if ctx is cancelled.
 func (m *Model) MarginalsFunc(ctx context.Context, sets [][]int, f func(i int, x []float64)) error {
-	m.checkSets(sets)
-	cache := newReduceCache(m.jt, 2*m.jt.total)
-	err := par.For(ctx, len(sets), 0, func(i int) { f(i, m.marginal(sets[i], nil, cache, nil)) })
-	if err != nil {
-		return fmt.Errorf("pgm: marginals: %w", err)
-	}
-	return nil
+	return m.marginalsEach(ctx, sets, false, f)
 }
 
 // MarginalsVisit is MarginalsFunc for callers that only read each
@@ -834,9 +828,18 @@ func (m *Model) MarginalsFunc(ctx context.Context, sets [][]int, f func(i int, x
 // is reused for another set. Scoring thousands of candidates then
 // allocates a few buffers instead of every candidate's table.
 func (m *Model) MarginalsVisit(ctx context.Context, sets [][]int, f func(i int, x []float64)) error {
+	return m.marginalsEach(ctx, sets, true, f)
+}
+
+// marginalsEach is MarginalsFunc, and MarginalsVisit when reuse is set.
+func (m *Model) marginalsEach(ctx context.Context, sets [][]int, reuse bool, f func(i int, x []float64)) error {
 	m.checkSets(sets)
 	cache := newReduceCache(m.jt, 2*m.jt.total)
 	err := par.For(ctx, len(sets), 0, func(i int) {
+		if !reuse {
+			f(i, m.marginal(sets[i], nil, cache, nil))
+			return
+		}
 		buf := visitBufs.Get().(*[]float64)
 		x := m.marginal(sets[i], nil, cache, *buf)
 		f(i, x)
