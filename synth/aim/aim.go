@@ -19,6 +19,10 @@ const (
 	// measured in docs/aim-performance.md (Speed: estimation).
 	DefaultFinalTol   = 1e-3
 	DefaultInitRounds = 1
+	// DefaultCoarseBins is the number of bins of a coarse twin's large
+	// attributes (coarse.go), measured on adult in docs/aim-performance.md
+	// (Issue 19, third pass).
+	DefaultCoarseBins = 20
 )
 
 // Options configures AIM. The zero value of a field means its default.
@@ -31,6 +35,9 @@ type Options struct {
 	// negative runs all FinalIters.
 	FinalTol   float64
 	InitRounds float64 // budget of the 1-way initialisation, in rounds' worth per 1-way marginal
+	// CoarseBins bins, in a candidate's coarse twin, every attribute of more
+	// values into this many equal-width bins; negative adds no twins.
+	CoarseBins int
 }
 
 var schema = synth.Schema{
@@ -46,6 +53,8 @@ var schema = synth.Schema{
 		Doc: "stop the final estimation when the loss falls by less than this fraction per iteration; 0 runs all FINAL_ITERS"},
 	{Name: "INIT_ROUNDS", Kind: synth.Float, Default: "1", Min: 0.01, Max: 1e4,
 		Doc: "budget of the 1-way initialisation in rounds' worth (α·ρ/ROUNDS) per 1-way marginal, shared σ_i ∝ n_i^(−1/3); the paper's is 1 at equal σ"},
+	{Name: "COARSE_BINS", Kind: synth.Int, Default: "20", Min: 0, Max: 1e6,
+		Doc: "each candidate with an attribute of more values also has a coarse twin, that attribute in this many equal-width bins; 0: no twins"},
 }
 
 // Mechanism is AIM as a synth.Mechanism.
@@ -77,6 +86,10 @@ func (Mechanism) New(opts []synth.Option) (synth.Runner, error) {
 	if _, given := v["FINAL_TOL"]; given && tol == 0 {
 		tol = -1 // FINAL_TOL = 0: no early stop
 	}
+	bins := v.Int("COARSE_BINS", 0)
+	if _, given := v["COARSE_BINS"]; given && bins == 0 {
+		bins = -1 // COARSE_BINS = 0: no twins
+	}
 	return &Options{
 		MaxModelSize: v.Float("MAX_MODEL_SIZE", 0),
 		Rounds:       v.Int("ROUNDS", 0),
@@ -84,6 +97,7 @@ func (Mechanism) New(opts []synth.Option) (synth.Runner, error) {
 		FinalIters:   v.Int("FINAL_ITERS", 0),
 		FinalTol:     tol,
 		InitRounds:   v.Float("INIT_ROUNDS", 0),
+		CoarseBins:   bins,
 	}, nil
 }
 
@@ -107,6 +121,9 @@ func (o Options) withDefaults(d int) Options {
 	}
 	if o.InitRounds <= 0 {
 		o.InitRounds = DefaultInitRounds
+	}
+	if o.CoarseBins == 0 {
+		o.CoarseBins = DefaultCoarseBins
 	}
 	return o
 }

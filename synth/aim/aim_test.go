@@ -21,6 +21,9 @@ func TestNewOptions(t *testing.T) {
 		}, want: Options{MaxModelSize: 20.5, Rounds: 100, PGMIters: 30, FinalIters: 500}},
 		{name: "final tol", opts: []synth.Option{{Name: "FINAL_TOL", Value: 1e-3}}, want: Options{FinalTol: 1e-3}},
 		{name: "final tol off", opts: []synth.Option{{Name: "FINAL_TOL", Value: 0}}, want: Options{FinalTol: -1}},
+		{name: "coarse bins", opts: []synth.Option{{Name: "COARSE_BINS", Value: 10}}, want: Options{CoarseBins: 10}},
+		{name: "coarse bins off", opts: []synth.Option{{Name: "COARSE_BINS", Value: 0}}, want: Options{CoarseBins: -1}},
+		{name: "negative coarse bins", opts: []synth.Option{{Name: "COARSE_BINS", Value: -2}}, err: synth.ErrInvalidOption},
 		{name: "negative final tol", opts: []synth.Option{{Name: "FINAL_TOL", Value: -1e-3}}, err: synth.ErrInvalidOption},
 		{name: "unknown", opts: []synth.Option{{Name: "EPSILON", Value: 1}}, err: synth.ErrUnknownOption},
 		{name: "fractional int", opts: []synth.Option{{Name: "ROUNDS", Value: 2.5}}, err: synth.ErrInvalidOption},
@@ -47,6 +50,12 @@ func TestNewOptions(t *testing.T) {
 	// stays, and Estimate is then given no tolerance.
 	if d := (Options{}).withDefaults(3); d.FinalTol != DefaultFinalTol || d.FinalIters != DefaultFinalIters {
 		t.Errorf("defaults %+v", d)
+	}
+	if d := (Options{}).withDefaults(3); d.CoarseBins != DefaultCoarseBins {
+		t.Errorf("default coarse bins %d", d.CoarseBins)
+	}
+	if d := (Options{CoarseBins: -1}).withDefaults(3); d.CoarseBins != -1 {
+		t.Errorf("COARSE_BINS = 0 became %v", d.CoarseBins)
 	}
 	if d := (Options{FinalTol: -1}).withDefaults(3); d.FinalTol != -1 {
 		t.Errorf("FINAL_TOL = 0 became %v", d.FinalTol)

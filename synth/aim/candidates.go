@@ -15,6 +15,9 @@ type candidate struct {
 	// parents are the workload sets that contain attrs (indexes into the
 	// workload), used to compute model marginals by projection.
 	parents []int
+	// coarse, for a coarse twin (coarse.go), bins the marginal on attrs;
+	// nil for a candidate measured on its own domain.
+	coarse *coarsening
 }
 
 // closure returns the downward closure of the workload (every non-empty

@@ -45,6 +45,8 @@ func (o *Options) Run(ctx context.Context, in *synth.Input) (*synth.Result, erro
 		// Nothing measured: nothing spent.
 		return &synth.Result{}, fmt.Errorf("aim: true marginals: %w", err)
 	}
+	nFine := len(cands)
+	cands, answers = addTwins(dom, cands, answers, opt.CoarseBins)
 
 	wkeys := make([]string, len(w))
 	for i, m := range w {
@@ -54,7 +56,7 @@ func (o *Options) Run(ctx context.Context, in *synth.Input) (*synth.Result, erro
 	for i, c := range cands {
 		sets[i] = c.attrs
 	}
-	r := &run{opt: opt, in: in, dom: dom, w: w, wkeys: wkeys, cands: cands, sets: sets, answers: answers, sched: sched,
+	r := &run{opt: opt, in: in, dom: dom, w: w, wkeys: wkeys, cands: cands, nFine: nFine, sets: sets, answers: answers, sched: sched,
 		sizer: modelSizer(dom)}
 	return r.loop(ctx, sigma0)
 }
@@ -67,7 +69,8 @@ type run struct {
 	w       []synth.Marginal // canonical workload
 	wkeys   []string         // synth.Key of each workload set
 	cands   []candidate
-	sets    [][]int  // cands[i].attrs
+	nFine   int      // cands[nFine:] are coarse twins
+	sets    [][]int  // cands[i].attrs (a twin's fine attributes: its model size)
 	answers []answer // true candidate marginals M_r(D)
 	sched   *schedule
 
@@ -79,12 +82,16 @@ type run struct {
 	tracker  *adaptive.Tracker
 }
 
-// measure releases x (the true marginal over attrs) with discrete Gaussian
-// noise sigma, selected in round with parameter eps.
-func (r *run) measure(attrs []int, x *answer, sigma, eps float64, round int) {
+// measure releases x (the true marginal over attrs, binned by coarse if
+// non-nil) with discrete Gaussian noise sigma, selected in round with
+// parameter eps.
+func (r *run) measure(attrs []int, coarse *coarsening, x *answer, sigma, eps float64, round int) {
 	y := x.Expand(nil)
 	r.in.Noise.AddDiscreteGaussian(y, sigma)
 	m := pgm.Measurement{Attrs: attrs, Y: y, Sigma: sigma}
+	if coarse != nil {
+		m.Kron = coarse.kron()
+	}
 	r.meas = append(r.meas, m)
 	r.res.Measurements = append(r.res.Measurements, synth.Measurement{Measurement: m, Round: round, Epsilon: eps})
 	r.measured = adaptive.AddMaximal(r.measured, attrs)
@@ -138,9 +145,9 @@ func (r *run) loop(ctx context.Context, sigma0 []float64) (*synth.Result, error)
 	// Initialisation: every 1-way candidate, with the noise scales the
 	// schedule allotted (in candidate order).
 	k := 0
-	for i, c := range r.cands {
+	for i, c := range r.cands[:r.nFine] {
 		if len(c.attrs) == 1 {
-			r.measure(c.attrs, &r.answers[i], sigma0[k], 0, 0)
+			r.measure(c.attrs, nil, &r.answers[i], sigma0[k], 0, 0)
 			k++
 		}
 	}
@@ -181,8 +188,8 @@ func (r *run) loop(ctx context.Context, sigma0 []float64) (*synth.Result, error)
 		sel := r.cands[pick]
 		r.tracker.Round(t, eligible, r.model)
 
-		before := r.model.Marginal(sel.attrs)
-		r.measure(sel.attrs, &r.answers[pick], sigma, eps, t)
+		before := r.coarseMarginal(sel)
+		r.measure(sel.attrs, sel.coarse, &r.answers[pick], sigma, eps, t)
 		if err := r.estimate(ctx, r.opt.PGMIters, 0, pgm.GrowStep, nil); err != nil {
 			return fail(fmt.Errorf("round %d estimation: %w", t, err))
 		}
@@ -195,7 +202,7 @@ func (r *run) loop(ctx context.Context, sigma0 []float64) (*synth.Result, error)
 		if last {
 			break
 		}
-		after := r.model.Marginal(sel.attrs)
+		after := r.coarseMarginal(sel)
 		if marginal.L1(after, before) <= sqrt2pi*sigma*float64(len(after)) {
 			r.sched.anneal()
 		}
@@ -207,7 +214,9 @@ func (r *run) loop(ctx context.Context, sigma0 []float64) (*synth.Result, error)
 	}
 	r.in.Report(synth.Status{Phase: "final", Round: len(res.Rounds), RhoUsed: r.sched.used, ModelSize: r.model.Size()})
 	res.Model = r.model
-	r.tracker.Fill(res, r.sets)
+	// A twin is a candidate whenever its fine set is (same attributes, same
+	// model size): the fine candidates' last rounds are the twins'.
+	r.tracker.Fill(res, r.sets[:r.nFine])
 
 	out, err := synth.Sample(r.model, r.in)
 	if err != nil {
@@ -217,4 +226,14 @@ func (r *run) loop(ctx context.Context, sigma0 []float64) (*synth.Result, error)
 	res.RhoUsed = r.sched.used
 	r.in.Report(synth.Status{Phase: "sample", Round: len(res.Rounds), RhoUsed: r.sched.used, ModelSize: r.model.Size()})
 	return res, nil
+}
+
+// coarseMarginal is the model's marginal on c's attributes, binned if c is
+// a coarse twin: what c's measurement observes.
+func (r *run) coarseMarginal(c candidate) []float64 {
+	x := r.model.Marginal(c.attrs)
+	if c.coarse != nil {
+		x = c.coarse.apply(nil, x)
+	}
+	return x
 }

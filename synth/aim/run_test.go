@@ -89,6 +89,65 @@ func TestRun(t *testing.T) {
 	}
 }
 
+// TestRunCoarse checks a run with coarse twins (3 bins: the attributes of
+// 4, 5 and 6 values are binned): ρ is spent exactly and matches the
+// released σ's and ε's (a twin's measurement has sensitivity 1, so it costs
+// 1/(2σ²) like any other), twins are measured as Kronecker queries of the
+// right shape on their fine attributes, and the model is fitted to them.
+func TestRunCoarse(t *testing.T) {
+	for _, seed := range []int64{1, 2, 3} {
+		in := testInput(seed)
+		r, err := Mechanism{}.New([]synth.Option{{Name: "PGM_ITERS", Value: 20}, {Name: "FINAL_ITERS", Value: 300}, {Name: "COARSE_BINS", Value: 3}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := r.Run(context.Background(), in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		synthtest.CheckResult(t, synth.SyntheticData, in, res)
+		var spent float64
+		twins := 0
+		dom := in.Data.Domain()
+		for _, m := range res.Measurements {
+			spent += 1 / (2 * m.Sigma * m.Sigma)
+			if m.Kron == nil {
+				continue
+			}
+			twins++
+			if m.Round == 0 {
+				t.Errorf("seed %d: a 1-way initial measurement is coarse", seed)
+			}
+			cells := 1
+			for j, a := range m.Attrs {
+				if f := m.Kron[j]; f == nil {
+					cells *= dom.Size(a)
+				} else if rows, cols := f.Dims(); rows != 3 || cols != dom.Size(a) || dom.Size(a) <= 3 {
+					t.Fatalf("seed %d: factor %d×%d on an attribute of %d values", seed, rows, cols, dom.Size(a))
+				} else {
+					cells *= 3
+				}
+			}
+			if len(m.Y) != cells {
+				t.Errorf("seed %d: twin on %v has %d values, want %d", seed, m.Attrs, len(m.Y), cells)
+			}
+		}
+		for _, rd := range res.Rounds {
+			spent += rd.Epsilon * rd.Epsilon / 8
+		}
+		if math.Abs(spent-in.Rho) > 1e-9*in.Rho || res.RhoUsed > in.Rho*(1+1e-12) {
+			t.Errorf("seed %d: released measurements and selections cost %v (reported %v), want %v", seed, spent, res.RhoUsed, in.Rho)
+		}
+		if len(res.LastCandidate) != 5+10 {
+			t.Errorf("seed %d: %d last-candidate records, want one per fine candidate (15)", seed, len(res.LastCandidate))
+		}
+		t.Logf("seed %d: %d rounds, %d twins measured", seed, len(res.Rounds), twins)
+		if twins == 0 {
+			t.Errorf("seed %d: no coarse twin measured", seed)
+		}
+	}
+}
+
 func TestCancel(t *testing.T) {
 	r, _ := Mechanism{}.New(nil)
 	synthtest.CheckCancel(t, r, testInput(2))

@@ -26,6 +26,10 @@ type scorer struct {
 	bufs sync.Pool
 }
 
+// scoreBuf is a scoring worker's scratch: a projected marginal and its
+// binning for a coarse twin.
+type scoreBuf struct{ proj, coarse []float64 }
+
 // group is a candidate whose model marginal is computed by inference, and
 // the eligible candidates projected from it.
 type group struct {
@@ -35,7 +39,7 @@ type group struct {
 
 func newScorer(r *run) *scorer {
 	s := &scorer{r: r, topCand: make([]int, len(r.w)), pos: make([]int, len(r.cands))}
-	s.bufs.New = func() any { return new([]float64) }
+	s.bufs.New = func() any { return new(scoreBuf) }
 	byKey := make(map[string]int, len(r.cands))
 	for i, c := range r.cands {
 		byKey[c.key] = i
@@ -73,6 +77,9 @@ func (s *scorer) scores(ctx context.Context, dst []float64, eligible []int, mode
 			}
 		}
 		if best < 0 {
+			if _, ok := rootGroup[i]; ok {
+				continue // already a root, made one for a subset (a twin, or nested workload sets)
+			}
 			rootGroup[i] = len(s.groups)
 			s.groups = append(s.groups, group{root: i})
 			continue
@@ -95,8 +102,14 @@ func (s *scorer) scores(ctx context.Context, dst []float64, eligible []int, mode
 	// Model marginals are non-negative and sum to the model's total, so a
 	// sparse answer's distance needs only its non-zero cells.
 	total := model.Total()
-	score := func(i int, xhat []float64) {
+	// A coarse twin is scored on the binned model marginal (binning keeps
+	// the total), with the bias term of its own cell count.
+	score := func(i int, xhat []float64, buf *scoreBuf) {
 		c := &r.cands[i]
+		if c.coarse != nil {
+			buf.coarse = c.coarse.apply(buf.coarse, xhat)
+			xhat = buf.coarse
+		}
 		dst[s.pos[i]] = c.weight * (r.answers[i].L1Total(xhat, total) - sqrt2pi*sigma*float64(len(xhat)))
 	}
 	// The roots are computed as one batch (sharing the model's reduced
@@ -108,13 +121,13 @@ func (s *scorer) scores(ctx context.Context, dst []float64, eligible []int, mode
 	}
 	bufs := &s.bufs
 	err := model.MarginalsVisit(ctx, roots, func(g int, x []float64) {
-		buf := bufs.Get().(*[]float64)
+		buf := bufs.Get().(*scoreBuf)
 		defer bufs.Put(buf)
 		grp := &s.groups[g]
-		score(grp.root, x)
+		score(grp.root, x, buf)
 		for _, i := range grp.deps {
-			*buf = marginal.ProjectTo(*buf, r.dom, roots[g], x, r.cands[i].attrs)
-			score(i, *buf)
+			buf.proj = marginal.ProjectTo(buf.proj, r.dom, roots[g], x, r.cands[i].attrs)
+			score(i, buf.proj, buf)
 		}
 	})
 	return dst, err

@@ -16,8 +16,9 @@ import (
 )
 
 // scoreRun returns a run over a 7-attribute chain with the all-3-way
-// workload, and models fitted to random sets of measured marginals (so
-// that the candidates span cliques in many ways).
+// workload and coarse twins of 3 bins, and models fitted to random sets of
+// measured marginals, some coarse (so that the candidates span cliques in
+// many ways).
 func scoreRun(t *testing.T) (*run, []*pgm.Model) {
 	t.Helper()
 	ctx := context.Background()
@@ -33,7 +34,9 @@ func scoreRun(t *testing.T) (*run, []*pgm.Model) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &run{in: in, dom: data.Domain(), w: w, cands: cands, answers: answers, sets: make([][]int, len(cands)), sizer: modelSizer(data.Domain())}
+	nFine := len(cands)
+	cands, answers = addTwins(data.Domain(), cands, answers, 3)
+	r := &run{in: in, dom: data.Domain(), w: w, cands: cands, nFine: nFine, answers: answers, sets: make([][]int, len(cands)), sizer: modelSizer(data.Domain())}
 	r.wkeys = make([]string, len(w))
 	for i, m := range w {
 		r.wkeys[i] = synth.Key(m.Attrs)
@@ -50,7 +53,11 @@ func scoreRun(t *testing.T) (*run, []*pgm.Model) {
 		}
 		for range 1 + rng.IntN(4) {
 			k := rng.IntN(len(cands))
-			meas = append(meas, pgm.Measurement{Attrs: cands[k].attrs, Y: answers[k].Expand(nil), Sigma: 10})
+			m := pgm.Measurement{Attrs: cands[k].attrs, Y: answers[k].Expand(nil), Sigma: 10}
+			if c := cands[k].coarse; c != nil {
+				m.Kron = c.kron()
+			}
+			meas = append(meas, m)
 		}
 		m, err := pgm.Estimate(ctx, r.dom, meas, &pgm.EstimateOptions{Iters: 30})
 		if err != nil {
@@ -92,6 +99,9 @@ func TestScores(t *testing.T) {
 			for k, i := range eligible {
 				c := r.cands[i]
 				xhat := m.Marginal(c.attrs)
+				if c.coarse != nil {
+					xhat = bruteBin(r.dom, c.attrs, coarseMaps(r.dom, 3), 3, xhat)
+				}
 				want := c.weight * (marginal.L1(r.answers[i].Expand(nil), xhat) - sqrt2pi*sigma*float64(len(xhat)))
 				if got := scores[k]; math.Abs(got-want) > 1e-9*math.Max(1, math.Abs(want)) {
 					t.Fatalf("model %d, candidate %v: score %v, want %v", mi, c.attrs, got, want)
@@ -109,11 +119,11 @@ func TestFilterCache(t *testing.T) {
 	rng := rand.New(rand.NewPCG(11, 12))
 	sizeOf := func(cliques [][]int) float64 { return pgm.ModelSize(r.dom, cliques) }
 	for a := range r.dom.Len() {
-		r.measure([]int{a}, &r.answers[a], 5, 0, 0)
+		r.measure([]int{a}, nil, &r.answers[a], 5, 0, 0)
 	}
 	for step := range 12 {
 		k := rng.IntN(len(r.cands))
-		r.measure(r.cands[k].attrs, &r.answers[k], 5, 0.1, step+1)
+		r.measure(r.cands[k].attrs, r.cands[k].coarse, &r.answers[k], 5, 0.1, step+1)
 		r.model = models[step%len(models)]
 		for _, limit := range []float64{0, 0.001, 0.002, 0.005, 1} {
 			want := adaptive.Filter(nil, r.sets, r.measured, r.model.Cliques(), limit, sizeOf)

@@ -212,6 +212,10 @@ func Analyze(rel *Release) (*Analysis, error) {
 				a.total += y / (sd * sd)
 				prec += 1 / (sd * sd)
 			}
+			if m.Round > 0 {
+				// AIM's coarse twins: a selected Kronecker measurement.
+				a.selected[m.Round] = m
+			}
 			continue
 		}
 		if m.Query != nil || m.Coarse != nil {
@@ -434,13 +438,27 @@ func (a *Analysis) compute(attrs []int) *stats {
 	o, ok := a.observed[t]
 	a.mu.Unlock()
 	if !ok {
-		o = marginal.L1(meas.Y, snap.Marginal(meas.Attrs))
+		o = marginal.L1(meas.Y, a.observe(meas, snap.Marginal(meas.Attrs)))
 		a.mu.Lock()
 		a.observed[t] = o
 		a.mu.Unlock()
 	}
 	s.observed = o
 	return s
+}
+
+// observe returns what measurement m observes of x, the marginal on
+// m.Attrs: x itself, or (⊗ m.Kron)·x for a Kronecker measurement (an AIM
+// coarse twin, whose selection score was on the binned marginal).
+func (a *Analysis) observe(m *synth.Measurement, x []float64) []float64 {
+	if m.Kron == nil {
+		return x
+	}
+	sizes := make([]int, len(m.Attrs))
+	for j, v := range m.Attrs {
+		sizes[j] = a.dom.Size(v)
+	}
+	return pgm.KronMul(m.Kron, sizes, x, false)
 }
 
 // addKron indexes a Kronecker measurement.

@@ -60,8 +60,9 @@ func (t *tally) String() string {
 }
 
 // coverageRun runs AIM once and adds every workload marginal's bound and
-// true normalised error to sup or unsup.
-func coverageRun(t *testing.T, data *pgm.Dataset, w []synth.Marginal, rho float64, seed int64, opts []synth.Option, conf float64, sup, unsup *tally) {
+// true normalised error to sup or unsup. It returns the number of rounds
+// that measured a coarse twin (a Kronecker measurement).
+func coverageRun(t *testing.T, data *pgm.Dataset, w []synth.Marginal, rho float64, seed int64, opts []synth.Option, conf float64, sup, unsup *tally) (twins int) {
 	t.Helper()
 	r, err := aim.Mechanism{}.New(opts)
 	if err != nil {
@@ -99,27 +100,45 @@ func coverageRun(t *testing.T, data *pgm.Dataset, w []synth.Marginal, rho float6
 			unsup.add(b.L1, truth)
 		}
 	}
+	for _, m := range res.Measurements {
+		if m.Kron != nil && m.Round > 0 {
+			twins++
+		}
+	}
+	return twins
 }
 
 // TestCoverageChain checks on generated data that the 95% bounds of every
-// workload marginal hold at least 95% of the time over repeated AIM runs.
+// workload marginal hold at least 95% of the time over repeated AIM runs,
+// with AIM's coarse twins (2 bins: every attribute of more than 2 values has
+// them, and the selection bound of a round that measured one is on the
+// binned marginal) and without.
 func TestCoverageChain(t *testing.T) {
 	data := synthtest.Chain(3, 5000, []int{4, 3, 5, 2, 6, 3})
 	w := synthtest.AllK(6, 2)
-	opts := []synth.Option{{Name: "PGM_ITERS", Value: 20}, {Name: "FINAL_ITERS", Value: 200}}
-	var sup, unsup tally
-	runs := 6
-	if testing.Short() {
-		runs = 2
+	for _, bins := range []int{0, 2} {
+		t.Run(fmt.Sprintf("coarse bins %d", bins), func(t *testing.T) {
+			opts := []synth.Option{{Name: "PGM_ITERS", Value: 20}, {Name: "FINAL_ITERS", Value: 200}, {Name: "COARSE_BINS", Value: bins}}
+			var sup, unsup tally
+			runs := 6
+			if testing.Short() {
+				runs = 2
+			}
+			twins := 0
+			for seed := range runs {
+				for _, rho := range []float64{0.01, 0.2} {
+					twins += coverageRun(t, data, w, rho, int64(seed), opts, 0.95, &sup, &unsup)
+				}
+			}
+			t.Logf("supported: %v", &sup)
+			t.Logf("unsupported: %v", &unsup)
+			t.Logf("rounds that measured a coarse twin: %d", twins)
+			if bins > 0 && twins == 0 {
+				t.Error("no coarse twin was measured")
+			}
+			checkCoverage(t, &sup, &unsup, 0.95)
+		})
 	}
-	for seed := range runs {
-		for _, rho := range []float64{0.01, 0.2} {
-			coverageRun(t, data, w, rho, int64(seed), opts, 0.95, &sup, &unsup)
-		}
-	}
-	t.Logf("supported: %v", &sup)
-	t.Logf("unsupported: %v", &unsup)
-	checkCoverage(t, &sup, &unsup, 0.95)
 }
 
 func checkCoverage(t *testing.T, sup, unsup *tally, conf float64) {

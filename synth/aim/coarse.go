@@ -1,0 +1,144 @@
+package aim
+
+import (
+	"gonum.org/v1/gonum/mat"
+
+	"github.com/dpsql/dpsql/synth/internal/marginal"
+	"github.com/dpsql/dpsql/synth/pgm"
+)
+
+// Coarse twins (docs/aim-performance.md, "Issue 19, third pass"). A
+// candidate over an attribute with more than `bins` values gets a twin over
+// the same attributes whose large ones are grouped into `bins` equal-width
+// bins of their codes. A twin is selected and measured like any candidate:
+// binning is a partition of the marginal's cells, so the coarse marginal Q·M
+// has the same L1 (and L2) sensitivity 1 as M, its score is the same
+// quality function on fewer cells and its measurement costs the round's σ
+// as any other. It enters Private-PGM as the Kronecker measurement
+// y = (⊗ Q_j)·M_r + z on the clique of its fine attributes, so the model,
+// its junction tree and the capacity filter are the fine set's. At ε = 1 a
+// round's σ is too large for the full marginal of age × marital × income
+// (1 190 cells) to pay its noise; its 20-bin twin (140 cells) does.
+
+// coarseMaps returns, per attribute of dom, the bin of each value when the
+// attribute has more than bins values (nil otherwise, and for bins ≤ 0).
+func coarseMaps(dom *pgm.Domain, bins int) [][]int {
+	out := make([][]int, dom.Len())
+	if bins <= 0 {
+		return out
+	}
+	for a := range out {
+		n := dom.Size(a)
+		if n <= bins {
+			continue
+		}
+		m := make([]int, n)
+		for v := range m {
+			m[v] = v * bins / n // equal width: each bin holds ⌊n/bins⌋ or ⌈n/bins⌉ values
+		}
+		out[a] = m
+	}
+	return out
+}
+
+// coarsening is a twin's binning of its attributes.
+type coarsening struct {
+	maps  [][]int // per attribute of the candidate, nil for the identity
+	sizes []int   // the coarse sizes (the fine size for the identity)
+	fine  []int   // the fine sizes
+	cells int     // ∏ sizes
+}
+
+func newCoarsening(dom *pgm.Domain, attrs []int, maps [][]int, bins int) *coarsening {
+	c := &coarsening{maps: make([][]int, len(attrs)), sizes: make([]int, len(attrs)), fine: make([]int, len(attrs)), cells: 1}
+	for j, a := range attrs {
+		c.fine[j] = dom.Size(a)
+		c.sizes[j] = c.fine[j]
+		if maps[a] != nil {
+			c.maps[j] = maps[a]
+			c.sizes[j] = bins
+		}
+		c.cells *= c.sizes[j]
+	}
+	return c
+}
+
+// apply writes Q·x into dst (grown to c.cells) and returns it: x is a fine
+// marginal laid out row-major over the candidate's attributes. It allocates
+// only when dst is too short, so the scoring workers can reuse one buffer.
+func (c *coarsening) apply(dst, x []float64) []float64 {
+	if cap(dst) < c.cells {
+		dst = make([]float64, c.cells)
+	}
+	dst = dst[:c.cells]
+	clear(dst)
+	// Walk the fine cells in order with an odometer over the fine values,
+	// keeping the coarse index of the prefix in step.
+	var idx [16]int
+	digits := idx[:0]
+	if len(c.fine) > len(idx) {
+		digits = make([]int, 0, len(c.fine))
+	}
+	digits = digits[:len(c.fine)]
+	clear(digits)
+	for _, v := range x {
+		k := 0
+		for j, d := range digits {
+			if m := c.maps[j]; m != nil {
+				d = m[d]
+			}
+			k = k*c.sizes[j] + d
+		}
+		dst[k] += v
+		for j := len(digits) - 1; j >= 0; j-- {
+			digits[j]++
+			if digits[j] < c.fine[j] {
+				break
+			}
+			digits[j] = 0
+		}
+	}
+	return dst
+}
+
+// kron returns Q's factors: the 0/1 bin-membership matrix (bins × n) of a
+// binned attribute, nil (the identity) for the others.
+func (c *coarsening) kron() []*mat.Dense {
+	f := make([]*mat.Dense, len(c.maps))
+	for j, m := range c.maps {
+		if m == nil {
+			continue
+		}
+		q := mat.NewDense(c.sizes[j], c.fine[j], nil)
+		for v, b := range m {
+			q.Set(b, v, 1)
+		}
+		f[j] = q
+	}
+	return f
+}
+
+// addTwins appends to cands (and answers, their true marginals) the coarse
+// twin of every candidate with an attribute of more than bins values. The
+// twins come after every fine candidate, so fine indexes are unchanged.
+func addTwins(dom *pgm.Domain, cands []candidate, answers []answer, bins int) ([]candidate, []answer) {
+	maps := coarseMaps(dom, bins)
+	n := len(cands)
+	var buf []float64
+	for i := range n {
+		c := cands[i]
+		twin := false
+		for _, a := range c.attrs {
+			twin = twin || maps[a] != nil
+		}
+		if !twin {
+			continue
+		}
+		c.coarse = newCoarsening(dom, c.attrs, maps, bins)
+		c.key += "#coarse"
+		buf = answers[i].Expand(buf)
+		cands = append(cands, c)
+		answers = append(answers, marginal.NewCompact(c.coarse.apply(nil, buf)))
+	}
+	return cands, answers
+}
