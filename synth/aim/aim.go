@@ -23,6 +23,10 @@ const (
 	// attributes (coarse.go), measured on adult in docs/aim-performance.md
 	// (Issue 19, third pass).
 	DefaultCoarseBins = 20
+	// DefaultCoarseMaxSize is the model size (MB, at the whole budget, as
+	// MaxModelSize) up to which coarse twins are candidates (measured in
+	// docs/aim-performance.md, Issue 19, third pass).
+	DefaultCoarseMaxSize = 2
 )
 
 // Options configures AIM. The zero value of a field means its default.
@@ -38,6 +42,9 @@ type Options struct {
 	// CoarseBins bins, in a candidate's coarse twin, every attribute of more
 	// values into this many equal-width bins; negative adds no twins.
 	CoarseBins int
+	// CoarseMaxSize is MaxModelSize for the coarse twins: a twin is a
+	// candidate only while its fine set keeps the model within it.
+	CoarseMaxSize float64
 }
 
 var schema = synth.Schema{
@@ -55,6 +62,8 @@ var schema = synth.Schema{
 		Doc: "budget of the 1-way initialisation in rounds' worth (α·ρ/ROUNDS) per 1-way marginal, shared σ_i ∝ n_i^(−1/3); the paper's is 1 at equal σ"},
 	{Name: "COARSE_BINS", Kind: synth.Int, Default: "20", Min: 0, Max: 1e6,
 		Doc: "each candidate with an attribute of more values also has a coarse twin, that attribute in this many equal-width bins; 0: no twins"},
+	{Name: "COARSE_MAX_SIZE", Kind: synth.Float, Default: "2", Min: 1e-3,
+		Doc: "MAX_MODEL_SIZE for the coarse twins (MB): a twin is a candidate while its attributes keep the model within this size"},
 }
 
 // Mechanism is AIM as a synth.Mechanism.
@@ -91,13 +100,14 @@ func (Mechanism) New(opts []synth.Option) (synth.Runner, error) {
 		bins = -1 // COARSE_BINS = 0: no twins
 	}
 	return &Options{
-		MaxModelSize: v.Float("MAX_MODEL_SIZE", 0),
-		Rounds:       v.Int("ROUNDS", 0),
-		PGMIters:     v.Int("PGM_ITERS", 0),
-		FinalIters:   v.Int("FINAL_ITERS", 0),
-		FinalTol:     tol,
-		InitRounds:   v.Float("INIT_ROUNDS", 0),
-		CoarseBins:   bins,
+		MaxModelSize:  v.Float("MAX_MODEL_SIZE", 0),
+		Rounds:        v.Int("ROUNDS", 0),
+		PGMIters:      v.Int("PGM_ITERS", 0),
+		FinalIters:    v.Int("FINAL_ITERS", 0),
+		FinalTol:      tol,
+		InitRounds:    v.Float("INIT_ROUNDS", 0),
+		CoarseBins:    bins,
+		CoarseMaxSize: v.Float("COARSE_MAX_SIZE", 0),
 	}, nil
 }
 
@@ -124,6 +134,9 @@ func (o Options) withDefaults(d int) Options {
 	}
 	if o.CoarseBins == 0 {
 		o.CoarseBins = DefaultCoarseBins
+	}
+	if o.CoarseMaxSize <= 0 {
+		o.CoarseMaxSize = DefaultCoarseMaxSize
 	}
 	return o
 }

@@ -23,6 +23,8 @@ func TestNewOptions(t *testing.T) {
 		{name: "final tol off", opts: []synth.Option{{Name: "FINAL_TOL", Value: 0}}, want: Options{FinalTol: -1}},
 		{name: "coarse bins", opts: []synth.Option{{Name: "COARSE_BINS", Value: 10}}, want: Options{CoarseBins: 10}},
 		{name: "coarse bins off", opts: []synth.Option{{Name: "COARSE_BINS", Value: 0}}, want: Options{CoarseBins: -1}},
+		{name: "coarse max size", opts: []synth.Option{{Name: "COARSE_MAX_SIZE", Value: 4}}, want: Options{CoarseMaxSize: 4}},
+		{name: "zero coarse max size", opts: []synth.Option{{Name: "COARSE_MAX_SIZE", Value: 0}}, err: synth.ErrInvalidOption},
 		{name: "negative coarse bins", opts: []synth.Option{{Name: "COARSE_BINS", Value: -2}}, err: synth.ErrInvalidOption},
 		{name: "negative final tol", opts: []synth.Option{{Name: "FINAL_TOL", Value: -1e-3}}, err: synth.ErrInvalidOption},
 		{name: "unknown", opts: []synth.Option{{Name: "EPSILON", Value: 1}}, err: synth.ErrUnknownOption},

@@ -18,6 +18,8 @@ type candidate struct {
 	// coarse, for a coarse twin (coarse.go), bins the marginal on attrs;
 	// nil for a candidate measured on its own domain.
 	coarse *coarsening
+	// twin is the index of a fine candidate's coarse twin, −1 if none.
+	twin int
 }
 
 // closure returns the downward closure of the workload (every non-empty
@@ -43,7 +45,7 @@ func closure(w []synth.Marginal) []candidate {
 				continue
 			}
 			seen[k] = len(out)
-			out = append(out, candidate{attrs: sub, key: k, parents: []int{wi}})
+			out = append(out, candidate{attrs: sub, key: k, parents: []int{wi}, twin: -1})
 		}
 	}
 	for i := range out {

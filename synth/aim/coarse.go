@@ -66,31 +66,45 @@ func newCoarsening(dom *pgm.Domain, attrs []int, maps [][]int, bins int) *coarse
 // apply writes Q·x into dst (grown to c.cells) and returns it: x is a fine
 // marginal laid out row-major over the candidate's attributes. It allocates
 // only when dst is too short, so the scoring workers can reuse one buffer.
+// Scoring bins every eligible twin's model marginal each round, so the
+// inner loop runs along the last attribute with one lookup per cell; an
+// odometer over the other attributes keeps the row's coarse offset.
 func (c *coarsening) apply(dst, x []float64) []float64 {
 	if cap(dst) < c.cells {
 		dst = make([]float64, c.cells)
 	}
 	dst = dst[:c.cells]
 	clear(dst)
-	// Walk the fine cells in order with an odometer over the fine values,
-	// keeping the coarse index of the prefix in step.
+	last := len(c.fine) - 1
+	nl, lmap := c.fine[last], c.maps[last]
 	var idx [16]int
 	digits := idx[:0]
-	if len(c.fine) > len(idx) {
-		digits = make([]int, 0, len(c.fine))
+	if last > len(idx) {
+		digits = make([]int, 0, last)
 	}
-	digits = digits[:len(c.fine)]
+	digits = digits[:last]
 	clear(digits)
-	for _, v := range x {
-		k := 0
+	for lo := 0; lo < len(x); lo += nl {
+		base := 0
 		for j, d := range digits {
 			if m := c.maps[j]; m != nil {
 				d = m[d]
 			}
-			k = k*c.sizes[j] + d
+			base = base*c.sizes[j] + d
 		}
-		dst[k] += v
-		for j := len(digits) - 1; j >= 0; j-- {
+		base *= c.sizes[last]
+		row, out := x[lo:lo+nl], dst[base:base+c.sizes[last]]
+		if lmap == nil {
+			for v, y := range row {
+				out[v] += y
+			}
+		} else {
+			lmap = lmap[:len(row)]
+			for v, y := range row {
+				out[lmap[v]] += y
+			}
+		}
+		for j := last - 1; j >= 0; j-- {
 			digits[j]++
 			if digits[j] < c.fine[j] {
 				break
@@ -137,6 +151,7 @@ func addTwins(dom *pgm.Domain, cands []candidate, answers []answer, bins int) ([
 		c.coarse = newCoarsening(dom, c.attrs, maps, bins)
 		c.key += "#coarse"
 		buf = answers[i].Expand(buf)
+		cands[i].twin = len(cands)
 		cands = append(cands, c)
 		answers = append(answers, marginal.NewCompact(c.coarse.apply(nil, buf)))
 	}

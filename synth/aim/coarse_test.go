@@ -144,8 +144,11 @@ func TestTwins(t *testing.T) {
 		if !binned {
 			continue
 		}
+		if all[i].twin != n+want || cands[i].twin != -1 {
+			t.Fatalf("candidate %v: twin index %d, want %d", c.attrs, all[i].twin, n+want)
+		}
 		tw := all[n+want]
-		if !slices.Equal(tw.attrs, c.attrs) || tw.weight != c.weight || !slices.Equal(tw.parents, c.parents) || tw.coarse == nil || tw.key == c.key {
+		if tw.twin != -1 || !slices.Equal(tw.attrs, c.attrs) || tw.weight != c.weight || !slices.Equal(tw.parents, c.parents) || tw.coarse == nil || tw.key == c.key {
 			t.Fatalf("twin %d of %v: %+v", want, c.attrs, tw)
 		}
 		if got, exp := ans[n+want].Expand(nil), bruteBin(dom, c.attrs, maps, 3, answers[i].Expand(nil)); !slices.Equal(got, exp) {

@@ -104,9 +104,25 @@ func modelSizer(dom *pgm.Domain) adaptive.Sizer {
 
 // filter appends to dst the candidates whose addition keeps the model
 // within limit MB, or that lie in one of the model's cliques (the capacity
-// filter, each candidate's model size kept until the measured sets change).
-func (r *run) filter(dst []int, limit float64) []int {
-	return r.sizer.Filter(dst, r.sets, r.measured, r.model.Cliques(), limit)
+// filter, each candidate's model size kept until the measured sets change),
+// in increasing index order. A coarse twin passes when its fine set does
+// and keeps the model within twinLimit: a twin is cheap to measure but adds
+// its whole fine set to the model, and at the fine cap the models grow
+// several times larger (and slower) for no gain (docs/aim-performance.md).
+func (r *run) filter(dst []int, limit, twinLimit float64) []int {
+	cliques := r.model.Cliques()
+	dst = r.sizer.Filter(dst, r.sets[:r.nFine], r.measured, cliques, limit)
+	n := len(dst)
+	for _, i := range dst[:n] {
+		tw := r.cands[i].twin
+		if tw < 0 {
+			continue
+		}
+		if size, ok := r.sizer.SizeOf(i); (ok && size <= twinLimit) || adaptive.ContainedIn(r.sets[i], cliques) {
+			dst = append(dst, tw)
+		}
+	}
+	return dst
 }
 
 // estimate refits the model to all measurements, warm-started, with the
@@ -170,7 +186,7 @@ func (r *run) loop(ctx context.Context, sigma0 []float64) (*synth.Result, error)
 		sigma, eps, last := r.sched.next()
 		limit := r.opt.MaxModelSize * r.sched.used / r.sched.rho
 
-		eligible = r.filter(eligible[:0], limit)
+		eligible = r.filter(eligible[:0], limit, min(limit, r.opt.CoarseMaxSize*r.sched.used/r.sched.rho))
 		if len(eligible) == 0 {
 			// Cannot happen: 1-way candidates are always in a clique.
 			panic("aim: no eligible candidate")

@@ -111,8 +111,8 @@ func TestScores(t *testing.T) {
 	}
 }
 
-// TestFilterCache checks the cached capacity filter against
-// adaptive.Filter over a sequence of measurements, some inside measured
+// TestFilterCache checks the cached capacity filter (and the twins' tighter
+// one) against adaptive.Filter over a sequence of measurements, some inside measured
 // sets (sizes kept) and some not (sizes recomputed), at several limits.
 func TestFilterCache(t *testing.T) {
 	r, models := scoreRun(t)
@@ -126,9 +126,23 @@ func TestFilterCache(t *testing.T) {
 		r.measure(r.cands[k].attrs, r.cands[k].coarse, &r.answers[k], 5, 0.1, step+1)
 		r.model = models[step%len(models)]
 		for _, limit := range []float64{0, 0.001, 0.002, 0.005, 1} {
-			want := adaptive.Filter(nil, r.sets, r.measured, r.model.Cliques(), limit, sizeOf)
-			if got := r.filter(nil, limit); !slices.Equal(got, want) {
-				t.Fatalf("step %d, limit %v: filter %v, want %v", step, limit, got, want)
+			for _, twinLimit := range []float64{0, 0.001, limit} {
+				// Fine candidates within limit, then the twins of those
+				// also within twinLimit.
+				fine := r.sets[:r.nFine]
+				want := adaptive.Filter(nil, fine, r.measured, r.model.Cliques(), limit, sizeOf)
+				small := adaptive.Filter(nil, fine, r.measured, r.model.Cliques(), twinLimit, sizeOf)
+				for _, i := range slices.Clone(want) {
+					if tw := r.cands[i].twin; tw >= 0 && slices.Contains(small, i) {
+						want = append(want, tw)
+					}
+				}
+				if got := r.filter(nil, limit, twinLimit); !slices.Equal(got, want) {
+					t.Fatalf("step %d, limit %v, twin limit %v: filter %v, want %v", step, limit, twinLimit, got, want)
+				}
+				if !slices.IsSorted(want) {
+					t.Fatalf("eligible %v not in index order", want)
+				}
 			}
 		}
 	}

@@ -64,6 +64,15 @@ func (z *Sizer) Filter(dst []int, sets [][]int, cliques, free [][]int, limit flo
 	return dst
 }
 
+// SizeOf returns candidate i's model size as the last Filter computed it;
+// ok is false if it was not sized (it lay in one of free).
+func (z *Sizer) SizeOf(i int) (size float64, ok bool) {
+	if i < 0 || i >= len(z.sized) || !z.sized[i] {
+		return 0, false
+	}
+	return z.sizes[i], true
+}
+
 // ContainedIn reports whether attrs is a subset of some set in sets.
 func ContainedIn(attrs []int, sets [][]int) bool {
 	for _, s := range sets {
