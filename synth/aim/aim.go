@@ -17,8 +17,7 @@ const (
 	// less than this fraction per iteration (pgm.EstimateOptions.Tol, over
 	// pgm.TolWindow iterations). The loss left by then is fitting the noise:
 	// measured in docs/aim-performance.md (Speed: estimation).
-	DefaultFinalTol   = 1e-3
-	DefaultInitRounds = 1
+	DefaultFinalTol = 1e-3
 	// DefaultCoarseBins is the number of bins of a coarse twin's large
 	// attributes (coarse.go), measured on adult in docs/aim-performance.md
 	// (Issue 19, third pass).
@@ -38,7 +37,7 @@ type Options struct {
 	// FinalTol stops the final estimation early (pgm.EstimateOptions.Tol);
 	// negative runs all FinalIters.
 	FinalTol   float64
-	InitRounds float64 // budget of the 1-way initialisation, in rounds' worth per 1-way marginal
+	InitRounds float64 // budget of the 1-way initialisation, in rounds' worth per 1-way marginal; 0: defaultInitRounds
 	// CoarseBins bins, in a candidate's coarse twin, every attribute of more
 	// values into this many equal-width bins; negative adds no twins.
 	CoarseBins int
@@ -58,7 +57,7 @@ var schema = synth.Schema{
 		Doc: "iterations of the final estimation before sampling"},
 	{Name: "FINAL_TOL", Kind: synth.Float, Default: "1e-3", Min: 0, Max: 1,
 		Doc: "stop the final estimation when the loss falls by less than this fraction per iteration; 0 runs all FINAL_ITERS"},
-	{Name: "INIT_ROUNDS", Kind: synth.Float, Default: "1", Min: 0.01, Max: 1e4,
+	{Name: "INIT_ROUNDS", Kind: synth.Float, Default: "1–4 by ρ", Min: 0.01, Max: 1e4,
 		Doc: "budget of the 1-way initialisation in rounds' worth (α·ρ/ROUNDS) per 1-way marginal, shared σ_i ∝ n_i^(−1/3); the paper's is 1 at equal σ"},
 	{Name: "COARSE_BINS", Kind: synth.Int, Default: "20", Min: 0, Max: 1e6,
 		Doc: "each candidate with an attribute of more values also has a coarse twin, that attribute in this many equal-width bins; 0: no twins"},
@@ -128,9 +127,6 @@ func (o Options) withDefaults(d int) Options {
 	}
 	if o.FinalTol == 0 {
 		o.FinalTol = DefaultFinalTol
-	}
-	if o.InitRounds <= 0 {
-		o.InitRounds = DefaultInitRounds
 	}
 	if o.CoarseBins == 0 {
 		o.CoarseBins = DefaultCoarseBins

@@ -31,7 +31,11 @@ func (o *Options) Run(ctx context.Context, in *synth.Input) (*synth.Result, erro
 			oneWay = append(oneWay, dom.Size(c.attrs[0]))
 		}
 	}
-	sched, sigma0, err := newSchedule(in.Rho, opt.Rounds, opt.InitRounds, oneWay)
+	init := opt.InitRounds
+	if init <= 0 {
+		init = defaultInitRounds(in.Rho, opt.Rounds)
+	}
+	sched, sigma0, err := newSchedule(in.Rho, opt.Rounds, init, oneWay)
 	if err != nil {
 		return nil, err
 	}

@@ -51,6 +51,23 @@ func newSchedule(rho float64, T int, init float64, sizes []int) (s *schedule, si
 	return s, sigmas, nil
 }
 
+// initSigma is the 1-way noise scale (counts, before initSigmas divides
+// the budget) that the default initialisation buys when the paper's σ_0 is
+// larger, at most 4 rounds' worth per 1-way (σ_0/2).
+const initSigma = 45
+
+// defaultInitRounds is INIT_ROUNDS when not given, for budget rho and T
+// rounds: the rounds' worth per 1-way that brings σ_0 = √(T/(2αρ)) down to
+// initSigma, between 1 (the paper's σ_0) and 4. Measured on adult
+// (docs/aim-performance.md): 4 rounds' worth lowers the error at ε ≤ 1 (σ_0
+// ≥ 91) and raises it at ε = 10 (σ_0 = 11), where the rounds' budget
+// matters more; the rule gives 4 at ε ≤ 1 and 1 from ε ≈ 2 (σ_0 = 47)
+// on adult's 224 rounds. It depends on ρ and T only, not on the data.
+func defaultInitRounds(rho float64, T int) float64 {
+	s2 := float64(T) / (2 * alpha * rho) // σ_0²
+	return min(4, max(1, s2/(initSigma*initSigma)))
+}
+
 // initSigmas divides the budget rhoInit among 1-way marginals of the given
 // domain sizes: σ_i = c·n_i^(−1/3), with c such that Σ 1/(2σ_i²) = rhoInit.
 // That minimises the total expected L1 noise Σ √(2/π)·σ_i·n_i of the

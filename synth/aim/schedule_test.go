@@ -188,3 +188,37 @@ func TestScheduleRejectsTooFewRounds(t *testing.T) {
 		}
 	}
 }
+
+// TestDefaultInitRounds checks the default 1-way budget: 4 rounds' worth at
+// small ρ, 1 at large, in between σ_0 divided by √k is initSigma, and
+// never more as ρ grows.
+func TestDefaultInitRounds(t *testing.T) {
+	for _, tc := range []struct {
+		rho  float64
+		T    int
+		want float64
+	}{
+		{0.00017714, 224, 4}, // adult, ε = 0.1
+		{0.014973, 224, 4},   // ε = 1
+		{0.12058, 224, 1},    // ε = 3
+		{1.0908, 224, 1},     // ε = 10
+		{0.056131, 224, 224 / (2 * alpha * 0.056131) / (initSigma * initSigma)}, // ε = 2: 1.1
+	} {
+		if got := defaultInitRounds(tc.rho, tc.T); math.Abs(got-tc.want) > 1e-12 {
+			t.Errorf("ρ = %v, T = %d: %v rounds' worth, want %v", tc.rho, tc.T, got, tc.want)
+		}
+	}
+	prev := math.Inf(1)
+	for rho := 1e-4; rho < 10; rho *= 1.1 {
+		k := defaultInitRounds(rho, 224)
+		if k > prev || k < 1 || k > 4 {
+			t.Fatalf("ρ = %v: %v rounds' worth after %v", rho, k, prev)
+		}
+		if k > 1 && k < 4 {
+			if s := math.Sqrt(224/(2*alpha*rho)) / math.Sqrt(k); math.Abs(s-initSigma) > 1e-9 {
+				t.Fatalf("ρ = %v: σ_0/√k = %v, want %v", rho, s, initSigma)
+			}
+		}
+		prev = k
+	}
+}
