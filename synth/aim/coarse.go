@@ -18,7 +18,7 @@ import (
 // y = (⊗ Q_j)·M_r + z on the clique of its fine attributes, so the model,
 // its junction tree and the capacity filter are the fine set's. At ε = 1 a
 // round's σ is too large for the full marginal of age × marital × income
-// (1 190 cells) to pay its noise; its 20-bin twin (140 cells) does.
+// (1 190 cells) to pay its noise; its twin with age in 20 bins (280 cells) does.
 
 // coarseMaps returns, per attribute of dom, the bin of each value when the
 // attribute has more than bins values (nil otherwise, and for bins ≤ 0).

@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"math"
+	"slices"
 	"testing"
+
+	"gonum.org/v1/gonum/mat"
 
 	"github.com/dpsql/dpsql/synth"
 	"github.com/dpsql/dpsql/synth/independent"
@@ -140,6 +143,26 @@ func TestRunCoarse(t *testing.T) {
 		}
 		if len(res.LastCandidate) != 5+10 {
 			t.Errorf("seed %d: %d last-candidate records, want one per fine candidate (15)", seed, len(res.LastCandidate))
+		}
+		// The release stores the twins' Kronecker factors.
+		blob, err := synth.MarshalRelease(res)
+		if err != nil {
+			t.Fatal(err)
+		}
+		back, err := synth.UnmarshalRelease(blob)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, m := range res.Measurements {
+			b := back.Measurements[i]
+			if len(b.Kron) != len(m.Kron) || !slices.Equal(b.Y, m.Y) {
+				t.Fatalf("seed %d: measurement %d on %v did not survive the release", seed, i, m.Attrs)
+			}
+			for j, f := range m.Kron {
+				if (f == nil) != (b.Kron[j] == nil) || (f != nil && !mat.Equal(f, b.Kron[j])) {
+					t.Fatalf("seed %d: measurement %d: factor %d did not survive the release", seed, i, j)
+				}
+			}
 		}
 		t.Logf("seed %d: %d rounds, %d twins measured", seed, len(res.Rounds), twins)
 		if twins == 0 {
