@@ -25,13 +25,18 @@
 //	                once the loss falls by less than this fraction per
 //	                iteration (over pgm.TolWindow iterations); 0 runs all
 //	                FINAL_ITERS.
-//	INIT_ROUNDS     float, default 1: budget of the 1-way initialisation, in
-//	                rounds' worth (α·ρ/ROUNDS) per 1-way marginal, divided
-//	                with σ_i ∝ n_i^(−1/3) (the least total L1 noise over the
-//	                1-ways; the paper spends the same budget at equal σ).
-//	                At ε ≤ 1 more helps (4: adult ε = 1 0.181 → 0.172), but
-//	                at ε = 10 it starves the rounds (0.111 → 0.123), so the
-//	                default keeps the paper's budget (docs/aim-performance.md).
+//	INIT_ROUNDS     float, default 1–4 by ρ: budget of the 1-way
+//	                initialisation, in rounds' worth (α·ρ/ROUNDS) per 1-way
+//	                marginal, divided with σ_i ∝ n_i^(−1/3) (the least total
+//	                L1 noise over the 1-ways; the paper spends 1 at equal σ).
+//	                At ε ≤ 1 more helps, at ε = 10 it starves the rounds, so
+//	                the default buys the paper's σ_0 down to 45 counts, with
+//	                at most 4 (defaultInitRounds; docs/aim-performance.md).
+//	COARSE_BINS     int, default 20; 0 turns twins off: a candidate with an
+//	                attribute of more values also has a coarse twin, those
+//	                attributes in this many equal-width bins, measured as a
+//	                Kronecker query on the fine clique (coarse.go).
+//	COARSE_MAX_SIZE float, MB, default 2: MAX_MODEL_SIZE for the twins.
 //
 // # Performance
 //
