@@ -55,8 +55,7 @@ func (o *Options) Run(ctx context.Context, in *synth.Input) (*synth.Result, erro
 		sets[i] = c.attrs
 	}
 	r := &run{opt: opt, in: in, dom: dom, w: w, wkeys: wkeys, cands: cands, sets: sets, answers: answers, sched: sched,
-		sizer: modelSizer(dom), mem: acquireMemLimit()}
-	defer r.mem.release()
+		sizer: modelSizer(dom)}
 	return r.loop(ctx, sigma0)
 }
 
@@ -78,7 +77,6 @@ type run struct {
 	sizer    adaptive.Sizer // the capacity filter, sizes kept between rounds
 	model    *pgm.Model
 	tracker  *adaptive.Tracker
-	mem      *memLimit // the runtime's memory limit, if this run holds it
 }
 
 // measure releases x (the true marginal over attrs) with discrete Gaussian
@@ -119,7 +117,6 @@ func (r *run) estimate(ctx context.Context, iters int, tol float64, step pgm.Ste
 	// is freed before the new fit's arenas are allocated (peak memory).
 	ws := r.model
 	r.model = nil
-	r.mem.set(pgm.ModelSize(r.dom, r.measured))
 	m, err := pgm.Estimate(ctx, r.dom, r.meas, &pgm.EstimateOptions{Iters: iters, Tol: max(tol, 0), WarmStart: ws, Step: step, Progress: progress})
 	if err != nil {
 		return err
