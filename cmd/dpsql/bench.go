@@ -17,7 +17,7 @@ const benchUsage = `usage:
   dpsql bench pgm --csv FILE --domain FILE
   dpsql bench MECHANISM --csv FILE --domain FILE [--epsilon E] [--delta D] [--workload all-3way|all-2way]
               [--seeds N] [--rows N] [--option NAME=VALUE ...] [--progress]
-              [--metric l1|max|mean] [--attrs COL[:BINS],...] [--public FILE]
+              [--metric l1|max|mean] [--attrs COL[:BINS],...] [--public FILE] [--model-budget CELLS]
 MECHANISM is one of: %s`
 
 // runBench runs a benchmark: "pgm" times the Private-PGM engine; a
@@ -63,6 +63,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 		return nil
 	})
+	fs.Float64Var(&cfg.ModelBudget, "model-budget", 0, "model error: leave out workload sets whose inference sweeps more cells than this (0: 2^32; -1: none)")
 	progress := fs.Bool("progress", false, "print a line per round to stderr")
 	fs.Func("option", "mechanism option NAME=VALUE (repeatable; see SHOW MECHANISMS)", func(s string) error {
 		name, value, ok := strings.Cut(s, "=")

@@ -139,7 +139,12 @@ func (r *run) filter(dst []int, limit, twinLimit float64) []int {
 // on a 30-attribute table, where a round's scoring is the cost
 // (docs/aim-performance.md, Speed).
 func (r *run) estimate(ctx context.Context, iters int, tol float64, step pgm.StepRule, progress func(pgm.EstimateProgress)) error {
-	m, err := pgm.Estimate(ctx, r.dom, r.meas, &pgm.EstimateOptions{Iters: iters, Tol: max(tol, 0), WarmStart: r.model, Step: step, Progress: progress})
+	// The previous model is handed over, not kept: Estimate drops it after
+	// the warm start and collects, so a model that no round snapshot holds
+	// is freed before the new fit's arenas are allocated (peak memory).
+	ws := r.model
+	r.model = nil
+	m, err := pgm.Estimate(ctx, r.dom, r.meas, &pgm.EstimateOptions{Iters: iters, Tol: max(tol, 0), WarmStart: ws, Step: step, Progress: progress})
 	if err != nil {
 		return err
 	}

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/dpsql/dpsql/synth"
+	"github.com/dpsql/dpsql/synth/internal/synthtest"
 	"github.com/dpsql/dpsql/synth/pgm"
 )
 
@@ -274,5 +275,58 @@ func TestMemWatch(t *testing.T) {
 	}
 	if w.hwmReset && rss2 >= rss {
 		t.Errorf("RSS peak %.0f MB after freeing, %.0f MB before: the high-water mark was not reset", rss2, rss)
+	}
+}
+
+// TestModelErrorsBudget: with a budget, ModelErrorsWithin compares exactly
+// the sets whose planned inference fits it, and gives ModelErrors' answer
+// over those sets; with no budget it is ModelErrors. The model is fitted
+// to a chain's pairs, so the 3-way sets spread over several cliques and
+// cost more than the pairs inside one.
+func TestModelErrorsBudget(t *testing.T) {
+	ctx := context.Background()
+	ds := synthtest.Chain(3, 2000, []int{4, 5, 6, 3, 7})
+	dom := ds.Domain()
+	var meas []pgm.Measurement
+	for a := range dom.Len() - 1 {
+		s := []int{a, a + 1}
+		meas = append(meas, pgm.Measurement{Attrs: s, Y: ds.MarginalTo(nil, s), Sigma: 1})
+	}
+	m, err := pgm.Estimate(ctx, dom, meas, &pgm.EstimateOptions{Iters: 200})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sets [][]int
+	for _, w := range synthtest.AllK(dom.Len(), 3) {
+		sets = append(sets, w.Attrs)
+	}
+	sets = append(sets, []int{0, 1}, []int{2, 3})
+	all, err := ModelErrors(ctx, ds, sets, m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, budget := range []float64{-1, 1e9, 200, 60} {
+		var within [][]int
+		for _, s := range sets {
+			if budget < 0 || m.MarginalCost(s) <= budget {
+				within = append(within, s)
+			}
+		}
+		got, n, err := ModelErrorsWithin(ctx, ds, sets, m, budget)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := all
+		if len(within) < len(sets) {
+			if want, err = ModelErrors(ctx, ds, within, m); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if n != len(within) || got != want {
+			t.Errorf("budget %v: %d sets, %+v; want %d, %+v", budget, n, got, len(within), want)
+		}
+		if budget == 60 && (n == 0 || n == len(sets)) {
+			t.Errorf("budget 60 kept %d of %d sets: the case does not split them", n, len(sets))
+		}
 	}
 }

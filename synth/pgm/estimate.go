@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"runtime"
 	"time"
 
 	"github.com/dpsql/dpsql/synth/pgm/internal/kernel"
@@ -91,6 +92,10 @@ type EstimateProgress struct {
 	ModelSize float64 // size in MB of the model being fitted
 	Loss      float64 // loss at the current point (MirrorDescent; 0 for Accelerated)
 }
+
+// gcCells is the size (cells) from which a warm-started Estimate collects
+// garbage before its fit; smaller models are not worth a collection.
+const gcCells = 1 << 20
 
 // TolWindow is the number of iterations over which EstimateOptions.Tol
 // measures the loss decrease.
@@ -257,10 +262,26 @@ func Estimate(ctx context.Context, dom *Domain, meas []Measurement, opts *Estima
 		return nil, err
 	}
 	theta := make([]float64, jt.total)
+	var warmStep float64 // the step the warm start's own fit ended with
+	collect := false
 	if ws := o.WarmStart; ws != nil {
 		if err := warmStart(theta, jt, ws); err != nil {
 			return nil, err
 		}
+		warmStep = ws.step
+		collect = jt.total >= gcCells
+		// The fit does not read the previous model again: dropping it here
+		// lets a caller that passed its only reference free it.
+		o.WarmStart = nil
+	}
+	if collect {
+		// Collect before the fit allocates its arenas (marginals and
+		// gradient, two model sizes): what a caller's previous fits left
+		// (their gradient arenas, the model now replaced) is garbage, and
+		// the pacer would otherwise let the heap grow to twice the live
+		// size, holding it. A collection of these heaps of float arrays
+		// (nothing to scan) takes about a millisecond.
+		runtime.GC()
 	}
 	obj := newObjective(jt, meas, o.Loss, total)
 	pool := newPool()
@@ -270,7 +291,7 @@ func Estimate(ctx context.Context, dom *Domain, meas []Measurement, opts *Estima
 	var end fitEnd
 	switch o.Method {
 	case MirrorDescent:
-		end, err = mirrorDescent(ctx, jt, obj, theta, &o, &stats)
+		end, err = mirrorDescent(ctx, jt, obj, theta, &o, warmStep, &stats)
 	case Accelerated:
 		err = accelerated(ctx, jt, obj, theta, &o, &stats)
 	default:
@@ -370,7 +391,8 @@ type fitEnd struct {
 }
 
 // mirrorDescent runs Algorithm 1 with Armijo backtracking, updating theta.
-func mirrorDescent(ctx context.Context, jt *junctionTree, obj *objective, theta []float64, o *EstimateOptions, st *EstimateStats) (fitEnd, error) {
+// warmStep is the last step of the warm start's fit (0 if none).
+func mirrorDescent(ctx context.Context, jt *junctionTree, obj *objective, theta []float64, o *EstimateOptions, warmStep float64, st *EstimateStats) (fitEnd, error) {
 	bp := newBPWork(jt)
 	bp.team = obj.team
 	// One arena of marginals suffices: the loss, its gradient and the
@@ -389,11 +411,11 @@ func mirrorDescent(ctx context.Context, jt *junctionTree, obj *objective, theta 
 		step = DefaultStepSize
 	}
 	alpha := step
-	if ws := o.WarmStart; o.Step == KeepStep && lineSearch && ws != nil && ws.step > 0 {
+	if o.Step == KeepStep && lineSearch && warmStep > 0 {
 		// The acceptable step changes little when a measurement is
 		// added: start where the previous fit ended rather than halving
 		// down from the full step again.
-		alpha = min(step, ws.step)
+		alpha = min(step, warmStep)
 	}
 	var last float64 // last accepted step
 	var keep keepStep

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"sort"
 	"testing"
+	"time"
 
 	"gonum.org/v1/gonum/mat"
 )
@@ -730,5 +731,46 @@ func TestKeepStepWarmStep(t *testing.T) {
 	}
 	if saved <= 0 {
 		t.Errorf("starting from the recorded step saved %d oracle calls over 6 problems", saved)
+	}
+}
+
+// TestEstimateReleasesWarmStart: once the warm start is copied, a fit holds
+// no reference to the previous model, so a caller that handed over its only
+// reference (AIM's rounds) gets that model's arenas freed during the fit
+// rather than after it (peak memory). The finalizer runs only if nothing
+// reaches the model when the fit's progress callback collects.
+func TestEstimateReleasesWarmStart(t *testing.T) {
+	rng := rand.New(rand.NewPCG(45, 46))
+	ctx := context.Background()
+	dom := randomDomain(t, rng, 5, 5)
+	sizes := make([]int, 5)
+	for i := range sizes {
+		sizes[i] = dom.Size(i)
+	}
+	meas := measure(randomDataset(t, 300, sizes, 2000), dedupe(randomSets(rng, 5, 4, 3)), 5, rng)
+	freed := make(chan struct{})
+	ws, err := Estimate(ctx, dom, meas[:len(meas)-1], &EstimateOptions{Iters: 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	runtime.SetFinalizer(ws, func(*Model) { close(freed) })
+	done := false
+	o := EstimateOptions{Iters: 60, WarmStart: ws, Step: KeepStep, Progress: func(p EstimateProgress) {
+		if p.Iter == 0 || done {
+			return
+		}
+		runtime.GC()
+		select {
+		case <-freed:
+			done = true
+		case <-time.After(100 * time.Millisecond):
+		}
+	}}
+	ws = nil
+	if _, err := Estimate(ctx, dom, meas, &o); err != nil {
+		t.Fatal(err)
+	}
+	if !done {
+		t.Error("the warm-start model was still reachable during the fit")
 	}
 }
