@@ -31,6 +31,10 @@ type Options struct {
 	// negative runs all FinalIters.
 	FinalTol   float64
 	InitRounds float64 // budget of the 1-way initialisation, in rounds' worth per 1-way marginal
+	// Eager scores every eligible candidate every round instead of
+	// selecting lazily from bounds (lazy.go); the selection has the same
+	// distribution either way.
+	Eager bool
 }
 
 var schema = synth.Schema{
@@ -46,6 +50,8 @@ var schema = synth.Schema{
 		Doc: "stop the final estimation when the loss falls by less than this fraction per iteration; 0 runs all FINAL_ITERS"},
 	{Name: "INIT_ROUNDS", Kind: synth.Float, Default: "1", Min: 0.01, Max: 1e4,
 		Doc: "budget of the 1-way initialisation in rounds' worth (α·ρ/ROUNDS) per 1-way marginal, shared σ_i ∝ n_i^(−1/3); the paper's is 1 at equal σ"},
+	{Name: "LAZY", Kind: synth.Int, Default: "1", Min: 0, Max: 1,
+		Doc: "1: score only the candidates that can still win, from exact bounds (same selection distribution); 0: score every candidate every round"},
 }
 
 // Mechanism is AIM as a synth.Mechanism.
@@ -84,6 +90,7 @@ func (Mechanism) New(opts []synth.Option) (synth.Runner, error) {
 		FinalIters:   v.Int("FINAL_ITERS", 0),
 		FinalTol:     tol,
 		InitRounds:   v.Float("INIT_ROUNDS", 0),
+		Eager:        v.Int("LAZY", 1) == 0,
 	}, nil
 }
 

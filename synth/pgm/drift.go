@@ -25,11 +25,22 @@ import (
 // of m's (its Markov graph is then a subgraph of m's chordal graph), which
 // is what AIM's growing measured sets give in practice; NewDrift reports
 // when it does not.
+//
+// The sum is taken over the cliques reduced to what the query needs from
+// each (its attributes there and the subtree's separators): attributes
+// private to one clique can be summed out of it without changing the
+// tree's product form, and a reduced table moves less than the whole
+// clique. The reduced changes are cached by clique and kept attributes.
 type Drift struct {
 	m     *Model
-	cd    []float64 // per clique of m: ‖Δp_C‖₁ (probabilities)
-	sd    []float64 // per clique of m: ‖Δp_S‖₁ of its separator (0 for the root)
-	total float64   // |N̂_m − N̂_old|
+	q     [][]float64 // per clique of m: old's marginal over it (probabilities)
+	cd    []float64   // per clique of m: ‖Δp_C‖₁ (probabilities)
+	sd    []float64   // per clique of m: ‖Δp_S‖₁ of its separator (0 for the root)
+	total float64     // |N̂_m − N̂_old|
+	// reduced caches ‖Δp‖₁ of a clique reduced to a subset (by reduceKey).
+	reduced map[string]float64
+	keep    bitset
+	pa, qa  []float64 // reduction buffers
 }
 
 // driftSlack is added (relative to the model's total) to every bound: the
@@ -52,8 +63,8 @@ func NewDrift(ctx context.Context, old, m *Model) (d *Drift, ok bool, err error)
 		}
 	}
 	jt := m.jt
-	d = &Drift{m: m, cd: make([]float64, len(jt.cliques)), sd: make([]float64, len(jt.cliques)),
-		total: math.Abs(m.total - old.total)}
+	d = &Drift{m: m, q: make([][]float64, len(jt.cliques)), cd: make([]float64, len(jt.cliques)), sd: make([]float64, len(jt.cliques)),
+		total: math.Abs(m.total - old.total), reduced: make(map[string]float64), keep: newBitset(m.dom.Len())}
 	cache := newReduceCache(old.jt, 2*old.jt.total)
 	for v, c := range jt.cliques {
 		if err := ctx.Err(); err != nil {
@@ -65,6 +76,7 @@ func NewDrift(ctx context.Context, old, m *Model) (d *Drift, ok bool, err error)
 				q[i] /= old.total
 			}
 		}
+		d.q[v] = q
 		p := jt.block(m.p, v)
 		for i, x := range p {
 			d.cd[v] += math.Abs(x - q[i])
@@ -92,20 +104,67 @@ func (d *Drift) Bound(attrs []int) float64 {
 	jt := m.jt
 	var sum float64
 	if len(attrs) > 0 {
-		kept, top := jt.subtree(bitsetOf(m.dom.Len(), attrs))
+		need := bitsetOf(m.dom.Len(), attrs)
+		kept, top := jt.subtree(need)
 		if top >= 0 {
-			sum = d.cd[top]
 			// The kept cliques below top form a connected subtree; a
 			// kept clique that is not below top lies above it and
 			// adds nothing the query needs.
 			for _, v := range jt.post {
-				if kept[v] && v != top && d.below(v, top) {
-					sum += d.cd[v] + d.sd[v]
+				if !kept[v] || !d.below(v, top) {
+					continue
 				}
+				clear(d.keep)
+				d.keep.or(need)
+				if v != top {
+					for _, a := range jt.sep[v] {
+						d.keep.set(a)
+					}
+					sum += d.sd[v]
+				}
+				for _, c := range jt.children[v] {
+					if kept[c] {
+						for _, a := range jt.sep[c] {
+							d.keep.set(a)
+						}
+					}
+				}
+				sum += d.reducedChange(v)
 			}
 		}
 	}
 	return m.total*sum + d.total + driftSlack*(m.total+1)
+}
+
+// reducedChange returns ‖Δp‖₁ of clique v reduced to its members in d.keep.
+func (d *Drift) reducedChange(v int) float64 {
+	jt := d.m.jt
+	c := jt.cliques[v]
+	var sub []int
+	for _, a := range c {
+		if d.keep.has(a) {
+			sub = append(sub, a)
+		}
+	}
+	if len(sub) == len(c) {
+		return d.cd[v]
+	}
+	key := reduceKey(v, false, bitsetOf(d.m.dom.Len(), sub))
+	if x, ok := d.reduced[key]; ok {
+		return x
+	}
+	red := kernel.NewReduction(jt.sizesOf(c), positions(c, sub))
+	n := d.m.dom.Cells(sub)
+	d.pa, d.qa = resize(d.pa, n), resize(d.qa, n)
+	scratch := make([]float64, red.Scratch())
+	red.Sum(d.pa, jt.block(d.m.p, v), scratch)
+	red.Sum(d.qa, d.q[v], scratch)
+	var x float64
+	for i, p := range d.pa {
+		x += math.Abs(p - d.qa[i])
+	}
+	d.reduced[key] = x
+	return x
 }
 
 // below reports whether clique v lies in the subtree of clique top.
