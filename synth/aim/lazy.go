@@ -136,16 +136,17 @@ func (z *lazyState) choose(ctx context.Context, r *run, sc *scorer, scores []flo
 		}
 	}
 	slices.SortFunc(order, func(a, b int) int { return -cmpFloat(upper[a], upper[b]) })
+	batch := model.NewBatch() // the round's batches share reduced cliques
 	c := eps / (2 * delta)
 	exactScore := func(k int) float64 {
 		i := eligible[k]
 		return r.cands[i].weight * (z.l1[i] - sqrt2pi*sigma*float64(r.answers[i].Len()))
 	}
 	// Compute the candidates that could be near the best, in batches.
-	var batch []int
+	var ks []int
 	for next := 0; next < len(order); {
-		batch = batch[:0]
-		for next < len(order) && len(batch) < lazyBatch {
+		ks = ks[:0]
+		for next < len(order) && len(ks) < lazyBatch {
 			k := order[next]
 			if upper[k] < best-lazyMargin/c {
 				next = len(order)
@@ -153,16 +154,16 @@ func (z *lazyState) choose(ctx context.Context, r *run, sc *scorer, scores []flo
 			}
 			next++
 			if !z.exact[eligible[k]] {
-				batch = append(batch, k)
+				ks = append(ks, k)
 			}
 		}
-		if len(batch) == 0 {
+		if len(ks) == 0 {
 			break
 		}
-		if err := z.compute(ctx, r, model, eligible, batch); err != nil {
+		if err := z.compute(ctx, r, batch, model.Total(), eligible, ks); err != nil {
 			return -1, scores, err
 		}
-		for _, k := range batch {
+		for _, k := range ks {
 			q := exactScore(k)
 			if q > upper[k] {
 				return -1, scores, fmt.Errorf("score of %v above its bound (%g > %g)", r.sets[eligible[k]], q, upper[k])
@@ -173,7 +174,7 @@ func (z *lazyState) choose(ctx context.Context, r *run, sc *scorer, scores []flo
 	}
 	pick, err := r.in.Noise.ExponentialLazy(upper, func(k int) (float64, error) {
 		if !z.exact[eligible[k]] {
-			if err := z.compute(ctx, r, model, eligible, []int{k}); err != nil {
+			if err := z.compute(ctx, r, batch, model.Total(), eligible, []int{k}); err != nil {
 				return 0, err
 			}
 		}
@@ -184,15 +185,14 @@ func (z *lazyState) choose(ctx context.Context, r *run, sc *scorer, scores []flo
 }
 
 // compute sets the exact distances of the candidates at positions ks of
-// eligible against model.
-func (z *lazyState) compute(ctx context.Context, r *run, model *pgm.Model, eligible, ks []int) error {
+// eligible against the batch's model, whose total is total.
+func (z *lazyState) compute(ctx context.Context, r *run, batch *pgm.Batch, total float64, eligible, ks []int) error {
 	sets := make([][]int, len(ks))
 	for j, k := range ks {
 		sets[j] = r.sets[eligible[k]]
 	}
-	total := model.Total()
 	l1 := make([]float64, len(ks))
-	err := model.MarginalsVisit(ctx, sets, func(j int, x []float64) {
+	err := batch.Visit(ctx, sets, func(j int, x []float64) {
 		l1[j] = r.answers[eligible[ks[j]]].L1Total(x, total)
 	})
 	if err != nil {

@@ -32,10 +32,13 @@ import (
 // tree's product form, and a reduced table moves less than the whole
 // clique. The reduced changes are cached by clique and kept attributes.
 type Drift struct {
-	m     *Model
-	q     [][]float64 // per clique of m: old's marginal over it (probabilities)
-	cd    []float64   // per clique of m: ‖Δp_C‖₁ (probabilities)
-	sd    []float64   // per clique of m: ‖Δp_S‖₁ of its separator (0 for the root)
+	dom *Domain
+	// jt is m's junction tree, or one over the cliques of both models
+	// when old's do not nest in m's (both models factorise on it).
+	jt    *junctionTree
+	p, q  [][]float64 // per clique of jt: m's and old's marginals (probabilities)
+	cd    []float64   // per clique of jt: ‖p_C − q_C‖₁
+	n     float64     // N̂_m
 	total float64     // |N̂_m − N̂_old|
 	// reduced caches ‖Δp‖₁ of a clique reduced to a subset (by reduceKey).
 	reduced map[string]float64
@@ -47,50 +50,66 @@ type Drift struct {
 // sums above are rounded, and so are the scores they bound.
 const driftSlack = 1e-9
 
-// NewDrift returns the drift of m from old, or ok = false when old does not
-// factorise on m's junction tree (a clique of old lies in none of m's) or
-// the models have different domains. It computes old's marginal over each
-// of m's cliques (variable elimination for the cliques old does not hold),
-// so it costs about one scoring pass over m's cliques. It returns ctx's
-// error if cancelled.
+// maxDriftGrowth bounds the common junction tree NewDrift builds when
+// old's cliques do not nest in m's, relative to m's size: a larger one
+// would cost more than scoring every candidate.
+const maxDriftGrowth = 2
+
+// NewDrift returns the drift of m from old, or ok = false when the models
+// have different domains or no common junction tree of reasonable size
+// exists. The tree is m's when each of old's cliques lies in one of m's
+// (then old factorises on it too); otherwise it is the junction tree of
+// both models' cliques, if at most maxDriftGrowth times m's size. It
+// computes both models' marginals over that tree's cliques (variable
+// elimination for the cliques a model does not hold): about one scoring
+// pass over the cliques. It returns ctx's error if cancelled.
 func NewDrift(ctx context.Context, old, m *Model) (d *Drift, ok bool, err error) {
 	if !old.dom.Equal(m.dom) {
 		return nil, false, nil
 	}
+	jt := m.jt
+	nested := true
 	for _, c := range old.jt.cliques {
-		if m.jt.containing(c) < 0 {
+		if jt.containing(c) < 0 {
+			nested = false
+			break
+		}
+	}
+	if !nested {
+		both := append(append([][]int(nil), m.jt.cliques...), old.jt.cliques...)
+		if jt, err = newJunctionTree(m.dom, both, nil); err != nil {
+			return nil, false, fmt.Errorf("pgm: drift: %w", err)
+		}
+		if float64(jt.total) > maxDriftGrowth*float64(m.jt.total) {
 			return nil, false, nil
 		}
 	}
-	jt := m.jt
-	d = &Drift{m: m, q: make([][]float64, len(jt.cliques)), cd: make([]float64, len(jt.cliques)), sd: make([]float64, len(jt.cliques)),
-		total: math.Abs(m.total - old.total), reduced: make(map[string]float64), keep: newBitset(m.dom.Len())}
-	cache := newReduceCache(old.jt, 2*old.jt.total)
+	k := len(jt.cliques)
+	d = &Drift{dom: m.dom, jt: jt, p: make([][]float64, k), q: make([][]float64, k), cd: make([]float64, k),
+		n: m.total, total: math.Abs(m.total - old.total), reduced: make(map[string]float64), keep: newBitset(m.dom.Len())}
+	oldCache := newReduceCache(old.jt, 2*old.jt.total)
+	newCache := newReduceCache(m.jt, 2*m.jt.total)
+	prob := func(x *Model, c []int, cache *reduceCache) []float64 {
+		t := x.marginal(c, nil, cache, nil)
+		if x.total > 0 {
+			for i := range t {
+				t[i] /= x.total
+			}
+		}
+		return t
+	}
 	for v, c := range jt.cliques {
 		if err := ctx.Err(); err != nil {
 			return nil, false, fmt.Errorf("pgm: drift: %w", err)
 		}
-		q := old.marginal(c, nil, cache, nil)
-		if old.total > 0 {
-			for i := range q {
-				q[i] /= old.total
-			}
+		d.q[v] = prob(old, c, oldCache)
+		if nested {
+			d.p[v] = jt.block(m.p, v)
+		} else {
+			d.p[v] = prob(m, c, newCache)
 		}
-		d.q[v] = q
-		p := jt.block(m.p, v)
-		for i, x := range p {
-			d.cd[v] += math.Abs(x - q[i])
-		}
-		if sep := jt.sep[v]; jt.parent[v] >= 0 {
-			red := kernel.NewReduction(jt.sizesOf(c), positions(c, sep))
-			ps := make([]float64, m.dom.Cells(sep))
-			qs := make([]float64, len(ps))
-			scratch := make([]float64, red.Scratch())
-			red.Sum(ps, p, scratch)
-			red.Sum(qs, q, scratch)
-			for i, x := range ps {
-				d.sd[v] += math.Abs(x - qs[i])
-			}
+		for i, x := range d.p[v] {
+			d.cd[v] += math.Abs(x - d.q[v][i])
 		}
 	}
 	return d, true, nil
@@ -100,11 +119,10 @@ func NewDrift(ctx context.Context, old, m *Model) (d *Drift, ok bool, err error)
 // (count space: the marginals sum to the models' totals) for the models
 // NewDrift was given. attrs must be distinct attributes.
 func (d *Drift) Bound(attrs []int) float64 {
-	m := d.m
-	jt := m.jt
+	jt := d.jt
 	var sum float64
 	if len(attrs) > 0 {
-		need := bitsetOf(m.dom.Len(), attrs)
+		need := bitsetOf(d.dom.Len(), attrs)
 		kept, top := jt.subtree(need)
 		if top >= 0 {
 			// The kept cliques below top form a connected subtree; a
@@ -120,7 +138,6 @@ func (d *Drift) Bound(attrs []int) float64 {
 					for _, a := range jt.sep[v] {
 						d.keep.set(a)
 					}
-					sum += d.sd[v]
 				}
 				for _, c := range jt.children[v] {
 					if kept[c] {
@@ -129,16 +146,21 @@ func (d *Drift) Bound(attrs []int) float64 {
 						}
 					}
 				}
-				sum += d.reducedChange(v)
+				sum += d.change(v, v == top)
 			}
 		}
 	}
-	return m.total*sum + d.total + driftSlack*(m.total+1)
+	return d.n*sum + d.total + driftSlack*(d.n+1)
 }
 
-// reducedChange returns ‖Δp‖₁ of clique v reduced to its members in d.keep.
-func (d *Drift) reducedChange(v int) float64 {
-	jt := d.m.jt
+// change returns clique v's term of the bound for the clique reduced to
+// its members in d.keep (K): ‖p_K − q_K‖₁ for the top, and for the others
+// Σ_s q(s)·‖p(·|s) − q(·|s)‖₁ over K given the separator S ⊆ K, the exact
+// telescoping step (at most ‖Δp_K‖₁ + ‖Δp_S‖₁). Where p(s) = 0 the new
+// model's conditional does not matter (its joint is 0 there) and old's is
+// used, so the term is 0; where q(s) = 0 its weight is 0.
+func (d *Drift) change(v int, top bool) float64 {
+	jt := d.jt
 	c := jt.cliques[v]
 	var sub []int
 	for _, a := range c {
@@ -146,22 +168,49 @@ func (d *Drift) reducedChange(v int) float64 {
 			sub = append(sub, a)
 		}
 	}
-	if len(sub) == len(c) {
+	if top && len(sub) == len(c) {
 		return d.cd[v]
 	}
-	key := reduceKey(v, false, bitsetOf(d.m.dom.Len(), sub))
+	key := reduceKey(v, top, bitsetOf(d.dom.Len(), sub))
 	if x, ok := d.reduced[key]; ok {
 		return x
 	}
-	red := kernel.NewReduction(jt.sizesOf(c), positions(c, sub))
-	n := d.m.dom.Cells(sub)
+	n := d.dom.Cells(sub)
 	d.pa, d.qa = resize(d.pa, n), resize(d.qa, n)
-	scratch := make([]float64, red.Scratch())
-	red.Sum(d.pa, jt.block(d.m.p, v), scratch)
-	red.Sum(d.qa, d.q[v], scratch)
+	if len(sub) == len(c) {
+		copy(d.pa, d.p[v])
+		copy(d.qa, d.q[v])
+	} else {
+		red := kernel.NewReduction(jt.sizesOf(c), positions(c, sub))
+		scratch := make([]float64, red.Scratch())
+		red.Sum(d.pa, d.p[v], scratch)
+		red.Sum(d.qa, d.q[v], scratch)
+	}
 	var x float64
-	for i, p := range d.pa {
-		x += math.Abs(p - d.qa[i])
+	if top {
+		for i, p := range d.pa {
+			x += math.Abs(p - d.qa[i])
+		}
+	} else {
+		sep := jt.sep[v]
+		dims := positions(sub, sep)
+		ns := d.dom.Cells(sep)
+		ps, qs := make([]float64, ns), make([]float64, ns)
+		red := kernel.NewReduction(d.dom.sizesOf(sub), dims)
+		scratch := make([]float64, red.Scratch())
+		red.Sum(ps, d.pa, scratch)
+		red.Sum(qs, d.qa, scratch)
+		idx := kernel.Map(d.dom.sizesOf(sub), dims)
+		per := make([]float64, ns) // Σ_x |p(x|s) − q(x|s)| per s
+		for i, p := range d.pa {
+			s := idx[i]
+			if ps[s] > 0 && qs[s] > 0 {
+				per[s] += math.Abs(p/ps[s] - d.qa[i]/qs[s])
+			}
+		}
+		for s, w := range per {
+			x += qs[s] * w
+		}
 	}
 	d.reduced[key] = x
 	return x
@@ -169,7 +218,7 @@ func (d *Drift) reducedChange(v int) float64 {
 
 // below reports whether clique v lies in the subtree of clique top.
 func (d *Drift) below(v, top int) bool {
-	jt := d.m.jt
+	jt := d.jt
 	for ; v >= 0; v = jt.parent[v] {
 		if v == top {
 			return true
