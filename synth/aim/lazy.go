@@ -42,19 +42,39 @@ const lazyMargin = 5
 // sharing the model's reduced cliques).
 const lazyBatch = 32
 
+// lazyWindow is how many past models are kept for direct bounds: a
+// candidate computed against one of them is bounded by its drift to the
+// current model, besides the sum of the rounds' drifts (the refits move
+// cliques back and forth, and the sum counts every move).
+const lazyWindow = 4
+
 // lazyState is the candidates' bounds across rounds.
 type lazyState struct {
 	l1    []float64 // per candidate: upper bound on ‖y − x̂‖₁ (valid where known)
 	known []bool    // l1 is a bound against the current model
 	exact []bool    // l1 is the exact value against the current model
 	rows  float64   // ‖y‖₁ (the data's rows), for the trivial bound
+	// at and base are each candidate's last exact distance and the index
+	// of the model it was computed against (models count refits);
+	// snaps are the recent models by index.
+	at    []int
+	base  []float64
+	model int
+	snaps []lazySnap
 	// Counters for the progress trace and tests.
 	computed, sampled int
 }
 
+// lazySnap is a past model and its index.
+type lazySnap struct {
+	index int
+	m     *pgm.Model
+}
+
 func newLazyState(r *run) *lazyState {
 	n := len(r.cands)
-	z := &lazyState{l1: make([]float64, n), known: make([]bool, n), exact: make([]bool, n)}
+	z := &lazyState{l1: make([]float64, n), known: make([]bool, n), exact: make([]bool, n),
+		at: make([]int, n), base: make([]float64, n)}
 	if n > 0 {
 		z.rows = r.answers[0].L1Total(make([]float64, r.answers[0].Len()), 0)
 	}
@@ -64,24 +84,48 @@ func newLazyState(r *run) *lazyState {
 // set records candidate i's exact distance against the current model.
 func (z *lazyState) set(i int, l1 float64) {
 	z.l1[i], z.known[i], z.exact[i] = l1, true, true
+	z.at[i], z.base[i] = z.model, l1
 }
 
 // advance moves the bounds from model old to its refit m: each known
 // bound grows by the candidate's drift bound, or all are forgotten when
-// pgm.NewDrift cannot bound the change.
+// pgm.NewDrift cannot bound the change. A candidate last computed against
+// one of the recent models keeps the smaller of that and its last exact
+// distance plus its drift from that model.
 func (z *lazyState) advance(ctx context.Context, r *run, old, m *pgm.Model) error {
 	clear(z.exact)
+	z.snaps = append(z.snaps, lazySnap{z.model, old})
+	z.model++
+	if len(z.snaps) > lazyWindow {
+		z.snaps = append(z.snaps[:0], z.snaps[len(z.snaps)-lazyWindow:]...)
+	}
 	d, ok, err := pgm.NewDrift(ctx, old, m)
 	if err != nil {
 		return err
 	}
 	if !ok {
 		clear(z.known)
+		z.snaps = z.snaps[:0] // a later model cannot be bounded from them either
 		return nil
 	}
 	for i := range z.l1 {
 		if z.known[i] {
 			z.l1[i] += d.Bound(r.sets[i])
+		}
+	}
+	// Direct bounds from the older snapshots (the newest is old itself).
+	for _, s := range z.snaps[:len(z.snaps)-1] {
+		d, ok, err := pgm.NewDrift(ctx, s.m, m)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			continue
+		}
+		for i := range z.l1 {
+			if z.known[i] && z.at[i] == s.index {
+				z.l1[i] = min(z.l1[i], z.base[i]+d.Bound(r.sets[i]))
+			}
 		}
 	}
 	return nil

@@ -43,8 +43,10 @@ func exactL1(r *run, i int, m *pgm.Model) float64 {
 }
 
 // TestLazyBounds checks that the bounds carried across refits (exact
-// distance once, then the drift bounds added round after round, never
-// recomputed) stay above every candidate's exact distance.
+// distance once, then the drift bounds added round after round and the
+// direct drift from the model it was computed against, never recomputed)
+// stay above every candidate's exact distance, and that the direct bound
+// makes them no looser than the sum.
 func TestLazyBounds(t *testing.T) {
 	r, _ := scoreRun(t)
 	models := lazySequence(t, r)
@@ -52,9 +54,18 @@ func TestLazyBounds(t *testing.T) {
 	for i := range r.cands {
 		z.set(i, exactL1(r, i, models[0]))
 	}
+	sum := slices.Clone(z.l1) // the bounds by the sum of the rounds' drifts alone
 	for step := 1; step < len(models); step++ {
 		if err := z.advance(context.Background(), r, models[step-1], models[step]); err != nil {
 			t.Fatal(err)
+		}
+		if d, ok, err := pgm.NewDrift(context.Background(), models[step-1], models[step]); err == nil && ok {
+			for i := range sum {
+				sum[i] += d.Bound(r.sets[i])
+				if z.known[i] && z.l1[i] > sum[i]*(1+1e-12) {
+					t.Fatalf("step %d, candidate %v: bound %v looser than the sum %v", step, r.cands[i].attrs, z.l1[i], sum[i])
+				}
+			}
 		}
 		known := 0
 		for i := range r.cands {
@@ -73,6 +84,7 @@ func TestLazyBounds(t *testing.T) {
 			t.Logf("step %d: drift not bounded (trees do not nest); bounds forgotten", step)
 			for i := range r.cands {
 				z.set(i, exactL1(r, i, models[step]))
+				sum[i] = z.l1[i]
 			}
 		}
 	}
@@ -124,7 +136,8 @@ func TestLazyChooseDistribution(t *testing.T) {
 	computed := 0
 	var scores []float64
 	for range n {
-		z := &lazyState{l1: slices.Clone(z0.l1), known: slices.Clone(z0.known), exact: slices.Clone(z0.exact), rows: z0.rows}
+		z := &lazyState{l1: slices.Clone(z0.l1), known: slices.Clone(z0.known), exact: slices.Clone(z0.exact), rows: z0.rows,
+			at: slices.Clone(z0.at), base: slices.Clone(z0.base), model: z0.model, snaps: slices.Clone(z0.snaps)}
 		k, s, err := z.choose(context.Background(), r, sc, scores, eligible, m, sigma, eps, delta)
 		if err != nil {
 			t.Fatal(err)
