@@ -44,6 +44,10 @@ type Options struct {
 	// CoarseMaxSize is MaxModelSize for the coarse twins: a twin is a
 	// candidate only while its fine set keeps the model within it.
 	CoarseMaxSize float64
+	// Eager scores every eligible candidate every round instead of
+	// selecting lazily from bounds (lazy.go); the selection has the same
+	// distribution either way.
+	Eager bool
 }
 
 var schema = synth.Schema{
@@ -63,6 +67,8 @@ var schema = synth.Schema{
 		Doc: "each candidate with an attribute of more values also has a coarse twin, that attribute in this many equal-width bins; 0: no twins"},
 	{Name: "COARSE_MAX_SIZE", Kind: synth.Float, Default: "2", Min: 1e-3,
 		Doc: "MAX_MODEL_SIZE for the coarse twins (MB): a twin is a candidate while its attributes keep the model within this size"},
+	{Name: "LAZY", Kind: synth.Int, Default: "1", Min: 0, Max: 1,
+		Doc: "1: score only the candidates that can still win, from exact bounds (same selection distribution); 0: score every candidate every round"},
 }
 
 // Mechanism is AIM as a synth.Mechanism.
@@ -107,6 +113,7 @@ func (Mechanism) New(opts []synth.Option) (synth.Runner, error) {
 		InitRounds:    v.Float("INIT_ROUNDS", 0),
 		CoarseBins:    bins,
 		CoarseMaxSize: v.Float("COARSE_MAX_SIZE", 0),
+		Eager:         v.Int("LAZY", 1) == 0,
 	}, nil
 }
 

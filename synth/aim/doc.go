@@ -37,11 +37,20 @@
 //	                attributes in this many equal-width bins, measured as a
 //	                Kronecker query on the fine clique (coarse.go).
 //	COARSE_MAX_SIZE float, MB, default 2: MAX_MODEL_SIZE for the twins.
+//	LAZY            int, default 1: select lazily (below); 0 scores every
+//	                eligible candidate every round. Same distribution.
 //
 // # Performance
 //
-// Scoring dominates: every round computes M_r(p̂) for every eligible
-// candidate. Each eligible workload set is computed once (by inference) and
-// its eligible subsets are projected from it, in parallel over GOMAXPROCS
-// workers, keeping only the scores.
+// Scoring dominates: the mechanism needs M_r(p̂) for every eligible
+// candidate. The first round computes them all: each eligible workload set
+// once (by inference), its eligible subsets projected from it, in parallel
+// over GOMAXPROCS workers, keeping only the scores. Later rounds select
+// lazily (lazy.go): every candidate keeps an exact upper bound on its
+// score (its last exact distance plus pgm.Drift's bound on how far its
+// model marginal moved since), only the candidates whose bound comes near
+// the best exact score are computed, and noise.ExponentialLazy samples the
+// exponential mechanism from the bounds, computing any other candidate it
+// cannot decide on. The selection's distribution, hence the privacy
+// analysis, is that of the plain mechanism.
 package aim

@@ -186,7 +186,11 @@ func (r *run) loop(ctx context.Context, sigma0 []float64) (*synth.Result, error)
 		eligible []int
 		scores   []float64
 		sc       = newScorer(r)
+		lz       *lazyState
 	)
+	if !r.opt.Eager {
+		lz = newLazyState(r)
+	}
 	for t := 1; ; t++ {
 		if err := ctx.Err(); err != nil {
 			return fail(err)
@@ -204,19 +208,36 @@ func (r *run) loop(ctx context.Context, sigma0 []float64) (*synth.Result, error)
 		for _, i := range eligible {
 			delta = max(delta, r.cands[i].weight)
 		}
-		var err error
-		if scores, err = sc.scores(ctx, scores, eligible, r.model, sigma); err != nil {
-			r.sched.used = prevUsed // this round selected and measured nothing
-			return fail(err)
+		var (
+			k   int
+			err error
+		)
+		if lz == nil {
+			if scores, err = sc.scores(ctx, scores, eligible, r.model, sigma); err == nil {
+				k = r.in.Noise.Exponential(scores, eps, delta)
+			}
+		} else {
+			k, scores, err = lz.choose(ctx, r, sc, scores, eligible, r.model, sigma, eps, delta)
 		}
-		pick := eligible[r.in.Noise.Exponential(scores, eps, delta)]
+		if err != nil {
+			// Nothing was selected or measured this round.
+			r.sched.used = prevUsed
+			return fail(fmt.Errorf("round %d selection: %w", t, err))
+		}
+		pick := eligible[k]
 		sel := r.cands[pick]
 		r.tracker.Round(t, eligible, r.model)
 
 		before := r.coarseMarginal(sel)
 		r.measure(sel.attrs, sel.coarse, &r.answers[pick], sigma, eps, t)
+		prev := r.model
 		if err := r.estimate(ctx, r.opt.PGMIters, 0, pgm.GrowStep, nil); err != nil {
 			return fail(fmt.Errorf("round %d estimation: %w", t, err))
+		}
+		if lz != nil && !last {
+			if err := lz.advance(ctx, r, prev, r.model); err != nil {
+				return fail(fmt.Errorf("round %d: %w", t, err))
+			}
 		}
 		res.Rounds = append(res.Rounds, synth.Round{
 			Round: t, Epsilon: eps, Sigma: sigma, Sensitivity: delta,

@@ -20,6 +20,8 @@ type scorer struct {
 	// group bookkeeping, rebuilt each round.
 	pos    []int   // candidate → position in eligible, −1 if not eligible
 	groups []group // one per marginal computed by inference
+	// lazy, if set, records each scored candidate's exact L1 distance.
+	lazy *lazyState
 	// bufs are the workers' projection buffers, kept for the whole run (a
 	// pool per round would hold each round's buffers until the collector
 	// clears pools, which scoring without garbage seldom triggers).
@@ -110,7 +112,11 @@ func (s *scorer) scores(ctx context.Context, dst []float64, eligible []int, mode
 			buf.coarse = c.coarse.apply(buf.coarse, xhat)
 			xhat = buf.coarse
 		}
-		dst[s.pos[i]] = c.weight * (r.answers[i].L1Total(xhat, total) - sqrt2pi*sigma*float64(len(xhat)))
+		l1 := r.answers[i].L1Total(xhat, total)
+		if s.lazy != nil {
+			s.lazy.set(i, l1) // distinct i per call: safe concurrently
+		}
+		dst[s.pos[i]] = c.weight * (l1 - sqrt2pi*sigma*float64(len(xhat)))
 	}
 	// The roots are computed as one batch (sharing the model's reduced
 	// cliques) into reused buffers (the marginals are only read here);

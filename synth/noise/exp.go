@@ -69,3 +69,99 @@ func CheckExponential(epsilon, sensitivity float64) error {
 	}
 	return nil
 }
+
+// ExponentialLazy is [Source.Exponential] when computing the scores is the
+// cost: the caller gives an upper bound upper[i] ≥ score(i) for every
+// candidate, and score(i) is called only for candidates that the sampler
+// cannot decide on from their bounds. The returned index has exactly the
+// distribution of Exponential over the true scores (same ε, same
+// sensitivity, same zCDP cost ε²/8).
+//
+// It is the same rejection sampler as Exponential with the envelope
+// U = max upper instead of the best score: propose i uniformly, accept it
+// with probability exp(−c·(U − upper[i])) · exp(−c·(upper[i] − score(i))),
+// c = ε/(2Δ), the first factor decided before score(i) is computed. Each
+// trial accepts i with probability exp(−c·(U − score(i)))/n, so the accepted
+// index is ∝ exp(c·score(i)) for any valid envelope; upper is tightened to
+// the score once it is known (upper is modified), which only shrinks U for
+// later trials. Callers that tighten the bounds of the likely winners
+// beforehand (by computing their scores) make the expected number of
+// score calls small.
+//
+// score(i) must not exceed upper[i]: ExponentialLazy returns an error if
+// it does (the bound was wrong and the sample would not be exact), and
+// passes on score's errors. −Inf bounds mark candidates never chosen. It
+// panics on the arguments Exponential panics on (with upper for scores).
+func (s *Source) ExponentialLazy(upper []float64, score func(i int) (float64, error), epsilon, sensitivity float64) (int, error) {
+	if !(epsilon > 0) || math.IsInf(epsilon, 1) {
+		panic("noise: epsilon must be positive and finite")
+	}
+	if !(sensitivity > 0) || math.IsInf(sensitivity, 1) {
+		panic("noise: sensitivity must be positive and finite")
+	}
+	known := make([]bool, len(upper))
+	envelope := func() float64 {
+		u := math.Inf(-1)
+		for _, q := range upper {
+			if math.IsNaN(q) || math.IsInf(q, 1) {
+				panic("noise: score bound is NaN or +Inf")
+			}
+			u = max(u, q)
+		}
+		return u
+	}
+	u := envelope()
+	if math.IsInf(u, -1) {
+		panic("noise: no candidate has a finite score")
+	}
+	var c, umax, x big.Rat
+	c.SetFloat64(epsilon)
+	c.Quo(&c, new(big.Rat).SetFloat64(sensitivity))
+	c.Quo(&c, big.NewRat(2, 1))
+	umax.SetFloat64(u)
+	var sc bigScratch
+	n := uint64(len(upper))
+	for {
+		i := s.uniform(n)
+		b := upper[i]
+		if math.IsInf(b, -1) {
+			continue
+		}
+		x.SetFloat64(b)
+		x.Sub(&umax, &x)
+		x.Mul(&x, &c)
+		if !s.bernoulliExpBig(x.Num(), x.Denom(), &sc) {
+			continue
+		}
+		if known[i] {
+			return int(i), nil // upper[i] is the score: the second factor is 1
+		}
+		q, err := score(int(i))
+		if err != nil {
+			return -1, err
+		}
+		if math.IsNaN(q) || q > b {
+			return -1, fmt.Errorf("noise: score %g of candidate %d exceeds its bound %g", q, i, b)
+		}
+		known[i] = true
+		upper[i] = q
+		if math.IsInf(q, -1) {
+			continue
+		}
+		x.SetFloat64(b)
+		x.Sub(&x, new(big.Rat).SetFloat64(q))
+		x.Mul(&x, &c)
+		accept := s.bernoulliExpBig(x.Num(), x.Denom(), &sc)
+		if b == u {
+			// The envelope's maximum may have dropped.
+			u = envelope()
+			if math.IsInf(u, -1) {
+				return -1, fmt.Errorf("noise: no candidate has a finite score")
+			}
+			umax.SetFloat64(u)
+		}
+		if accept {
+			return int(i), nil
+		}
+	}
+}

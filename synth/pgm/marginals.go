@@ -833,8 +833,31 @@ func (m *Model) MarginalsVisit(ctx context.Context, sets [][]int, f func(i int, 
 
 // marginalsEach is MarginalsFunc, and MarginalsVisit when reuse is set.
 func (m *Model) marginalsEach(ctx context.Context, sets [][]int, reuse bool, f func(i int, x []float64)) error {
+	return m.marginalsCached(ctx, sets, reuse, newReduceCache(m.jt, 2*m.jt.total), f)
+}
+
+// Batch shares MarginalsVisit's work (the reduced cliques and branch
+// conditionals) across several calls on one model, for callers that ask
+// for marginals a few at a time, as AIM's lazy selection does. Its cache
+// is bounded as one call's is and freed with the Batch.
+type Batch struct {
+	m     *Model
+	cache *reduceCache
+}
+
+// NewBatch returns a Batch over m.
+func (m *Model) NewBatch() *Batch {
+	return &Batch{m: m, cache: newReduceCache(m.jt, 2*m.jt.total)}
+}
+
+// Visit is m.MarginalsVisit sharing the Batch's cache.
+func (b *Batch) Visit(ctx context.Context, sets [][]int, f func(i int, x []float64)) error {
+	return b.m.marginalsCached(ctx, sets, true, b.cache, f)
+}
+
+// marginalsCached is marginalsEach with the given cache.
+func (m *Model) marginalsCached(ctx context.Context, sets [][]int, reuse bool, cache *reduceCache, f func(i int, x []float64)) error {
 	m.checkSets(sets)
-	cache := newReduceCache(m.jt, 2*m.jt.total)
 	err := par.For(ctx, len(sets), 0, func(i int) {
 		if !reuse {
 			f(i, m.marginal(sets[i], nil, cache, nil))

@@ -307,3 +307,34 @@ func TestMarginalsVisit(t *testing.T) {
 		}
 	}
 }
+
+// TestBatchVisit checks that a Batch's calls, sharing one cache, give the
+// marginals of one MarginalsVisit call bit for bit.
+func TestBatchVisit(t *testing.T) {
+	rng := rand.New(rand.NewPCG(57, 58))
+	ctx := context.Background()
+	for trial := range 5 {
+		d := 8 + rng.IntN(6)
+		m := treeModel(t, rng, d, 4+rng.IntN(4), 4)
+		var sets [][]int
+		for range 24 {
+			sets = append(sets, rng.Perm(d)[:1+rng.IntN(3)])
+		}
+		want, err := m.Marginals(ctx, sets)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b := m.NewBatch()
+		for lo := 0; lo < len(sets); lo += 5 {
+			hi := min(lo+5, len(sets))
+			err := b.Visit(ctx, sets[lo:hi], func(i int, x []float64) {
+				if !slices.Equal(x, want[lo+i]) {
+					t.Errorf("trial %d: batch marginal %v differs from MarginalsVisit's", trial, sets[lo+i])
+				}
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+}

@@ -40,5 +40,5 @@ func Example() {
 	fmt.Println(err)
 	// Output:
 	// aim released synthetic data: ρ used 0.250000000000 of 0.25, 1000 synthetic rows
-	// aim: unknown option "EPSILON" (valid options: MAX_MODEL_SIZE, ROUNDS, PGM_ITERS, FINAL_ITERS, FINAL_TOL, INIT_ROUNDS, COARSE_BINS, COARSE_MAX_SIZE)
+	// aim: unknown option "EPSILON" (valid options: MAX_MODEL_SIZE, ROUNDS, PGM_ITERS, FINAL_ITERS, FINAL_TOL, INIT_ROUNDS, COARSE_BINS, COARSE_MAX_SIZE, LAZY)
 }

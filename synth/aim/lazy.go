@@ -1,0 +1,271 @@
+package aim
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"slices"
+
+	"github.com/dpsql/dpsql/synth/pgm"
+)
+
+// Lazy selection. A round's exponential mechanism needs every eligible
+// candidate's score, and on a wide table computing them (4 060 3-way model
+// marginals, most by variable elimination) is nearly all of AIM's time. The
+// selection is nearly argmax-sharp, though: ε/(2Δ) makes a score a few
+// hundred counts below the best all but impossible to pick. So the scores
+// are computed lazily, with the same distribution:
+//
+//   - each candidate keeps an upper bound on its L1 distance ‖y − x̂‖₁: the
+//     exact value from the last round that computed it, plus, for every
+//     refit since, pgm.Drift's bound on how far its model marginal moved
+//     (‖x̂_new − x̂_old‖₁ bounds the change of ‖y − x̂‖₁);
+//   - a round computes exactly the candidates whose bounded score could be
+//     within lazyMargin/c of the best exact score (c = ε/(2Δ)), best bound
+//     first, in parallel batches;
+//   - noise.ExponentialLazy samples the mechanism over all eligible
+//     candidates with those bounds, computing any other candidate that its
+//     rejection step cannot decide from the bound (rare: such a candidate
+//     has relative weight < e^−lazyMargin).
+//
+// The selected candidate is distributed exactly as the plain mechanism's,
+// so the privacy analysis is unchanged. Running time depends on the data
+// (so did the plain scorer's, through the model); nothing about it is
+// released.
+
+// lazyMargin is how far (in units of 1/c, i.e. of the mechanism's log
+// weight) below the best exact score a bound must lie to be left
+// uncomputed before sampling.
+const lazyMargin = 5
+
+// lazyBatch is the number of candidates computed per batch (in parallel,
+// sharing the model's reduced cliques).
+const lazyBatch = 32
+
+// lazyWindow is how many past models are kept for direct bounds: a
+// candidate computed against one of them is bounded by its drift to the
+// current model, besides the sum of the rounds' drifts (the refits move
+// cliques back and forth, and the sum counts every move).
+//
+// 1 (none kept): a window of 4 gave no measurable speed on wide30 and held up
+// to four models, against the memory bound of 4 × the model.
+const lazyWindow = 1
+
+// lazyState is the candidates' bounds across rounds.
+type lazyState struct {
+	l1    []float64 // per candidate: upper bound on ‖y − x̂‖₁ (valid where known)
+	known []bool    // l1 is a bound against the current model
+	exact []bool    // l1 is the exact value against the current model
+	rows  float64   // ‖y‖₁ (the data's rows), for the trivial bound
+	// at and base are each candidate's last exact distance and the index
+	// of the model it was computed against (models count refits);
+	// snaps are the recent models by index.
+	at    []int
+	base  []float64
+	model int
+	snaps []lazySnap
+	// Counters for the progress trace and tests.
+	computed, sampled int
+}
+
+// lazySnap is a past model and its index.
+type lazySnap struct {
+	index int
+	m     *pgm.Model
+}
+
+func newLazyState(r *run) *lazyState {
+	n := len(r.cands)
+	z := &lazyState{l1: make([]float64, n), known: make([]bool, n), exact: make([]bool, n),
+		at: make([]int, n), base: make([]float64, n)}
+	if n > 0 {
+		z.rows = r.answers[0].L1Total(make([]float64, r.answers[0].Len()), 0)
+	}
+	return z
+}
+
+// set records candidate i's exact distance against the current model.
+func (z *lazyState) set(i int, l1 float64) {
+	z.l1[i], z.known[i], z.exact[i] = l1, true, true
+	z.at[i], z.base[i] = z.model, l1
+}
+
+// advance moves the bounds from model old to its refit m: each known
+// bound grows by the candidate's drift bound, or all are forgotten when
+// pgm.NewDrift cannot bound the change. A candidate last computed against
+// one of the recent models keeps the smaller of that and its last exact
+// distance plus its drift from that model.
+func (z *lazyState) advance(ctx context.Context, r *run, old, m *pgm.Model) error {
+	clear(z.exact)
+	z.snaps = append(z.snaps, lazySnap{z.model, old})
+	z.model++
+	if len(z.snaps) > lazyWindow {
+		z.snaps = append(z.snaps[:0], z.snaps[len(z.snaps)-lazyWindow:]...)
+	}
+	d, ok, err := pgm.NewDrift(ctx, old, m)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		clear(z.known)
+		z.snaps = z.snaps[:0] // a later model cannot be bounded from them either
+		return nil
+	}
+	for i := range z.l1 {
+		if z.known[i] {
+			z.l1[i] += d.Bound(r.sets[i])
+		}
+	}
+	// Direct bounds from the older snapshots (the newest is old itself).
+	for _, s := range z.snaps[:len(z.snaps)-1] {
+		d, ok, err := pgm.NewDrift(ctx, s.m, m)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			continue
+		}
+		for i := range z.l1 {
+			if z.known[i] && z.at[i] == s.index {
+				z.l1[i] = min(z.l1[i], z.base[i]+d.Bound(r.sets[i]))
+			}
+		}
+	}
+	if lazyWindow <= 1 {
+		clear(z.snaps) // nothing older than old is kept: do not hold old through the next fit
+		z.snaps = z.snaps[:0]
+	}
+	return nil
+}
+
+// bound returns candidate i's score bound against model with noise sigma.
+func (z *lazyState) bound(r *run, i int, total, sigma float64) float64 {
+	l1 := z.rows + total
+	if z.known[i] {
+		l1 = min(l1, z.l1[i])
+	}
+	return r.cands[i].weight * (l1 - sqrt2pi*sigma*float64(r.answers[i].Len()))
+}
+
+// choose runs the round's exponential mechanism over eligible (with
+// parameter eps and sensitivity delta) lazily and returns the position in
+// eligible of the selected candidate. It scores every candidate with the
+// plain scorer instead (the same distribution) when most bounds are
+// unknown, as in the first round.
+func (z *lazyState) choose(ctx context.Context, r *run, sc *scorer, scores []float64, eligible []int, model *pgm.Model, sigma, eps, delta float64) (int, []float64, error) {
+	unknown := 0
+	for _, i := range eligible {
+		if !z.known[i] {
+			unknown++
+		}
+	}
+	if 4*unknown > len(eligible) {
+		var err error
+		sc.lazy = z
+		scores, err = sc.scores(ctx, scores, eligible, model, sigma)
+		sc.lazy = nil
+		if err != nil {
+			return -1, scores, err
+		}
+		z.computed += len(eligible)
+		z.sampled++
+		return r.in.Noise.Exponential(scores, eps, delta), scores, nil
+	}
+
+	total := model.Total()
+	if cap(scores) < len(eligible) {
+		scores = make([]float64, len(eligible))
+	}
+	upper := scores[:len(eligible)]
+	order := make([]int, len(eligible)) // positions in eligible, best bound first
+	best := math.Inf(-1)
+	for k, i := range eligible {
+		upper[k] = z.bound(r, i, total, sigma)
+		order[k] = k
+		if z.exact[i] {
+			best = max(best, upper[k])
+		}
+	}
+	slices.SortFunc(order, func(a, b int) int { return -cmpFloat(upper[a], upper[b]) })
+	batch := model.NewBatch() // the round's batches share reduced cliques
+	c := eps / (2 * delta)
+	exactScore := func(k int) float64 {
+		i := eligible[k]
+		return r.cands[i].weight * (z.l1[i] - sqrt2pi*sigma*float64(r.answers[i].Len()))
+	}
+	// Compute the candidates that could be near the best, in batches.
+	var ks []int
+	for next := 0; next < len(order); {
+		ks = ks[:0]
+		for next < len(order) && len(ks) < lazyBatch {
+			k := order[next]
+			if upper[k] < best-lazyMargin/c {
+				next = len(order)
+				break
+			}
+			next++
+			if !z.exact[eligible[k]] {
+				ks = append(ks, k)
+			}
+		}
+		if len(ks) == 0 {
+			break
+		}
+		if err := z.compute(ctx, r, batch, model.Total(), eligible, ks); err != nil {
+			return -1, scores, err
+		}
+		for _, k := range ks {
+			q := exactScore(k)
+			if q > upper[k] {
+				return -1, scores, fmt.Errorf("score of %v above its bound (%g > %g)", r.sets[eligible[k]], q, upper[k])
+			}
+			upper[k] = q
+			best = max(best, q)
+		}
+	}
+	pick, err := r.in.Noise.ExponentialLazy(upper, func(k int) (float64, error) {
+		if !z.exact[eligible[k]] {
+			if err := z.compute(ctx, r, batch, model.Total(), eligible, []int{k}); err != nil {
+				return 0, err
+			}
+		}
+		return exactScore(k), nil
+	}, eps, delta)
+	z.sampled++
+	return pick, scores, err
+}
+
+// compute sets the exact distances of the candidates at positions ks of
+// eligible against the batch's model, whose total is total.
+func (z *lazyState) compute(ctx context.Context, r *run, batch *pgm.Batch, total float64, eligible, ks []int) error {
+	sets := make([][]int, len(ks))
+	for j, k := range ks {
+		sets[j] = r.sets[eligible[k]]
+	}
+	l1 := make([]float64, len(ks))
+	err := batch.Visit(ctx, sets, func(j int, x []float64) {
+		i := eligible[ks[j]]
+		if c := r.cands[i].coarse; c != nil {
+			x = c.apply(nil, x) // a twin's distance is over its bins (binning keeps the total)
+		}
+		l1[j] = r.answers[i].L1Total(x, total)
+	})
+	if err != nil {
+		return err
+	}
+	for j, k := range ks {
+		z.set(eligible[k], l1[j])
+	}
+	z.computed += len(ks)
+	return nil
+}
+
+func cmpFloat(a, b float64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}

@@ -1,0 +1,155 @@
+package pgm
+
+import (
+	"context"
+	"math"
+	"math/rand/v2"
+	"testing"
+)
+
+// TestDriftBound checks Drift.Bound against the exact L1 change of every
+// marginal of up to three attributes, between random models on random
+// junction trees where the later tree's cliques cover the earlier's (the
+// later model measures the earlier sets and more), with unrelated
+// potentials, nearby potentials and equal ones.
+func TestDriftBound(t *testing.T) {
+	rng := rand.New(rand.NewPCG(61, 62))
+	ctx := context.Background()
+	checked, uncovered := 0, 0
+	for trial := range 80 {
+		d := 3 + rng.IntN(6)
+		dom := randomDomain(t, rng, d, 4)
+		sets := randomSets(rng, d, 1+rng.IntN(4), 3)
+		for a := range d - 1 {
+			if rng.IntN(2) == 0 {
+				sets = append(sets, []int{a, a + 1})
+			}
+		}
+		oldJT, err := newJunctionTree(dom, sets, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		more := append(append([][]int(nil), sets...), randomSets(rng, d, 1+rng.IntN(2), 3)...)
+		if trial%4 == 3 {
+			// A later tree unrelated to the earlier one.
+			more = randomSets(rng, d, 2+rng.IntN(3), 3)
+		}
+		newJT, err := newJunctionTree(dom, more, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		randTheta := func(jt *junctionTree, scale float64) []float64 {
+			th := make([]float64, jt.total)
+			for i := range th {
+				th[i] = rng.NormFloat64() * scale
+			}
+			return th
+		}
+		old := newModel(oldJT, randTheta(oldJT, 1.5), 1000)
+		mode := trial % 3
+		var m *Model
+		switch mode {
+		case 0: // unrelated
+			m = newModel(newJT, randTheta(newJT, 1.5), 900+200*rng.Float64())
+		case 1, 2: // old's potentials carried over (+ a small change in mode 1)
+			th := make([]float64, newJT.total)
+			if err := warmStart(th, newJT, old); err != nil {
+				t.Fatal(err)
+			}
+			if mode == 1 {
+				for i := range th {
+					th[i] += 0.05 * rng.NormFloat64()
+				}
+			}
+			m = newModel(newJT, th, 1000)
+		}
+		covered := true
+		for _, c := range oldJT.cliques {
+			covered = covered && newJT.containing(c) >= 0
+		}
+		dr, ok, err := NewDrift(ctx, old, m)
+		if err != nil || (covered && !ok) {
+			t.Fatalf("trial %d: NewDrift ok=%v err=%v, covered %v (old cliques %v, new %v)", trial, ok, err, covered, oldJT.cliques, newJT.cliques)
+		}
+		if !ok {
+			continue
+		}
+		checked++
+		if !covered {
+			uncovered++
+		}
+		for _, s := range allSubsets(d, 3) {
+			a, b := m.Marginal(s), old.Marginal(s)
+			var l1 float64
+			for i := range a {
+				l1 += math.Abs(a[i] - b[i])
+			}
+			bound := dr.Bound(s)
+			if l1 > bound {
+				t.Fatalf("trial %d (mode %d): ‖Δ marginal %v‖₁ = %v > bound %v (cliques %v)", trial, mode, s, l1, bound, newJT.cliques)
+			}
+			if mode == 2 && covered && bound > 1e-5 {
+				t.Fatalf("trial %d: equal models, bound %v on %v", trial, bound, s)
+			}
+		}
+	}
+	if checked < 60 || uncovered < 5 {
+		t.Fatalf("%d of 80 trials bounded, %d of them on a common tree of both models' cliques", checked, uncovered)
+	}
+}
+
+// TestDriftCommonTree checks the bound on a pair whose trees do not nest
+// (old's 3-way clique is split in the later tree): it is bounded on a tree
+// of both models' cliques, and exceeds the exact change of every marginal.
+func TestDriftCommonTree(t *testing.T) {
+	dom, err := NewDomain([]string{"a", "b", "c"}, []int{2, 3, 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	oldJT, _ := newJunctionTree(dom, [][]int{{0, 1, 2}}, nil)
+	newJT, _ := newJunctionTree(dom, [][]int{{0, 1}, {1, 2}}, nil)
+	rng := rand.New(rand.NewPCG(63, 64))
+	th := func(n int) []float64 {
+		x := make([]float64, n)
+		for i := range x {
+			x[i] = rng.NormFloat64()
+		}
+		return x
+	}
+	old := newModel(oldJT, th(oldJT.total), 10)
+	m := newModel(newJT, th(newJT.total), 10)
+	d, ok, err := NewDrift(context.Background(), old, m)
+	if !ok || err != nil {
+		t.Fatalf("NewDrift ok=%v err=%v, want a common tree", ok, err)
+	}
+	for _, s := range allSubsets(3, 3) {
+		a, b := m.Marginal(s), old.Marginal(s)
+		var l1 float64
+		for i := range a {
+			l1 += math.Abs(a[i] - b[i])
+		}
+		if l1 > d.Bound(s) {
+			t.Fatalf("‖Δ marginal %v‖₁ = %v > bound %v", s, l1, d.Bound(s))
+		}
+	}
+}
+
+// allSubsets returns every non-empty ascending subset of 0..d-1 with at most
+// k attributes.
+func allSubsets(d, k int) [][]int {
+	var out [][]int
+	var rec func(start int, cur []int)
+	rec = func(start int, cur []int) {
+		if len(cur) > 0 {
+			out = append(out, append([]int(nil), cur...))
+		}
+		if len(cur) == k {
+			return
+		}
+		for a := start; a < d; a++ {
+			rec(a+1, append(cur, a))
+		}
+	}
+	rec(0, nil)
+	return out
+}
