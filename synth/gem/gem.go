@@ -8,7 +8,7 @@
 //
 // After each round's measurement, GEM-UPDATE takes at most MAX_ITERS Adam
 // steps. With LOSS = 2 (Table 6's loss for the marginal trick), each step
-// is on the mean squared error over every measured cell, and the round
+// is on the squared error summed over every measured cell, and the round
 // stops when that loss has not improved by 1e-4 (relative) for 10 steps:
 // the least-squares fit to Gaussian measurements, which averages the noise
 // over overlapping marginals. Large marginals are fitted in Gram form
@@ -513,17 +513,17 @@ const (
 	plateauTolerance = 1e-4
 )
 
-// squared returns the mean squared error of the mixture p's answers on
-// every cell of the measured marginals against the sparse targets
+// squared returns the squared error of the mixture p's answers summed
+// over every cell of the measured marginals against the sparse targets
 // tr.sparse and leaves its gradient with respect to p in tr.dp (the Gram
-// form of prodq.SquaredLoss: its cost does not grow with the cells).
+// form of prodq.SquaredLoss: its cost does not grow with the cells). The
+// sum, not the mean over cells (RAP's loss): Adam is invariant to the
+// loss's scale only while the gradients are well above its ε = 1e-8, and
+// the mean over the up to 10^6 cells of each full-adult marginal put them
+// near 1e-11, where the generator did not move at all.
 func (tr *trainer) squared(l *prodq.Layout, p []float64, attrs [][]int) float64 {
-	cells := 0
-	for _, a := range attrs {
-		cells += l.Cells(a)
-	}
 	clear(tr.dp)
-	return l.SquaredLoss(tr.dp, &tr.gs, p, tr.net.B, attrs, tr.sparse[:len(attrs)], 1/float64(cells))
+	return l.SquaredLoss(tr.dp, &tr.gs, p, tr.net.B, attrs, tr.sparse[:len(attrs)], 1)
 }
 
 func grow(b []float64, n int) []float64 {
@@ -532,3 +532,4 @@ func grow(b []float64, n int) []float64 {
 	}
 	return b[:n]
 }
+
