@@ -14,8 +14,8 @@
 // (prodq.SquaredLoss: Σ_y q_y² from B × B Gram matrices, the cross term on
 // the non-zero targets only) with their noisy counts not above THRESHOLD·σ
 // set to 0 (hard thresholding, post-processing), so a step's cost does not
-// grow with the measured cells. LOSS = 1, the default, is Alg. 3: each
-// step on the ℓ1 error of the measured cells whose error is at least γ_t —
+// grow with the measured cells. LOSS = 2 is the default. LOSS = 1 is
+// Alg. 3: each step on the ℓ1 error of the measured cells whose error is at least γ_t —
 // at most TOP_K of them, the largest — stopping when none is left, with γ_t
 // half an exponential moving average (β = 0.5) of the largest
 // measured-cell error at the round's start; it chases the largest noisy
@@ -47,11 +47,10 @@
 //	                paper's 1000 costs 4× the time for little gain here).
 //	LR              float, default 1e-3: Adam's learning rate.
 //	MAX_ITERS       int, default 100: T_max, GEM-UPDATE steps per round.
-//	LOSS            int, default 1: 1 Alg. 3's thresholded ℓ1, 2 squared
-//	                error on every measured cell (Table 6): better on the
-//	                reduced adult at every ε, but on full adult the 2σ
-//	                threshold removes most of the mass of a third of the
-//	                marginals and the fit is biased (docs/gem.md).
+//	LOSS            int, default 2: 2 squared error summed over every
+//	                measured cell (Table 6), 1 Alg. 3's thresholded ℓ1,
+//	                which loses to RAPsoftmax on the reduced adult and to
+//	                LOSS = 2 on the full adult (docs/gem.md).
 //	THRESHOLD       float, default 2 (LOSS = 2 only): c; before fitting,
 //	                the target cells whose noisy count is not above c·σ
 //	                are set to 0 (hard thresholding, post-processing).
@@ -86,7 +85,7 @@ const (
 	DefaultBatch         = 250
 	DefaultLR            = 1e-3
 	DefaultMaxIters      = 100
-	DefaultLoss          = 1
+	DefaultLoss          = 2
 	DefaultTopK          = 100
 	DefaultThreshold     = 2
 	DefaultEMABeta       = 0.5
@@ -102,7 +101,7 @@ var schema = synth.Schema{
 	{Name: "BATCH", Kind: synth.Int, Default: "250", Min: 1, Max: 1e5, Doc: "B, the fixed latent rows: the mixture's components"},
 	{Name: "LR", Kind: synth.Float, Default: "0.001", Min: 1e-7, Max: 1, Doc: "Adam learning rate, cosine-annealed within a round"},
 	{Name: "MAX_ITERS", Kind: synth.Int, Default: "100", Min: 1, Max: 1e5, Doc: "T_max, update steps per round"},
-	{Name: "LOSS", Kind: synth.Int, Default: "1", Min: 1, Max: 2, Doc: "1: Alg. 3's ℓ1 on the cells above γ_t; 2: squared error on every measured cell (Table 6; large marginals in Gram form with thresholded targets: best on small domains, biased on wide ones, docs/gem.md)"},
+	{Name: "LOSS", Kind: synth.Int, Default: "2", Min: 1, Max: 2, Doc: "2: squared error summed over every measured cell (Table 6; large marginals in Gram form with thresholded targets); 1: Alg. 3's ℓ1 on the cells above γ_t"},
 	{Name: "THRESHOLD", Kind: synth.Float, Default: "2", Min: 0, Max: 100, Doc: "LOSS = 2: target cells whose noisy count is below THRESHOLD·σ are fitted as 0 (post-processing; 0 keeps every cell)"},
 	{Name: "TOP_K", Kind: synth.Int, Default: "100", Min: 1, Max: 1e7, Doc: "largest-error measured cells per update step"},
 	{Name: "EMA_BETA", Kind: synth.Float, Default: "0.5", Min: 0, Max: 0.999, Doc: "β of the weight EMA over the last T/2 rounds"},
