@@ -7,16 +7,15 @@
 // (synth/internal/nn, synth/internal/prodq).
 //
 // After each round's measurement, GEM-UPDATE takes at most MAX_ITERS Adam
-// steps. With LOSS = 2 (Table 6's loss for the marginal trick), each step
-// is on the mean squared error over every measured cell, and the round
-// stops when that loss has not improved by 1e-4 (relative) for 10 steps:
-// the least-squares fit to Gaussian measurements, which averages the noise
+// steps. With LOSS = 2 (Table 6's loss for the marginal trick), each of
+// the MAX_ITERS steps is on the squared error summed over every measured
+// cell: the least-squares fit to Gaussian measurements, which averages the noise
 // over overlapping marginals. Large marginals are fitted in Gram form
 // (prodq.SquaredLoss: Σ_y q_y² from B × B Gram matrices, the cross term on
 // the non-zero targets only) with their noisy counts not above THRESHOLD·σ
 // set to 0 (hard thresholding, post-processing), so a step's cost does not
-// grow with the measured cells. LOSS = 1, the default, is Alg. 3: each
-// step on the ℓ1 error of the measured cells whose error is at least γ_t —
+// grow with the measured cells. LOSS = 2 is the default. LOSS = 1 is
+// Alg. 3: each step on the ℓ1 error of the measured cells whose error is at least γ_t —
 // at most TOP_K of them, the largest — stopping when none is left, with γ_t
 // half an exponential moving average (β = 0.5) of the largest
 // measured-cell error at the round's start; it chases the largest noisy
@@ -48,11 +47,10 @@
 //	                paper's 1000 costs 4× the time for little gain here).
 //	LR              float, default 1e-3: Adam's learning rate.
 //	MAX_ITERS       int, default 100: T_max, GEM-UPDATE steps per round.
-//	LOSS            int, default 1: 1 Alg. 3's thresholded ℓ1, 2 squared
-//	                error on every measured cell (Table 6): better on the
-//	                reduced adult at every ε, but on full adult the 2σ
-//	                threshold removes most of the mass of a third of the
-//	                marginals and the fit is biased (docs/gem.md).
+//	LOSS            int, default 2: 2 squared error summed over every
+//	                measured cell (Table 6), 1 Alg. 3's thresholded ℓ1,
+//	                which loses to RAPsoftmax on the reduced adult and to
+//	                LOSS = 2 on the full adult (docs/gem.md).
 //	THRESHOLD       float, default 2 (LOSS = 2 only): c; before fitting,
 //	                the target cells whose noisy count is not above c·σ
 //	                are set to 0 (hard thresholding, post-processing).
@@ -87,7 +85,7 @@ const (
 	DefaultBatch         = 250
 	DefaultLR            = 1e-3
 	DefaultMaxIters      = 100
-	DefaultLoss          = 1
+	DefaultLoss          = 2
 	DefaultTopK          = 100
 	DefaultThreshold     = 2
 	DefaultEMABeta       = 0.5
@@ -103,7 +101,7 @@ var schema = synth.Schema{
 	{Name: "BATCH", Kind: synth.Int, Default: "250", Min: 1, Max: 1e5, Doc: "B, the fixed latent rows: the mixture's components"},
 	{Name: "LR", Kind: synth.Float, Default: "0.001", Min: 1e-7, Max: 1, Doc: "Adam learning rate, cosine-annealed within a round"},
 	{Name: "MAX_ITERS", Kind: synth.Int, Default: "100", Min: 1, Max: 1e5, Doc: "T_max, update steps per round"},
-	{Name: "LOSS", Kind: synth.Int, Default: "1", Min: 1, Max: 2, Doc: "1: Alg. 3's ℓ1 on the cells above γ_t; 2: squared error on every measured cell (Table 6; large marginals in Gram form with thresholded targets: best on small domains, biased on wide ones, docs/gem.md)"},
+	{Name: "LOSS", Kind: synth.Int, Default: "2", Min: 1, Max: 2, Doc: "2: squared error summed over every measured cell (Table 6; large marginals in Gram form with thresholded targets); 1: Alg. 3's ℓ1 on the cells above γ_t"},
 	{Name: "THRESHOLD", Kind: synth.Float, Default: "2", Min: 0, Max: 100, Doc: "LOSS = 2: target cells whose noisy count is below THRESHOLD·σ are fitted as 0 (post-processing; 0 keeps every cell)"},
 	{Name: "TOP_K", Kind: synth.Int, Default: "100", Min: 1, Max: 1e7, Doc: "largest-error measured cells per update step"},
 	{Name: "EMA_BETA", Kind: synth.Float, Default: "0.5", Min: 0, Max: 0.999, Doc: "β of the weight EMA over the last T/2 rounds"},
@@ -426,20 +424,18 @@ func (tr *trainer) steps(ctx context.Context, l *prodq.Layout, attrs [][]int, ta
 		tr.ans = append(tr.ans, nil)
 		tr.grad = append(tr.grad, nil)
 	}
-	best, since := math.Inf(1), 0
 	for i := range iters {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
 		p := net.Forward()
 		if tr.l2 {
-			loss := tr.squared(l, p, attrs)
-			if loss < 1e-12 {
-				return nil
-			}
-			if loss < best*(1-plateauTolerance) {
-				best, since = loss, 0
-			} else if since++; since >= plateauSteps {
+			// Every round takes all iters steps (Alg. 3's T_max), with no
+			// plateau rule: a fresh Adam's first steps often raise the loss,
+			// and the newly measured marginal is a small part of the sum,
+			// so RAP's rule (no 1e-4 gain in 10 steps) ended rounds after
+			// 11 steps with that marginal still unfitted (docs/gem.md).
+			if tr.squared(l, p, attrs) < 1e-12 {
 				return nil
 			}
 			net.Backward(tr.dp)
@@ -506,24 +502,17 @@ func (tr *trainer) steps(ctx context.Context, l *prodq.Layout, attrs [][]int, ta
 	return nil
 }
 
-// The squared-loss round stops when the loss has not improved by
-// plateauTolerance (relative) for plateauSteps steps (RAP's rule).
-const (
-	plateauSteps     = 10
-	plateauTolerance = 1e-4
-)
-
-// squared returns the mean squared error of the mixture p's answers on
-// every cell of the measured marginals against the sparse targets
+// squared returns the squared error of the mixture p's answers summed
+// over every cell of the measured marginals against the sparse targets
 // tr.sparse and leaves its gradient with respect to p in tr.dp (the Gram
-// form of prodq.SquaredLoss: its cost does not grow with the cells).
+// form of prodq.SquaredLoss: its cost does not grow with the cells). The
+// sum, not the mean over cells (RAP's loss): Adam is invariant to the
+// loss's scale only while the gradients are well above its ε = 1e-8, and
+// the mean over the up to 10^6 cells of each full-adult marginal put them
+// near 1e-11, where the generator did not move at all.
 func (tr *trainer) squared(l *prodq.Layout, p []float64, attrs [][]int) float64 {
-	cells := 0
-	for _, a := range attrs {
-		cells += l.Cells(a)
-	}
 	clear(tr.dp)
-	return l.SquaredLoss(tr.dp, &tr.gs, p, tr.net.B, attrs, tr.sparse[:len(attrs)], 1/float64(cells))
+	return l.SquaredLoss(tr.dp, &tr.gs, p, tr.net.B, attrs, tr.sparse[:len(attrs)], 1)
 }
 
 func grow(b []float64, n int) []float64 {
