@@ -1,6 +1,7 @@
 package aim
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math"
@@ -186,7 +187,7 @@ func (z *lazyState) choose(ctx context.Context, r *run, sc *scorer, scores []flo
 			best = max(best, upper[k])
 		}
 	}
-	slices.SortFunc(order, func(a, b int) int { return -cmpFloat(upper[a], upper[b]) })
+	slices.SortFunc(order, func(a, b int) int { return cmp.Compare(upper[b], upper[a]) })
 	batch := model.NewBatch() // the round's batches share reduced cliques
 	c := eps / (2 * delta)
 	exactScore := func(k int) float64 {
@@ -258,14 +259,4 @@ func (z *lazyState) compute(ctx context.Context, r *run, batch *pgm.Batch, total
 	}
 	z.computed += len(ks)
 	return nil
-}
-
-func cmpFloat(a, b float64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }

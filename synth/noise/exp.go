@@ -36,10 +36,8 @@ func (s *Source) Exponential(scores []float64, epsilon, sensitivity float64) int
 
 	// Accept a uniform proposal i with probability exp(−x_i), where
 	// x_i = c·(best − q_i) ≥ 0 and c = ε/(2Δ), all exact rationals.
-	var c, qmax, x big.Rat
-	c.SetFloat64(epsilon)
-	c.Quo(&c, new(big.Rat).SetFloat64(sensitivity))
-	c.Quo(&c, big.NewRat(2, 1))
+	c := expRate(epsilon, sensitivity)
+	var qmax, x big.Rat
 	qmax.SetFloat64(best)
 	var sc bigScratch
 	n := uint64(len(scores))
@@ -49,10 +47,7 @@ func (s *Source) Exponential(scores []float64, epsilon, sensitivity float64) int
 		if math.IsInf(q, -1) {
 			continue
 		}
-		x.SetFloat64(q)
-		x.Sub(&qmax, &x)
-		x.Mul(&x, &c)
-		if s.bernoulliExpBig(x.Num(), x.Denom(), &sc) {
+		if s.acceptExp(c, &qmax, q, &x, &sc) {
 			return int(i)
 		}
 	}
@@ -114,10 +109,8 @@ func (s *Source) ExponentialLazy(upper []float64, score func(i int) (float64, er
 	if math.IsInf(u, -1) {
 		panic("noise: no candidate has a finite score")
 	}
-	var c, umax, x big.Rat
-	c.SetFloat64(epsilon)
-	c.Quo(&c, new(big.Rat).SetFloat64(sensitivity))
-	c.Quo(&c, big.NewRat(2, 1))
+	c := expRate(epsilon, sensitivity)
+	var umax, x big.Rat
 	umax.SetFloat64(u)
 	var sc bigScratch
 	n := uint64(len(upper))
@@ -127,10 +120,7 @@ func (s *Source) ExponentialLazy(upper []float64, score func(i int) (float64, er
 		if math.IsInf(b, -1) {
 			continue
 		}
-		x.SetFloat64(b)
-		x.Sub(&umax, &x)
-		x.Mul(&x, &c)
-		if !s.bernoulliExpBig(x.Num(), x.Denom(), &sc) {
+		if !s.acceptExp(c, &umax, b, &x, &sc) {
 			continue
 		}
 		if known[i] {
@@ -148,10 +138,7 @@ func (s *Source) ExponentialLazy(upper []float64, score func(i int) (float64, er
 		if math.IsInf(q, -1) {
 			continue
 		}
-		x.SetFloat64(b)
-		x.Sub(&x, new(big.Rat).SetFloat64(q))
-		x.Mul(&x, &c)
-		accept := s.bernoulliExpBig(x.Num(), x.Denom(), &sc)
+		accept := s.acceptExp(c, new(big.Rat).SetFloat64(b), q, &x, &sc)
 		if b == u {
 			// The envelope's maximum may have dropped.
 			u = envelope()
@@ -164,4 +151,20 @@ func (s *Source) ExponentialLazy(upper []float64, score func(i int) (float64, er
 			return int(i), nil
 		}
 	}
+}
+
+// expRate is the exponential mechanism's c = ε/(2Δ), exactly.
+func expRate(epsilon, sensitivity float64) *big.Rat {
+	c := new(big.Rat).SetFloat64(epsilon)
+	c.Quo(c, new(big.Rat).SetFloat64(sensitivity))
+	return c.Quo(c, big.NewRat(2, 1))
+}
+
+// acceptExp draws, exactly, a coin that is true with probability
+// exp(−c·(top − v)) (top ≥ v); x is scratch.
+func (s *Source) acceptExp(c, top *big.Rat, v float64, x *big.Rat, sc *bigScratch) bool {
+	x.SetFloat64(v)
+	x.Sub(top, x)
+	x.Mul(x, c)
+	return s.bernoulliExpBig(x.Num(), x.Denom(), sc)
 }

@@ -31,20 +31,7 @@ func (m *Model) MarginalCost(attrs []int) float64 {
 	keep := newBitset(n)
 	var walk func(v int)
 	walk = func(v int) {
-		clear(keep)
-		keep.or(need)
-		if v != top {
-			for _, a := range jt.sep[v] {
-				keep.set(a)
-			}
-		}
-		for _, c := range jt.children[v] {
-			if kept[c] {
-				for _, a := range jt.sep[c] {
-					keep.set(a)
-				}
-			}
-		}
+		jt.keepAt(keep, need, kept, top, v)
 		s := newBitset(n)
 		for _, a := range jt.cliques[v] {
 			if keep.has(a) {

@@ -89,6 +89,26 @@ func reduceKey(v int, top bool, keep bitset) string {
 	return string(b)
 }
 
+// keepAt sets keep to what clique v of the subtree (kept, top) keeps for a
+// query over need: need and what v shares with its neighbours in the
+// subtree.
+func (jt *junctionTree) keepAt(keep, need bitset, kept []bool, top, v int) {
+	clear(keep)
+	keep.or(need)
+	if v != top {
+		for _, a := range jt.sep[v] {
+			keep.set(a)
+		}
+	}
+	for _, c := range jt.children[v] {
+		if kept[c] {
+			for _, a := range jt.sep[c] {
+				keep.set(a)
+			}
+		}
+	}
+}
+
 // subtree marks the cliques of the smallest subtree that holds the needed
 // attributes and returns its top clique, or -1 if nothing is needed.
 func (jt *junctionTree) subtree(need bitset) (kept []bool, top int) {
@@ -159,22 +179,7 @@ func (m *Model) eliminate(attrs []int, weight map[int][]float64, cache *reduceCa
 		keep := newBitset(n)
 		var walk func(v int)
 		walk = func(v int) {
-			// Keep of v: what the query needs and what v shares with
-			// its neighbours in the subtree.
-			clear(keep)
-			keep.or(need)
-			if v != top {
-				for _, a := range jt.sep[v] {
-					keep.set(a)
-				}
-			}
-			for _, c := range jt.children[v] {
-				if kept[c] {
-					for _, a := range jt.sep[c] {
-						keep.set(a)
-					}
-				}
-			}
+			jt.keepAt(keep, need, kept, top, v)
 			fs = append(fs, m.reduceClique(v, v == top, keep, cache))
 			for _, c := range jt.children[v] {
 				if !kept[c] {
