@@ -29,23 +29,7 @@ func TestExponentialChiSquare(t *testing.T) {
 		for range n {
 			counts[int64(s.Exponential(tc.scores, tc.eps, tc.sens))]++
 		}
-		best := math.Inf(-1)
-		for _, q := range tc.scores {
-			best = max(best, q)
-		}
-		want := make(map[int64]float64)
-		var z float64
-		for i, q := range tc.scores {
-			w := math.Exp(tc.eps * (q - best) / (2 * tc.sens))
-			want[int64(i)] = w
-			z += w
-		}
-		for i := range want {
-			want[i] /= z
-			if want[i] == 0 && counts[i] > 0 {
-				t.Errorf("%s: candidate %d has probability 0 but was chosen %d times", tc.name, i, counts[i])
-			}
-		}
+		want := expProbabilities(t, tc.name, tc.scores, tc.eps, tc.sens, counts)
 		chiSquare(t, "Exponential/"+tc.name, counts, want, n)
 	}
 }
@@ -131,23 +115,7 @@ func TestExponentialLazyChiSquare(t *testing.T) {
 			}
 			counts[int64(i)]++
 		}
-		best := math.Inf(-1)
-		for _, q := range tc.scores {
-			best = max(best, q)
-		}
-		want := make(map[int64]float64)
-		var z float64
-		for i, q := range tc.scores {
-			w := math.Exp(tc.eps * (q - best) / (2 * tc.sens))
-			want[int64(i)] = w
-			z += w
-		}
-		for i := range want {
-			want[i] /= z
-			if want[i] == 0 && counts[i] > 0 {
-				t.Errorf("%s: candidate %d has probability 0 but was chosen %d times", tc.name, i, counts[i])
-			}
-		}
+		want := expProbabilities(t, tc.name, tc.scores, tc.eps, tc.sens, counts)
 		chiSquare(t, "ExponentialLazy/"+tc.name, counts, want, n)
 		if tc.name == "exact" && calls > n {
 			t.Errorf("exact bounds: %d score calls for %d samples", calls, n)
@@ -192,4 +160,28 @@ func TestExponentialLazyBoundViolated(t *testing.T) {
 	if err == nil {
 		t.Fatal("no error for a score above its bound")
 	}
+}
+
+// expProbabilities is the exponential mechanism's distribution over scores,
+// and reports a candidate of probability 0 that counts says was chosen.
+func expProbabilities(t *testing.T, name string, scores []float64, eps, sens float64, counts map[int64]int) map[int64]float64 {
+	t.Helper()
+	best := math.Inf(-1)
+	for _, q := range scores {
+		best = max(best, q)
+	}
+	want := make(map[int64]float64)
+	var z float64
+	for i, q := range scores {
+		w := math.Exp(eps * (q - best) / (2 * sens))
+		want[int64(i)] = w
+		z += w
+	}
+	for i := range want {
+		want[i] /= z
+		if want[i] == 0 && counts[i] > 0 {
+			t.Errorf("%s: candidate %d has probability 0 but was chosen %d times", name, i, counts[i])
+		}
+	}
+	return want
 }
