@@ -1,15 +1,12 @@
 package aim
 
 import (
-	"context"
 	"math"
 	"math/rand/v2"
 	"slices"
 	"testing"
 
-	"github.com/dpsql/dpsql/synth"
 	"github.com/dpsql/dpsql/synth/internal/synthtest"
-	"github.com/dpsql/dpsql/synth/noise"
 	"github.com/dpsql/dpsql/synth/pgm"
 )
 
@@ -119,18 +116,8 @@ func TestCoarsening(t *testing.T) {
 // binned attribute, after the fine ones, with the fine set's attributes,
 // weight and parents, and the binned true marginal as its answer.
 func TestTwins(t *testing.T) {
-	ctx := context.Background()
 	data := synthtest.Chain(2, 500, []int{4, 3, 5, 2, 6})
-	in := &synth.Input{Data: data, Workload: synthtest.AllK(5, 2), Rho: 1, Noise: noise.Derive(testSecret, 1, "aim")}
-	w, err := in.Check(true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cands := closure(w)
-	answers, err := candidateAnswers(ctx, in, w, cands)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, _, cands, answers := testCandidates(t, data, synthtest.AllK(5, 2))
 	n := len(cands)
 	dom := data.Domain()
 	maps := coarseMaps(dom, 3)

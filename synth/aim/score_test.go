@@ -15,6 +15,24 @@ import (
 	"github.com/dpsql/dpsql/synth/pgm"
 )
 
+// testCandidates checks an input over data and workload (ρ = 1, test
+// noise) and returns it with its workload, AIM's fine candidates and their
+// true answers.
+func testCandidates(t *testing.T, data *pgm.Dataset, workload []synth.Marginal) (*synth.Input, []synth.Marginal, []candidate, []answer) {
+	t.Helper()
+	in := &synth.Input{Data: data, Workload: workload, Rho: 1, Noise: noise.Derive(testSecret, 1, "aim")}
+	w, err := in.Check(true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cands := closure(w)
+	answers, err := candidateAnswers(context.Background(), in, w, cands)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return in, w, cands, answers
+}
+
 // scoreRun returns a run over a 7-attribute chain with the all-3-way
 // workload and coarse twins of 3 bins, and models fitted to random sets of
 // measured marginals, some coarse (so that the candidates span cliques in
@@ -23,17 +41,7 @@ func scoreRun(t *testing.T) (*run, []*pgm.Model) {
 	t.Helper()
 	ctx := context.Background()
 	data := synthtest.Chain(3, 2000, []int{4, 3, 5, 2, 6, 3, 4})
-	work := synthtest.AllK(7, 3)
-	in := &synth.Input{Data: data, Workload: work, Rho: 1, Noise: noise.Derive(testSecret, 1, "aim")}
-	w, err := in.Check(true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cands := closure(w)
-	answers, err := candidateAnswers(ctx, in, w, cands)
-	if err != nil {
-		t.Fatal(err)
-	}
+	in, w, cands, answers := testCandidates(t, data, synthtest.AllK(7, 3))
 	nFine := len(cands)
 	cands, answers = addTwins(data.Domain(), cands, answers, 3)
 	r := &run{in: in, dom: data.Domain(), w: w, cands: cands, nFine: nFine, answers: answers, sets: make([][]int, len(cands)), sizer: modelSizer(data.Domain())}
