@@ -39,10 +39,7 @@ func TestEstimateExactRecovers(t *testing.T) {
 	for trial := range 12 {
 		d := 2 + rng.IntN(4)
 		dom := randomDomain(t, rng, d, 4)
-		sizes := make([]int, d)
-		for i := range sizes {
-			sizes[i] = dom.Size(i)
-		}
+		sizes := slices.Clone(dom.sizes)
 		ds := randomDataset(t, uint64(trial), sizes, 500)
 		sets := dedupe(randomSets(rng, d, 1+rng.IntN(4), 3))
 		meas := measure(ds, sets, 0, rng)
@@ -217,10 +214,7 @@ func TestEstimateNoisyMatchesConvexSolution(t *testing.T) {
 func TestEstimateLossMonotone(t *testing.T) {
 	rng := rand.New(rand.NewPCG(25, 26))
 	dom := randomDomain(t, rng, 5, 4)
-	sizes := make([]int, 5)
-	for i := range sizes {
-		sizes[i] = dom.Size(i)
-	}
+	sizes := slices.Clone(dom.sizes)
 	ds := randomDataset(t, 27, sizes, 1000)
 	meas := measure(ds, dedupe(randomSets(rng, 5, 5, 3)), 10, rng)
 	for _, rule := range []StepRule{ResetStep, GrowStep, KeepStep} {
@@ -245,10 +239,7 @@ func TestEstimateLossMonotone(t *testing.T) {
 func TestEstimateTol(t *testing.T) {
 	rng := rand.New(rand.NewPCG(61, 62))
 	dom := randomDomain(t, rng, 5, 4)
-	sizes := make([]int, 5)
-	for i := range sizes {
-		sizes[i] = dom.Size(i)
-	}
+	sizes := slices.Clone(dom.sizes)
 	ds := randomDataset(t, 63, sizes, 2000)
 	meas := measure(ds, dedupe(randomSets(rng, 5, 6, 3)), 1, rng)
 	lossAt := func(iters int) float64 {
@@ -298,10 +289,7 @@ func TestEstimateTol(t *testing.T) {
 func TestEstimateModelMarginals(t *testing.T) {
 	rng := rand.New(rand.NewPCG(71, 72))
 	dom := randomDomain(t, rng, 6, 4)
-	sizes := make([]int, 6)
-	for i := range sizes {
-		sizes[i] = dom.Size(i)
-	}
+	sizes := slices.Clone(dom.sizes)
 	ds := randomDataset(t, 73, sizes, 1500)
 	meas := measure(ds, dedupe(randomSets(rng, 6, 7, 3)), 10, rng)
 	defer func(n int) { chunkCells = n }(chunkCells)
@@ -332,10 +320,7 @@ func TestEstimateModelMarginals(t *testing.T) {
 func TestEstimateOptions(t *testing.T) {
 	rng := rand.New(rand.NewPCG(28, 29))
 	dom := randomDomain(t, rng, 4, 3)
-	sizes := make([]int, 4)
-	for i := range sizes {
-		sizes[i] = dom.Size(i)
-	}
+	sizes := slices.Clone(dom.sizes)
 	ds := randomDataset(t, 30, sizes, 300)
 	ctx := context.Background()
 	small := measure(ds, [][]int{{0}, {1, 2}}, 5, rng)
@@ -441,10 +426,7 @@ func TestEstimateTiledMaps(t *testing.T) {
 	rng := rand.New(rand.NewPCG(41, 42))
 	for trial := range 6 {
 		dom := randomDomain(t, rng, 6, 5)
-		sizes := make([]int, 6)
-		for i := range sizes {
-			sizes[i] = dom.Size(i)
-		}
+		sizes := slices.Clone(dom.sizes)
 		ds := randomDataset(t, uint64(50+trial), sizes, 1000)
 		meas := measure(ds, dedupe(randomSets(rng, 6, 8, 3)), 10, rng)
 		fit := func(tile int) (*Model, EstimateStats) {
@@ -478,10 +460,7 @@ func TestEstimateTiledMaps(t *testing.T) {
 func TestEstimateParallelMatchesSerial(t *testing.T) {
 	rng := rand.New(rand.NewPCG(31, 32))
 	dom := randomDomain(t, rng, 6, 4)
-	sizes := make([]int, 6)
-	for i := range sizes {
-		sizes[i] = dom.Size(i)
-	}
+	sizes := slices.Clone(dom.sizes)
 	ds := randomDataset(t, 33, sizes, 2000)
 	meas := measure(ds, dedupe(randomSets(rng, 6, 8, 3)), 10, rng)
 	fit := func(procs int) *Model {
@@ -656,10 +635,7 @@ func TestKeepStepMatchesGrowStep(t *testing.T) {
 	for trial := range 6 {
 		d := 4 + rng.IntN(3)
 		dom := randomDomain(t, rng, d, 5)
-		sizes := make([]int, d)
-		for i := range sizes {
-			sizes[i] = dom.Size(i)
-		}
+		sizes := slices.Clone(dom.sizes)
 		ds := randomDataset(t, uint64(100+trial), sizes, 2000)
 		sets := dedupe(randomSets(rng, d, 3+rng.IntN(4), 3))
 		meas := measure(ds, sets, 5, rng)
@@ -698,10 +674,7 @@ func TestKeepStepWarmStep(t *testing.T) {
 	for trial := range 6 {
 		d := 4 + rng.IntN(3)
 		dom := randomDomain(t, rng, d, 5)
-		sizes := make([]int, d)
-		for i := range sizes {
-			sizes[i] = dom.Size(i)
-		}
+		sizes := slices.Clone(dom.sizes)
 		ds := randomDataset(t, uint64(200+trial), sizes, 2000)
 		meas := measure(ds, dedupe(randomSets(rng, d, 3+rng.IntN(4), 3)), 5, rng)
 		prev, err := Estimate(ctx, dom, meas[:len(meas)-1], &EstimateOptions{Iters: 100, Step: KeepStep})
@@ -743,10 +716,7 @@ func TestEstimateReleasesWarmStart(t *testing.T) {
 	rng := rand.New(rand.NewPCG(45, 46))
 	ctx := context.Background()
 	dom := randomDomain(t, rng, 5, 5)
-	sizes := make([]int, 5)
-	for i := range sizes {
-		sizes[i] = dom.Size(i)
-	}
+	sizes := slices.Clone(dom.sizes)
 	meas := measure(randomDataset(t, 300, sizes, 2000), dedupe(randomSets(rng, 5, 4, 3)), 5, rng)
 	freed := make(chan struct{})
 	ws, err := Estimate(ctx, dom, meas[:len(meas)-1], &EstimateOptions{Iters: 20})
