@@ -66,6 +66,15 @@ func newCoarsening(dom *pgm.Domain, attrs []int, maps [][]int, bins int) *coarse
 // apply writes Q·x into dst (grown to c.cells) and returns it: x is a fine
 // marginal laid out row-major over the candidate's attributes. It allocates
 // only when dst is too short, so the scoring workers can reuse one buffer.
+// observed returns the marginal x on c's attributes as c's measurement
+// observes it: x itself for a fine candidate, binned into dst for a twin.
+func (c *candidate) observed(dst, x []float64) []float64 {
+	if c.coarse == nil {
+		return x
+	}
+	return c.coarse.apply(dst, x)
+}
+
 // Scoring bins every eligible twin's model marginal each round, so the
 // inner loop runs along the last attribute with one lookup per cell; an
 // odometer over the other attributes keeps the row's coarse offset.

@@ -246,10 +246,8 @@ func (z *lazyState) compute(ctx context.Context, r *run, batch *pgm.Batch, total
 	l1 := make([]float64, len(ks))
 	err := batch.Visit(ctx, sets, func(j int, x []float64) {
 		i := eligible[ks[j]]
-		if c := r.cands[i].coarse; c != nil {
-			x = c.apply(nil, x) // a twin's distance is over its bins (binning keeps the total)
-		}
-		l1[j] = r.answers[i].L1Total(x, total)
+		// A twin's distance is over its bins (binning keeps the total).
+		l1[j] = r.answers[i].L1Total(r.cands[i].observed(nil, x), total)
 	})
 	if err != nil {
 		return err

@@ -39,11 +39,7 @@ func lazySequence(t *testing.T, r *run) []*pgm.Model {
 
 // exactL1 is ‖M_r(D) − M_r(p̂)‖₁ with the model marginal computed alone.
 func exactL1(r *run, i int, m *pgm.Model) float64 {
-	x := m.Marginal(r.cands[i].attrs)
-	if c := r.cands[i].coarse; c != nil {
-		x = c.apply(nil, x) // a coarse twin's distance is over its bins
-	}
-	return marginal.L1(r.answers[i].Expand(nil), x)
+	return marginal.L1(r.answers[i].Expand(nil), r.cands[i].observed(nil, m.Marginal(r.cands[i].attrs)))
 }
 
 // TestLazyBounds checks that the bounds carried across refits (exact

@@ -274,12 +274,7 @@ func (r *run) loop(ctx context.Context, sigma0 []float64) (*synth.Result, error)
 	return res, nil
 }
 
-// coarseMarginal is the model's marginal on c's attributes, binned if c is
-// a coarse twin: what c's measurement observes.
+// coarseMarginal is the model's marginal as c's measurement observes it.
 func (r *run) coarseMarginal(c candidate) []float64 {
-	x := r.model.Marginal(c.attrs)
-	if c.coarse != nil {
-		x = c.coarse.apply(nil, x)
-	}
-	return x
+	return c.observed(nil, r.model.Marginal(c.attrs))
 }

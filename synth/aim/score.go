@@ -109,7 +109,7 @@ func (s *scorer) scores(ctx context.Context, dst []float64, eligible []int, mode
 	score := func(i int, xhat []float64, buf *scoreBuf) {
 		c := &r.cands[i]
 		if c.coarse != nil {
-			buf.coarse = c.coarse.apply(buf.coarse, xhat)
+			buf.coarse = c.observed(buf.coarse, xhat)
 			xhat = buf.coarse
 		}
 		l1 := r.answers[i].L1Total(xhat, total)
