@@ -218,7 +218,7 @@ func (z *lazyState) choose(ctx context.Context, r *run, sc *scorer, scores []flo
 		for _, k := range ks {
 			q := exactScore(k)
 			if q > upper[k] {
-				return -1, scores, fmt.Errorf("score of %v above its bound (%g > %g)", r.sets[eligible[k]], q, upper[k])
+				return -1, scores, fmt.Errorf("the score of %v is above its bound (the values are data and are not shown)", r.sets[eligible[k]])
 			}
 			upper[k] = q
 			best = max(best, q)

@@ -131,7 +131,7 @@ func (s *Source) ExponentialLazy(upper []float64, score func(i int) (float64, er
 			return -1, err
 		}
 		if math.IsNaN(q) || q > b {
-			return -1, fmt.Errorf("noise: score %g of candidate %d exceeds its bound %g", q, i, b)
+			return -1, fmt.Errorf("noise: the score of candidate %d exceeds its bound (the values are data and are not shown)", i)
 		}
 		known[i] = true
 		upper[i] = q
