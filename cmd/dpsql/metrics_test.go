@@ -81,3 +81,38 @@ func TestMetricsEndpoint(t *testing.T) {
 		t.Error("no Go runtime metrics")
 	}
 }
+
+// TestPprofEndpoint: --pprof adds the runtime's profiles to the metrics
+// listener, they are absent without it, and --pprof alone is refused.
+func TestPprofEndpoint(t *testing.T) {
+	get := func(url string) int {
+		t.Helper()
+		resp, err := http.Get(url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		io.Copy(io.Discard, resp.Body)
+		return resp.StatusCode
+	}
+	for _, tc := range []struct {
+		flags []string
+		want  int
+	}{
+		{[]string{"--metrics-addr", "127.0.0.1:0", "--pprof"}, http.StatusOK},
+		{[]string{"--metrics-addr", "127.0.0.1:0"}, http.StatusNotFound},
+	} {
+		s := startServer(t, t.TempDir(), tc.flags...)
+		m := metricsLine.FindStringSubmatch(s.stderr.String())
+		if m == nil {
+			t.Fatalf("no metrics line in the log:\n%s", s.stderr)
+		}
+		if got := get("http://" + m[1] + "/debug/pprof/heap"); got != tc.want {
+			t.Errorf("%v: GET /debug/pprof/heap = %d, want %d", tc.flags, got, tc.want)
+		}
+	}
+	_, stderr, code := runDpsql(t, "serve", "--data-dir", t.TempDir(), "--port", "0", "--pprof")
+	if code == 0 || !strings.Contains(stderr, "--metrics-addr") {
+		t.Errorf("--pprof without --metrics-addr: exit %d, %q", code, stderr)
+	}
+}

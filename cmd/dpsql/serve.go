@@ -28,8 +28,12 @@ func runServe(ctx context.Context, args []string, _, stderr io.Writer) error {
 	logFormat := fs.String("log-format", "text", "log format: text (key=value) or json (one object per line)")
 	logLevel := fs.String("log-level", "info", "least severe log level shown: debug, info, warn or error")
 	metricsAddr := fs.String("metrics-addr", "", "HOST:PORT to serve Prometheus metrics on at /metrics (docs/metrics.md); off if empty")
+	withPprof := fs.Bool("pprof", false, "also serve Go runtime profiles at /debug/pprof/ on --metrics-addr")
 	if err := parseFlags(fs, args, stderr); err != nil {
 		return err
+	}
+	if *withPprof && *metricsAddr == "" {
+		return fmt.Errorf("--pprof serves on the metrics listener: give --metrics-addr HOST:PORT too")
 	}
 	logger, err := newLogger(stderr, *logFormat, *logLevel)
 	if err != nil {
@@ -44,7 +48,7 @@ func runServe(ctx context.Context, args []string, _, stderr io.Writer) error {
 		return err
 	}
 	if *metricsAddr != "" {
-		stop, err := serveMetrics(ctx, *metricsAddr, e, logger)
+		stop, err := serveMetrics(ctx, *metricsAddr, *withPprof, e, logger)
 		if err != nil {
 			e.Close()
 			return err

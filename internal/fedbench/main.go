@@ -20,8 +20,10 @@ import (
 	"database/sql"
 	"flag"
 	"fmt"
+	"io"
 	"math"
 	"net"
+	"net/http"
 	"net/url"
 	"os"
 	"os/exec"
@@ -46,6 +48,7 @@ type config struct {
 	epsilon                      float64
 	keep                         bool
 	synthRows                    int
+	profileDir                   string
 }
 
 func main() {
@@ -59,6 +62,7 @@ func main() {
 	flag.Float64Var(&c.epsilon, "epsilon", 1, "ε of the synthesis")
 	flag.BoolVar(&c.keep, "keep", true, "keep the generated PostgreSQL table")
 	flag.IntVar(&c.synthRows, "synth-rows", 100000, "ROWS of the synthetic table (fixed, so that peak memory measures the source side)")
+	flag.StringVar(&c.profileDir, "heap-profile", "", "directory: save the server's heap profile (pprof) taken at its highest RSS during each synthesis")
 	flag.Parse()
 	if c.dpsql == "" || c.postgres == "" {
 		fmt.Fprintln(os.Stderr, "fedbench: need -dpsql and -postgres (or $DPSQL_TEST_POSTGRES)")
@@ -102,8 +106,8 @@ func run(ctx context.Context, c config) error {
 		if err != nil {
 			return err
 		}
-		fmt.Printf("%-9s rows=%d data=%.1fs synth=%.1fs total=%.1fs peak_rss=%.0fMB err_mean=%.4f err_max=%.4f\n  note: %s\n",
-			way, c.rows, r.data.Seconds(), r.synth.Seconds(), (r.data + r.synth).Seconds(), r.peakMB, mean, maxe, r.note)
+		fmt.Printf("%-9s rows=%d data=%.1fs synth=%.1fs total=%.1fs peak_rss=%.0fMB err_mean=%.4f err_max=%.4f %s\n  note: %s\n",
+			way, c.rows, r.data.Seconds(), r.synth.Seconds(), (r.data + r.synth).Seconds(), r.peakMB, mean, maxe, r.model, r.note)
 	}
 	return nil
 }
@@ -166,36 +170,56 @@ type result struct {
 	data, synth time.Duration
 	peakMB      float64
 	note        string
+	model       string // "rounds=… model_mb=…" from the server's log
 	syn         *pgm.Dataset
+	way         string
 }
 
 // server is a dpsql child process on a fresh data directory.
 type server struct {
-	cmd  *exec.Cmd
-	dir  string
-	addr string
-	pw   string
-	db   *sql.DB
+	cmd       *exec.Cmd
+	dir       string
+	addr      string
+	debugAddr string // metrics and pprof listener, when profiling
+	pw        string
+	db        *sql.DB
 }
 
-func startServer(ctx context.Context, bin string) (*server, error) {
+// freePort returns a TCP port that was free a moment ago.
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+func startServer(ctx context.Context, bin string, profile bool) (*server, error) {
 	dir, err := os.MkdirTemp("", "fedbench-")
 	if err != nil {
 		return nil, err
 	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	port, err := freePort()
 	if err != nil {
 		return nil, err
 	}
-	port := l.Addr().(*net.TCPAddr).Port
-	l.Close()
 	s := &server{dir: dir, addr: fmt.Sprintf("127.0.0.1:%d", port), pw: "bench-pw"}
 	pwFile := filepath.Join(dir, "pw")
 	if err := os.WriteFile(pwFile, []byte(s.pw+"\n"), 0o600); err != nil {
 		return nil, err
 	}
-	s.cmd = exec.CommandContext(ctx, bin, "serve", "--data-dir", filepath.Join(dir, "data"), "--port", strconv.Itoa(port),
-		"--root-password-file", pwFile, "--log-level", "warn")
+	args := []string{"serve", "--data-dir", filepath.Join(dir, "data"), "--port", strconv.Itoa(port),
+		"--root-password-file", pwFile, "--log-level", "info"}
+	if profile {
+		dport, err := freePort()
+		if err != nil {
+			return nil, err
+		}
+		s.debugAddr = fmt.Sprintf("127.0.0.1:%d", dport)
+		args = append(args, "--metrics-addr", s.debugAddr, "--pprof")
+	}
+	s.cmd = exec.CommandContext(ctx, bin, args...)
 	log, err := os.Create(filepath.Join(dir, "server.log"))
 	if err != nil {
 		return nil, err
@@ -242,18 +266,71 @@ func firstLine(q string) string {
 }
 
 // peakMB is the server's peak resident set size.
-func (s *server) peakMB() float64 {
+func (s *server) peakMB() float64 { return s.status("VmHWM:") }
+
+// status reads one memory line of the server's /proc status, in MB.
+func (s *server) status(key string) float64 {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", s.cmd.Process.Pid))
 	if err != nil {
 		return math.NaN()
 	}
 	for _, line := range strings.Split(string(b), "\n") {
-		if f := strings.Fields(line); len(f) >= 2 && f[0] == "VmHWM:" {
+		if f := strings.Fields(line); len(f) >= 2 && f[0] == key {
 			kb, _ := strconv.ParseFloat(f[1], 64)
 			return kb / 1024
 		}
 	}
 	return math.NaN()
+}
+
+// watchHeap saves the server's heap profile to path each time its RSS
+// passes the highest seen by 8 MB or more, until stop is closed, so that
+// the file ends as the profile nearest the peak. It returns when stopped.
+func (s *server) watchHeap(path string, stop <-chan struct{}) {
+	best := 0.0
+	tick := time.NewTicker(500 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-tick.C:
+		}
+		rss := s.status("VmRSS:")
+		if !(rss >= best+8) {
+			continue
+		}
+		best = rss
+		resp, err := http.Get("http://" + s.debugAddr + "/debug/pprof/heap")
+		if err != nil {
+			continue
+		}
+		b, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err == nil && resp.StatusCode == http.StatusOK {
+			_ = os.WriteFile(path, b, 0o644)
+			fmt.Printf("  heap profile at RSS %.0f MB: %s\n", rss, path)
+		}
+	}
+}
+
+// modelLine is the rounds and model size the server logged for the
+// synthesis.
+func (s *server) modelLine() string {
+	b, _ := os.ReadFile(filepath.Join(s.dir, "server.log"))
+	for _, line := range strings.Split(string(b), "\n") {
+		if !strings.Contains(line, "synthetic table created") {
+			continue
+		}
+		var out []string
+		for _, f := range strings.Fields(line) {
+			if strings.HasPrefix(f, "rounds=") || strings.HasPrefix(f, "model_mb=") {
+				out = append(out, f)
+			}
+		}
+		return strings.Join(out, " ")
+	}
+	return ""
 }
 
 func (s *server) stop() {
@@ -271,6 +348,13 @@ func (s *server) synthesize(ctx context.Context, c config, r *result) error {
 	if err := s.exec(ctx, "SET PRIVACY BUDGET FOR census.big WITH EPSILON = 10, DELTA = 1e-9"); err != nil {
 		return err
 	}
+	if c.profileDir != "" {
+		stop := make(chan struct{})
+		done := make(chan struct{})
+		path := filepath.Join(c.profileDir, fmt.Sprintf("%s-%d-heap.pb.gz", r.way, c.rows))
+		go func() { s.watchHeap(path, stop); close(done) }()
+		defer func() { close(stop); <-done }()
+	}
 	start := time.Now()
 	q := fmt.Sprintf("CREATE SYNTHETIC TABLE census.syn FROM census.big USING aim WITH EPSILON = %g, ROWS = %d WORKLOAD ALL 3-WAY", c.epsilon, c.synthRows)
 	if err := s.exec(ctx, q); err != nil {
@@ -278,6 +362,7 @@ func (s *server) synthesize(ctx context.Context, c config, r *result) error {
 	}
 	r.synth = time.Since(start)
 	r.peakMB = s.peakMB()
+	r.model = s.modelLine()
 	rows, err := s.db.QueryContext(ctx, "SHOW PRIVACY LEDGER FOR census.big")
 	if err != nil {
 		return err
@@ -346,14 +431,14 @@ func (s *server) readSynthetic(ctx context.Context) (*pgm.Dataset, error) {
 }
 
 func federatedRun(ctx context.Context, c config, srv *federated.Conn) (*result, error) {
-	s, err := startServer(ctx, c.dpsql)
+	s, err := startServer(ctx, c.dpsql, c.profileDir != "")
 	if err != nil {
 		return nil, err
 	}
 	defer s.stop()
 	conn := *srv
 	conn.Schema, conn.Table = "public", c.table
-	r := &result{}
+	r := &result{way: "federated"}
 	start := time.Now()
 	stmts := append([]string{"CREATE DATABASE census"},
 		adultgen.DDL("census.big", " ENGINE = FEDERATED CONNECTION = '"+strings.ReplaceAll(conn.String(), "'", "''")+"'")...)
@@ -385,12 +470,12 @@ func importRun(ctx context.Context, c config) (*result, error) {
 	}
 	fmt.Printf("wrote the CSV export in %.1fs (not counted)\n", time.Since(start).Seconds())
 
-	s, err := startServer(ctx, c.dpsql)
+	s, err := startServer(ctx, c.dpsql, c.profileDir != "")
 	if err != nil {
 		return nil, err
 	}
 	defer s.stop()
-	r := &result{}
+	r := &result{way: "import"}
 	start = time.Now()
 	if err := s.exec(ctx, append([]string{"CREATE DATABASE census"}, adultgen.DDL("census.big", "")...)...); err != nil {
 		return nil, err
