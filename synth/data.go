@@ -84,6 +84,28 @@ func (c *Cache) Fetched() int {
 
 // Marginals implements Data.
 func (c *Cache) Marginals(ctx context.Context, sets [][]int) ([][]float64, error) {
+	sorted, err := c.fetch(ctx, sets)
+	if err != nil {
+		return nil, err
+	}
+	out := make([][]float64, len(sets))
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for i, s := range sets {
+		sup := c.superset(sorted[i])
+		if sup == nil {
+			return nil, fmt.Errorf("synth: marginal over %v missing after it was fetched", s)
+		}
+		h := c.held[Key(sup)]
+		x := h.ProjectTo(nil, c.dom, sup, sorted[i])
+		out[i] = reorder(c.dom, sorted[i], x, s)
+	}
+	return out, nil
+}
+
+// fetch checks sets, asks the source for the maximal ones not held yet,
+// and returns each set sorted.
+func (c *Cache) fetch(ctx context.Context, sets [][]int) ([][]int, error) {
 	sorted := make([][]int, len(sets))
 	for i, s := range sets {
 		if err := checkSet(c.dom, s); err != nil {
@@ -127,7 +149,21 @@ func (c *Cache) Marginals(ctx context.Context, sets [][]int) ([][]float64, error
 		}
 		c.mu.Unlock()
 	}
-	out := make([][]float64, len(sets))
+	return sorted, nil
+}
+
+// Compacts returns the marginal of each set as the Cache holds it: its own
+// Compact when the set is held in that layout (shared: the caller must not
+// change it), else a new Compact of the set's projection, in the set's order.
+// It fetches what is missing as Marginals does. It is for callers that keep
+// true answers for a whole synthesis (AIM's candidates): one copy of each
+// instead of the Cache's and the caller's.
+func (c *Cache) Compacts(ctx context.Context, sets [][]int) ([]marginal.Compact, error) {
+	sorted, err := c.fetch(ctx, sets)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]marginal.Compact, len(sets))
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for i, s := range sets {
@@ -136,8 +172,12 @@ func (c *Cache) Marginals(ctx context.Context, sets [][]int) ([][]float64, error
 			return nil, fmt.Errorf("synth: marginal over %v missing after it was fetched", s)
 		}
 		h := c.held[Key(sup)]
+		if slices.Equal(sup, s) {
+			out[i] = h
+			continue
+		}
 		x := h.ProjectTo(nil, c.dom, sup, sorted[i])
-		out[i] = reorder(c.dom, sorted[i], x, s)
+		out[i] = marginal.NewCompact(reorder(c.dom, sorted[i], x, s))
 	}
 	return out, nil
 }

@@ -79,6 +79,16 @@ func cacheAnswersLikeItsSource(t *testing.T, rows int) {
 				t.Errorf("%d rows, %s: marginal over %v = %v, want %v", rows, tc.name, s, got[i], want)
 			}
 		}
+		// Compacts answers the same without asking the source again.
+		comp, err := c.Compacts(ctx, tc.sets)
+		if err != nil {
+			t.Fatalf("%s: Compacts: %v", tc.name, err)
+		}
+		for i, s := range tc.sets {
+			if got, want := comp[i].Expand(nil), ds.MarginalTo(nil, s); !slices.Equal(got, want) {
+				t.Errorf("%d rows, %s: Compacts over %v = %v, want %v", rows, tc.name, s, got, want)
+			}
+		}
 		if src.calls != tc.wantCalls || src.sets != tc.wantSets {
 			t.Errorf("%s: source asked %d times for %d sets, want %d times for %d", tc.name, src.calls, src.sets, tc.wantCalls, tc.wantSets)
 		}
@@ -99,5 +109,27 @@ func TestCacheRejectsBadSets(t *testing.T) {
 		if _, err := c.Marginals(context.Background(), [][]int{s}); err == nil {
 			t.Errorf("set %v accepted", s)
 		}
+	}
+}
+
+// Compacts fetches what is missing like Marginals: the maximal sets, once.
+func TestCacheCompactsFetch(t *testing.T) {
+	ds := randomDataset(t, rand.New(rand.NewPCG(3, 4)), []int{2, 3, 4}, 40)
+	src := &countingData{Dataset: ds}
+	c := synth.NewCache(src)
+	sets := [][]int{{2, 0}, {0, 1, 2}, {1}}
+	for range 2 {
+		comp, err := c.Compacts(context.Background(), sets)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, s := range sets {
+			if got, want := comp[i].Expand(nil), ds.MarginalTo(nil, s); !slices.Equal(got, want) {
+				t.Errorf("marginal over %v = %v, want %v", s, got, want)
+			}
+		}
+	}
+	if src.calls != 1 || src.sets != 1 {
+		t.Errorf("source asked %d times for %d sets, want once for 1", src.calls, src.sets)
 	}
 }

@@ -22,7 +22,8 @@ var fetchCells = 1 << 20
 // candidateAnswers returns the true marginal of every candidate: the
 // workload sets are asked of in.Data (a batch at a time when the data is in
 // memory; in one call otherwise, so that a remote source scans as few times
-// as it can), their subsets are projected from them.
+// as it can), their subsets are projected from them. From a synth.Cache
+// the workload sets' answers are the cache's own (read-only) compacts.
 func candidateAnswers(ctx context.Context, in *synth.Input, w []synth.Marginal, cands []candidate) ([]answer, error) {
 	dom := in.Data.Domain()
 	// sub[p] are the candidates projected from workload set p.
@@ -53,6 +54,25 @@ func candidateAnswers(ctx context.Context, in *synth.Input, w []synth.Marginal, 
 		sets := make([][]int, hi-lo)
 		for p := lo; p < hi; p++ {
 			sets[p-lo] = w[p].Attrs
+		}
+		if c, ok := in.Data.(*synth.Cache); ok {
+			// The cache's own compacts: the workload's true marginals are
+			// held once for the run, not once there and once here.
+			got, err := c.Compacts(ctx, sets)
+			if err != nil {
+				return nil, err
+			}
+			for p := lo; p < hi; p++ {
+				h := &got[p-lo]
+				for _, i := range sub[p] {
+					answers[i] = marginal.NewCompact(h.ProjectTo(nil, dom, w[p].Attrs, cands[i].attrs))
+				}
+				if top[p] >= 0 {
+					answers[top[p]] = *h
+				}
+			}
+			lo = hi
+			continue
 		}
 		got, err := in.Data.Marginals(ctx, sets)
 		if err != nil {

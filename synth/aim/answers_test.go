@@ -34,15 +34,18 @@ func TestCandidateAnswers(t *testing.T) {
 	}
 	cands := closure(w)
 	defer func(n int) { fetchCells = n }(fetchCells)
+	viaCache := &remote{Data: data}
 	for _, tt := range []struct {
-		name  string
-		data  synth.Data
-		batch int
+		name   string
+		data   synth.Data
+		batch  int
+		remote *remote // asked exactly once
 	}{
-		{"in memory, one set per batch", data, 1},
-		{"in memory, batches of 100 cells", data, 100},
-		{"cache over memory", synth.NewCache(data), 100},
-		{"remote", &remote{Data: data}, 1},
+		{"in memory, one set per batch", data, 1, nil},
+		{"in memory, batches of 100 cells", data, 100, nil},
+		{"cache over memory", synth.NewCache(data), 100, nil},
+		{"remote", &remote{Data: data}, 1, nil},
+		{"cache over a remote source", synth.NewCache(viaCache), 1, viaCache},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			fetchCells = tt.batch
@@ -56,7 +59,11 @@ func TestCandidateAnswers(t *testing.T) {
 					t.Fatalf("candidate %v: %v, want %v", c.attrs, x, want)
 				}
 			}
-			if r, ok := tt.data.(*remote); ok && r.calls != 1 {
+			r, ok := tt.data.(*remote)
+			if !ok {
+				r = tt.remote
+			}
+			if r != nil && r.calls != 1 {
 				t.Errorf("remote source asked %d times, want once", r.calls)
 			}
 		})
