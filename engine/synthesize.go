@@ -717,6 +717,10 @@ func (e *Engine) runSynthetic(ctx *sql.Context, r *synthRequest) (_ *catalog.Syn
 		Public: r.publicData,
 	}
 	out, err := r.runner.Run(ctx, in)
+	// A result may keep its input reachable; the source's marginals (the
+	// cache holds the workload's) are not needed while the release is
+	// written, so let them go.
+	in.Data, in.Public = nil, nil
 	if out != nil {
 		rounds = len(out.Rounds)
 	}

@@ -61,7 +61,7 @@ func (o *Options) Run(ctx context.Context, in *synth.Input) (*synth.Result, erro
 		sets[i] = c.attrs
 	}
 	r := &run{opt: opt, in: in, dom: dom, w: w, wkeys: wkeys, cands: cands, nFine: nFine, sets: sets, answers: answers, sched: sched,
-		sizer: modelSizer(dom)}
+		sizer: modelSizer(dom), res: &synth.Result{}}
 	return r.loop(ctx, sigma0)
 }
 
@@ -79,7 +79,7 @@ type run struct {
 	sched   *schedule
 
 	meas     []pgm.Measurement
-	res      synth.Result
+	res      *synth.Result  // its own allocation: returning it must not keep the run (answers, input) alive
 	measured [][]int        // maximal measured sets: the model's cliques
 	sizer    adaptive.Sizer // the capacity filter, sizes kept between rounds
 	model    *pgm.Model
@@ -155,7 +155,7 @@ func (r *run) estimate(ctx context.Context, iters int, tol float64, step pgm.Ste
 // loop runs initialisation, the rounds and the final estimation and
 // sampling; on error it returns the partial result.
 func (r *run) loop(ctx context.Context, sigma0 []float64) (*synth.Result, error) {
-	res := &r.res
+	res := r.res
 	fail := func(err error) (*synth.Result, error) {
 		res.Model = nil
 		res.Rows = nil

@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"math"
+	"runtime"
 	"slices"
 	"testing"
+	"time"
 
 	"gonum.org/v1/gonum/mat"
 
@@ -195,4 +197,39 @@ func TestRunRejectsBadInput(t *testing.T) {
 	if _, err := r.Run(context.Background(), testInput(3)); err == nil {
 		t.Error("ROUNDS = #1-way accepted")
 	}
+}
+
+// finalData is a Data whose collection the test can see.
+type finalData struct{ synth.Data }
+
+// TestResultReleasesInput: the result AIM returns does not keep its input
+// reachable — the engine holds the result while it writes the release, and
+// the input's cache holds every true marginal of the workload (at 10 M
+// federated rows, 109 MB of a 292 MB live heap during the write).
+func TestResultReleasesInput(t *testing.T) {
+	in := testInput(5)
+	data := &finalData{Data: synth.NewCache(in.Data)}
+	freed := make(chan struct{})
+	runtime.SetFinalizer(data, func(*finalData) { close(freed) })
+	in.Data = data
+	r, err := Mechanism{}.New([]synth.Option{{Name: "PGM_ITERS", Value: 5}, {Name: "FINAL_ITERS", Value: 20}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := r.Run(context.Background(), in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in, data = nil, nil
+	for range 10 {
+		runtime.GC()
+		select {
+		case <-freed:
+			runtime.KeepAlive(res)
+			return
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	t.Error("the input was still reachable from the result")
+	runtime.KeepAlive(res)
 }

@@ -44,7 +44,7 @@ func scoreRun(t *testing.T) (*run, []*pgm.Model) {
 	in, w, cands, answers := testCandidates(t, data, synthtest.AllK(7, 3))
 	nFine := len(cands)
 	cands, answers = addTwins(data.Domain(), cands, answers, 3)
-	r := &run{in: in, dom: data.Domain(), w: w, cands: cands, nFine: nFine, answers: answers, sets: make([][]int, len(cands)), sizer: modelSizer(data.Domain())}
+	r := &run{in: in, dom: data.Domain(), w: w, cands: cands, nFine: nFine, answers: answers, sets: make([][]int, len(cands)), sizer: modelSizer(data.Domain()), res: &synth.Result{}}
 	r.wkeys = make([]string, len(w))
 	for i, m := range w {
 		r.wkeys[i] = synth.Key(m.Attrs)
