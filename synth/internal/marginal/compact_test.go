@@ -13,21 +13,40 @@ func TestCompact(t *testing.T) {
 	dom, _ := pgm.NewDomain([]string{"a", "b", "c"}, []int{3, 4, 5})
 	attrs := []int{0, 1, 2}
 	rng := rand.New(rand.NewPCG(1, 2))
+	counts := func() float64 { return float64(1 + rng.IntN(9)) }
+	fractions := func() float64 { return rng.Float64() * 9 }              // not float32 values
+	large := func() float64 { return float64(1<<25 + 2*rng.IntN(9) + 1) } // odd above 2^24: not float32
 	for _, tt := range []struct {
 		name   string
 		fill   float64 // fraction of non-zero cells
+		value  func() float64
 		sparse bool
-	}{{"empty cells", 0, true}, {"sparse", 0.1, true}, {"half", 0.5, true}, {"dense", 0.9, false}} {
+		bytes  func(nz int) int // the memory the cells are held in
+	}{
+		{"empty cells", 0, counts, true, func(nz int) int { return 8 * nz }},
+		{"sparse counts", 0.1, counts, true, func(nz int) int { return 8 * nz }},
+		{"counts, 40% filled", 0.4, counts, true, func(nz int) int { return 8 * nz }},
+		{"dense counts", 0.6, counts, false, func(int) int { return 4 * 60 }},
+		{"sparse fractions", 0.1, fractions, true, func(nz int) int { return 12 * nz }},
+		{"fractions, 60% filled", 0.6, fractions, true, func(nz int) int { return 12 * nz }},
+		{"dense fractions", 0.9, fractions, false, func(int) int { return 8 * 60 }},
+		{"dense counts above 2^24", 0.9, large, false, func(int) int { return 8 * 60 }},
+	} {
 		t.Run(tt.name, func(t *testing.T) {
 			x := make([]float64, 60)
+			nz := 0
 			for i := range x {
 				if rng.Float64() < tt.fill {
-					x[i] = float64(1 + rng.IntN(9))
+					x[i] = tt.value()
+					nz++
 				}
 			}
 			c := NewCompact(slices.Clone(x))
 			if c.Sparse() != tt.sparse || c.Len() != 60 {
 				t.Fatalf("sparse = %v, len %d; want %v, 60", c.Sparse(), c.Len(), tt.sparse)
+			}
+			if got, want := c.Bytes(), tt.bytes(nz); got != want {
+				t.Errorf("held in %d bytes, want %d (%d non-zero cells)", got, want, nz)
 			}
 			if got := c.Expand(make([]float64, 3)); !slices.Equal(got, x) {
 				t.Errorf("Expand = %v, want %v", got, x)
@@ -42,7 +61,7 @@ func TestCompact(t *testing.T) {
 				y[i] = math.Abs(y[i])
 				total += y[i]
 			}
-			if got, want := c.L1Total(y, total), L1(x, y); math.Abs(got-want) > 1e-12*want {
+			if got, want := c.L1Total(y, total), L1(x, y); math.Abs(got-want) > 1e-12*want || !c.Sparse() && got != want {
 				t.Errorf("L1Total = %v, want %v", got, want)
 			}
 			for _, sub := range [][]int{{0}, {1}, {2}, {0, 2}, {1, 2}, {0, 1, 2}} {
