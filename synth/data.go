@@ -146,6 +146,7 @@ func (c *Cache) fetch(ctx context.Context, sets [][]int) ([][]int, error) {
 				c.held[k] = marginal.NewCompact(got[i])
 				c.sets = append(c.sets, s)
 			}
+			got[i] = nil // an answer copied to float32 can go now, not after the last
 		}
 		c.mu.Unlock()
 	}
