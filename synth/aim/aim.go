@@ -2,6 +2,7 @@ package aim
 
 import (
 	"github.com/dpsql/dpsql/synth"
+	"github.com/dpsql/dpsql/synth/pgm"
 )
 
 // Defaults. The estimation iterations were chosen by measurement on adult
@@ -48,6 +49,12 @@ type Options struct {
 	// selecting lazily from bounds (lazy.go); the selection has the same
 	// distribution either way.
 	Eager bool
+
+	// roundStep is the line-search rule of the rounds' fits; the zero
+	// value means pgm.KeepStep. Tests set pgm.GrowStep, the rule before
+	// docs/aim-performance.md's fourth pass, to compare.
+	roundStep pgm.StepRule
+	roundTol  float64
 }
 
 var schema = synth.Schema{
@@ -140,6 +147,9 @@ func (o Options) withDefaults(d int) Options {
 	}
 	if o.CoarseMaxSize <= 0 {
 		o.CoarseMaxSize = DefaultCoarseMaxSize
+	}
+	if o.roundStep == pgm.ResetStep {
+		o.roundStep = pgm.KeepStep
 	}
 	return o
 }

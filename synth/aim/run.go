@@ -130,14 +130,15 @@ func (r *run) filter(dst []int, limit, twinLimit float64) []int {
 }
 
 // estimate refits the model to all measurements, warm-started, with the
-// line-search rule step. The rounds use pgm.GrowStep (each search starts at
-// 4× the previous step); the final fit uses pgm.KeepStep (starts at the
-// previous step), which needs about half the belief propagations for the
-// same iterations and reaches a lower loss on adult. KeepStep in the rounds
-// too made each round's fit move the model further, so AIM annealed later
-// and ran more rounds: cheaper on adult at ε = 1, but several times the CPU
-// on a 30-attribute table, where a round's scoring is the cost
-// (docs/aim-performance.md, Speed).
+// line-search rule step. Both the rounds (Options.roundStep) and the final
+// fit use pgm.KeepStep: each search starts at the previous fit's last
+// step, and tries a larger one only after a run of first-trial
+// acceptances, so a warm-started iteration costs ~1.5 belief propagations
+// where pgm.GrowStep (4× the last step first) paid ~3. On adult the rounds
+// then select, anneal and err as with GrowStep, paired over the same noise
+// (docs/aim-performance.md, Issue 19, fourth pass); an earlier attempt at
+// KeepStep in the rounds (before lazy selection) made a 30-attribute table
+// run more and costlier rounds, measured there too.
 func (r *run) estimate(ctx context.Context, iters int, tol float64, step pgm.StepRule, progress func(pgm.EstimateProgress)) error {
 	// The previous model is handed over, not kept: Estimate drops it after
 	// the warm start and collects, so a model that no round snapshot holds
@@ -231,7 +232,7 @@ func (r *run) loop(ctx context.Context, sigma0 []float64) (*synth.Result, error)
 		before := r.coarseMarginal(sel)
 		r.measure(sel.attrs, sel.coarse, &r.answers[pick], sigma, eps, t)
 		prev := r.model
-		if err := r.estimate(ctx, r.opt.PGMIters, 0, pgm.GrowStep, nil); err != nil {
+		if err := r.estimate(ctx, r.opt.PGMIters, r.opt.roundTol, r.opt.roundStep, nil); err != nil {
 			return fail(fmt.Errorf("round %d estimation: %w", t, err))
 		}
 		if lz != nil && !last {
