@@ -36,12 +36,21 @@ type reduceCache struct {
 	mu     sync.Mutex
 	tables map[string][]float64
 	budget int // cells still allowed
+	// pairs are pair routes' tables (pair.go), within pairBudget cells;
+	// credit is what triples that wanted an uncomputed table spent.
+	pairs      map[string][]float64
+	pairBudget int
+	credit     map[string]float64
+	// routed counts the triples computed by a pair route, fresh those
+	// among them whose table was computed for them.
+	routed, fresh int
 	// below[v] is the union of the cliques of v's subtree (v included).
 	below []bitset
 }
 
 func newReduceCache(jt *junctionTree, budget int) *reduceCache {
-	c := &reduceCache{tables: make(map[string][]float64), budget: budget}
+	c := &reduceCache{tables: make(map[string][]float64), budget: budget,
+		pairs: make(map[string][]float64), pairBudget: budget, credit: make(map[string]float64)}
 	if jt != nil {
 		c.below = make([]bitset, len(jt.cliques))
 		for _, v := range jt.post {
@@ -162,13 +171,24 @@ func (jt *junctionTree) subtree(need bitset) (kept []bool, top int) {
 // weighted by the evidence, over the smallest subtree that holds attrs and
 // the evidence. cache may be nil.
 func (m *Model) eliminate(attrs []int, weight map[int][]float64, cache *reduceCache, dst []float64) factor {
-	jt := m.jt
-	n := m.dom.Len()
 	if cache == nil {
 		// A cache that stores nothing, so that a set alone is computed
-		// as in a batch, to the bit.
-		cache = newReduceCache(jt, 0)
+		// as in a batch, to the bit (but for pair routes, whose choice
+		// depends on the tables cached).
+		cache = newReduceCache(m.jt, 0)
 	}
+	if len(attrs) == 3 && len(weight) == 0 {
+		if f, ok := m.viaPair(attrs, cache, dst); ok {
+			return f
+		}
+	}
+	return m.eliminateDirect(attrs, weight, cache, dst)
+}
+
+// eliminateDirect is eliminate without pair routes; cache must not be nil.
+func (m *Model) eliminateDirect(attrs []int, weight map[int][]float64, cache *reduceCache, dst []float64) factor {
+	jt := m.jt
+	n := m.dom.Len()
 	need := bitsetOf(n, attrs)
 	for a := range weight {
 		need.set(a)
