@@ -71,6 +71,11 @@ func (m *Model) eliminationCost(sorted []int, cache *reduceCache) float64 {
 			fallback = min(fallback, c)
 		}
 	}
+	if best >= minOptimalCost {
+		if _, c, ok := planOptimal(m.dom, scopes, need, limit); ok {
+			best = min(best, c)
+		}
+	}
 	if math.IsInf(best, 1) {
 		best = fallback
 	}

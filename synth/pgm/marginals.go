@@ -36,11 +36,13 @@ type reduceCache struct {
 	mu     sync.Mutex
 	tables map[string][]float64
 	budget int // cells still allowed
-	// pairs are pair routes' tables (pair.go), within pairBudget cells;
-	// credit is what triples that wanted an uncomputed table spent.
-	pairs      map[string][]float64
-	pairBudget int
-	credit     map[string]float64
+	// pairs are pair routes' tables (pair.go), kept in pairOrder (oldest
+	// first) within pairMax cells, of which pairBudget are left; credit is
+	// what triples that wanted an uncomputed table spent.
+	pairs               map[string][]float64
+	pairOrder           []string
+	pairMax, pairBudget int
+	credit              map[string]float64
 	// routed counts the triples computed by a pair route, fresh those
 	// among them whose table was computed for them.
 	routed, fresh int
@@ -50,7 +52,13 @@ type reduceCache struct {
 
 func newReduceCache(jt *junctionTree, budget int) *reduceCache {
 	c := &reduceCache{tables: make(map[string][]float64), budget: budget,
-		pairs: make(map[string][]float64), pairBudget: budget, credit: make(map[string]float64)}
+		pairs: make(map[string][]float64), credit: make(map[string]float64)}
+	if budget > 0 {
+		// Pair tables are small (a pair and a separator); a budget
+		// below a few tables would drop them before their triples come.
+		c.pairMax = max(budget, pairMinBudget)
+		c.pairBudget = c.pairMax
+	}
 	if jt != nil {
 		c.below = make([]bitset, len(jt.cliques))
 		for _, v := range jt.post {
@@ -416,6 +424,11 @@ func productEliminationInto(dom *Domain, fs []factor, keep []int, limit float64,
 			order, best = o, cost
 		} else if order == nil && c < minPeak {
 			minOrder, minPeak, peak = o, c, pk
+		}
+	}
+	if best >= minOptimalCost {
+		if o, cost, ok := planOptimal(dom, scopes, keepSet, limit); ok && cost < best {
+			order, best = o, cost
 		}
 	}
 	if order == nil {

@@ -174,14 +174,24 @@ func (c *reduceCache) getPair(key string) ([]float64, bool) {
 	return t, ok
 }
 
-// putPair keeps t under key if the pair budget allows.
+// putPair keeps t under key, dropping the oldest tables while the pair
+// budget is exceeded (triples sharing a table tend to come together; a
+// dropped table may still be read by the worker that got it).
 func (c *reduceCache) putPair(key string, t []float64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if _, ok := c.pairs[key]; !ok && len(t) <= c.pairBudget {
-		c.pairs[key] = t
-		c.pairBudget -= len(t)
+	if _, ok := c.pairs[key]; ok || len(t) > c.pairMax {
+		return
 	}
+	for c.pairBudget < len(t) {
+		old := c.pairOrder[0]
+		c.pairOrder = c.pairOrder[1:]
+		c.pairBudget += len(c.pairs[old])
+		delete(c.pairs, old)
+	}
+	c.pairs[key] = t
+	c.pairOrder = append(c.pairOrder, key)
+	c.pairBudget -= len(t)
 }
 
 // earn credits the pair table under key with saving (what a triple that
@@ -191,7 +201,7 @@ func (c *reduceCache) putPair(key string, t []float64) {
 func (c *reduceCache) earn(key string, saving, cost float64, cells int) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if cells > c.pairBudget {
+	if cells > c.pairMax {
 		return false
 	}
 	c.credit[key] += saving
@@ -211,3 +221,6 @@ func (c *reduceCache) count(fresh bool) {
 		c.fresh++
 	}
 }
+
+// pairMinBudget is the least pair budget of a caching call (cells, 8 MB).
+const pairMinBudget = 1 << 20
