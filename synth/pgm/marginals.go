@@ -43,6 +43,7 @@ type reduceCache struct {
 	pairOrder           []string
 	pairMax, pairBudget int
 	credit              map[string]float64
+	wanted              map[string]int // by announce
 	// routed counts the triples computed by a pair route, fresh those
 	// among them whose table was computed for them.
 	routed, fresh int
@@ -52,7 +53,7 @@ type reduceCache struct {
 
 func newReduceCache(jt *junctionTree, budget int) *reduceCache {
 	c := &reduceCache{tables: make(map[string][]float64), budget: budget,
-		pairs: make(map[string][]float64), credit: make(map[string]float64)}
+		pairs: make(map[string][]float64), credit: make(map[string]float64), wanted: make(map[string]int)}
 	if budget > 0 {
 		// Pair tables are small (a pair and a separator); a budget
 		// below a few tables would drop them before their triples come.
@@ -914,6 +915,7 @@ func (b *Batch) Visit(ctx context.Context, sets [][]int, f func(i int, x []float
 // marginalsCached is marginalsEach with the given cache.
 func (m *Model) marginalsCached(ctx context.Context, sets [][]int, reuse bool, cache *reduceCache, f func(i int, x []float64)) error {
 	m.checkSets(sets)
+	m.announce(sets, cache)
 	err := par.For(ctx, len(sets), 0, func(i int) {
 		if !reuse {
 			f(i, m.marginal(sets[i], nil, cache, nil))

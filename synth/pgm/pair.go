@@ -3,6 +3,7 @@ package pgm
 import (
 	"fmt"
 	"math"
+	"slices"
 )
 
 // Pair routes for 3-way marginals (docs/aim-performance.md, "Issue 19,
@@ -117,9 +118,11 @@ func (m *Model) viaPair(attrs []int, cache *reduceCache, dst []float64) (factor,
 			}
 			continue
 		}
+		// A table that other triples of the calls want is shared: each
+		// pays its share.
 		pc := m.tableCost(r.scope, cache)
-		if r.finish+pc < bestCost {
-			best, bestCost, bestTab, pairCost = r, r.finish+pc, nil, pc
+		if c := r.finish + pc/float64(max(1, cache.wantedOf(r.key))); c < bestCost {
+			best, bestCost, bestTab, pairCost = r, c, nil, pc
 		}
 	}
 	if math.IsInf(bestCost, 1) {
@@ -224,3 +227,41 @@ func (c *reduceCache) count(fresh bool) {
 
 // pairMinBudget is the least pair budget of a caching call (cells, 8 MB).
 const pairMinBudget = 1 << 20
+
+// announce counts, for the 3-sets of a call about to be computed, the pair
+// tables each could take, so that a table is chosen and computed for the
+// triples that share it rather than for the first one alone.
+func (m *Model) announce(sets [][]int, cache *reduceCache) {
+	if cache.pairMax <= 0 {
+		return
+	}
+	var keys []string
+	for _, s := range sets {
+		if len(s) != 3 {
+			continue
+		}
+		attrs := []int{s[0], s[1], s[2]}
+		slices.Sort(attrs)
+		if m.jt.containing(attrs) >= 0 || m.eliminationCost(attrs, cache) < minPairDirect {
+			continue
+		}
+		for _, x := range attrs {
+			if r, ok := m.route(attrs, x, cache); ok {
+				keys = append(keys, r.key)
+			}
+		}
+	}
+	cache.mu.Lock()
+	defer cache.mu.Unlock()
+	for _, k := range keys {
+		cache.wanted[k]++
+	}
+}
+
+// wantedOf returns how many announced triples could take the table under
+// key.
+func (c *reduceCache) wantedOf(key string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.wanted[key]
+}
