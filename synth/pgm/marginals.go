@@ -43,7 +43,8 @@ type reduceCache struct {
 	pairOrder           []string
 	pairMax, pairBudget int
 	credit              map[string]float64
-	wanted              map[string]int // by announce
+	wanted              map[string]int     // by announce
+	costs               map[string]float64 // plannedCost's
 	// routed counts the triples computed by a pair route, fresh those
 	// among them whose table was computed for them.
 	routed, fresh int
@@ -53,7 +54,7 @@ type reduceCache struct {
 
 func newReduceCache(jt *junctionTree, budget int) *reduceCache {
 	c := &reduceCache{tables: make(map[string][]float64), budget: budget,
-		pairs: make(map[string][]float64), credit: make(map[string]float64), wanted: make(map[string]int)}
+		pairs: make(map[string][]float64), credit: make(map[string]float64), wanted: make(map[string]int), costs: make(map[string]float64)}
 	if budget > 0 {
 		// Pair tables are small (a pair and a separator); a budget
 		// below a few tables would drop them before their triples come.

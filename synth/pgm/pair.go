@@ -97,7 +97,7 @@ func (m *Model) route(attrs []int, x int, cache *reduceCache) (pairRoute, bool) 
 // through a pair route into dst when one is cheaper than the direct
 // elimination (see above); ok is false when it is not.
 func (m *Model) viaPair(attrs []int, cache *reduceCache, dst []float64) (factor, bool) {
-	direct := m.eliminationCost(attrs, cache)
+	direct := m.plannedCost(attrs, cache)
 	if direct < minPairDirect {
 		return factor{}, false
 	}
@@ -154,7 +154,7 @@ func (m *Model) tableCost(scope []int, cache *reduceCache) float64 {
 	if k := m.jt.containing(scope); k >= 0 {
 		return float64(m.jt.cells[k])
 	}
-	return m.eliminationCost(scope, cache)
+	return m.plannedCost(scope, cache)
 }
 
 // pairTable returns the probability marginal over the ascending scope,
@@ -242,7 +242,7 @@ func (m *Model) announce(sets [][]int, cache *reduceCache) {
 		}
 		attrs := []int{s[0], s[1], s[2]}
 		slices.Sort(attrs)
-		if m.jt.containing(attrs) >= 0 || m.eliminationCost(attrs, cache) < minPairDirect {
+		if m.jt.containing(attrs) >= 0 || m.plannedCost(attrs, cache) < minPairDirect {
 			continue
 		}
 		for _, x := range attrs {
@@ -264,4 +264,21 @@ func (c *reduceCache) wantedOf(key string) int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.wanted[key]
+}
+
+// plannedCost is eliminationCost, kept in the cache: announce, the
+// triples and their pair tables plan the same sets.
+func (m *Model) plannedCost(sorted []int, cache *reduceCache) float64 {
+	key := string(fmt.Appendf(nil, "%v", sorted))
+	cache.mu.Lock()
+	c, ok := cache.costs[key]
+	cache.mu.Unlock()
+	if ok {
+		return c
+	}
+	c = m.eliminationCost(sorted, cache)
+	cache.mu.Lock()
+	cache.costs[key] = c
+	cache.mu.Unlock()
+	return c
 }
