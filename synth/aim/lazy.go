@@ -65,10 +65,6 @@ type lazyState struct {
 	base  []float64
 	model int
 	snaps []lazySnap
-	// partner is a fine candidate's coarse twin and a twin's fine
-	// candidate (−1 if none): both are scored from the same model
-	// marginal, so computing one gives the other.
-	partner []int
 	// Counters for the progress trace and tests.
 	computed, sampled int
 }
@@ -85,15 +81,6 @@ func newLazyState(r *run) *lazyState {
 		at: make([]int, n), base: make([]float64, n)}
 	if n > 0 {
 		z.rows = r.answers[0].L1Total(make([]float64, r.answers[0].Len()), 0)
-	}
-	z.partner = make([]int, n)
-	for i := range z.partner {
-		z.partner[i] = -1
-	}
-	for i, c := range r.cands {
-		if c.twin >= 0 {
-			z.partner[i], z.partner[c.twin] = c.twin, i
-		}
 	}
 	return z
 }
@@ -201,13 +188,6 @@ func (z *lazyState) choose(ctx context.Context, r *run, sc *scorer, scores []flo
 		}
 	}
 	slices.SortFunc(order, func(a, b int) int { return cmp.Compare(upper[b], upper[a]) })
-	pos := make([]int, len(r.cands)) // candidate → position in eligible, −1 if not eligible
-	for i := range pos {
-		pos[i] = -1
-	}
-	for k, i := range eligible {
-		pos[i] = k
-	}
 	batch := model.NewBatch() // the round's batches share reduced cliques
 	c := eps / (2 * delta)
 	// The candidates computed below are among those now within the
@@ -245,11 +225,10 @@ func (z *lazyState) choose(ctx context.Context, r *run, sc *scorer, scores []flo
 		if len(ks) == 0 {
 			break
 		}
-		extra, err := z.compute(ctx, r, batch, model.Total(), eligible, pos, ks)
-		if err != nil {
+		if err := z.compute(ctx, r, batch, model.Total(), eligible, ks); err != nil {
 			return -1, scores, err
 		}
-		for _, k := range append(ks, extra...) {
+		for _, k := range ks {
 			q := exactScore(k)
 			if q > upper[k] {
 				return -1, scores, fmt.Errorf("the score of %v is above its bound (the values are data and are not shown)", r.sets[eligible[k]])
@@ -260,7 +239,7 @@ func (z *lazyState) choose(ctx context.Context, r *run, sc *scorer, scores []flo
 	}
 	pick, err := r.in.Noise.ExponentialLazy(upper, func(k int) (float64, error) {
 		if !z.exact[eligible[k]] {
-			if _, err := z.compute(ctx, r, batch, model.Total(), eligible, pos, []int{k}); err != nil {
+			if err := z.compute(ctx, r, batch, model.Total(), eligible, []int{k}); err != nil {
 				return 0, err
 			}
 		}
@@ -271,58 +250,24 @@ func (z *lazyState) choose(ctx context.Context, r *run, sc *scorer, scores []flo
 }
 
 // compute sets the exact distances of the candidates at positions ks of
-// eligible against the batch's model, whose total is total, and those of
-// their eligible partners (a fine candidate and its twin share one model
-// marginal, computed once); it returns the partners' positions not in ks.
-// pos maps a candidate to its position in eligible (−1 if not eligible).
-func (z *lazyState) compute(ctx context.Context, r *run, batch *pgm.Batch, total float64, eligible, pos, ks []int) ([]int, error) {
-	type job struct{ k, p int } // positions in eligible; p is k's partner's, or −1
-	var (
-		jobs  []job
-		extra []int
-	)
-	inKs := make(map[int]bool, len(ks))
-	for _, k := range ks {
-		inKs[k] = true
+// eligible against the batch's model, whose total is total.
+func (z *lazyState) compute(ctx context.Context, r *run, batch *pgm.Batch, total float64, eligible, ks []int) error {
+	sets := make([][]int, len(ks))
+	for j, k := range ks {
+		sets[j] = r.sets[eligible[k]]
 	}
-	done := make(map[int]bool, len(ks))
-	for _, k := range ks {
-		if done[k] {
-			continue
-		}
-		p := -1
-		if pi := z.partner[eligible[k]]; pi >= 0 && pos[pi] >= 0 && !z.exact[pi] {
-			p = pos[pi]
-			done[p] = true
-			if !inKs[p] {
-				extra = append(extra, p)
-			}
-		}
-		jobs = append(jobs, job{k, p})
-	}
-	sets := make([][]int, len(jobs))
-	for j, jb := range jobs {
-		sets[j] = r.sets[eligible[jb.k]]
-	}
-	l1 := make([]float64, 2*len(jobs))
+	l1 := make([]float64, len(ks))
 	err := batch.Visit(ctx, sets, func(j int, x []float64) {
+		i := eligible[ks[j]]
 		// A twin's distance is over its bins (binning keeps the total).
-		i := eligible[jobs[j].k]
-		l1[2*j] = r.answers[i].L1Total(r.cands[i].observed(nil, x), total)
-		if p := jobs[j].p; p >= 0 {
-			i := eligible[p]
-			l1[2*j+1] = r.answers[i].L1Total(r.cands[i].observed(nil, x), total)
-		}
+		l1[j] = r.answers[i].L1Total(r.cands[i].observed(nil, x), total)
 	})
 	if err != nil {
-		return nil, err
+		return err
 	}
-	for j, jb := range jobs {
-		z.set(eligible[jb.k], l1[2*j])
-		if jb.p >= 0 {
-			z.set(eligible[jb.p], l1[2*j+1])
-		}
+	for j, k := range ks {
+		z.set(eligible[k], l1[j])
 	}
-	z.computed += len(jobs)
-	return extra, nil
+	z.computed += len(ks)
+	return nil
 }
