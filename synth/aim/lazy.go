@@ -190,19 +190,6 @@ func (z *lazyState) choose(ctx context.Context, r *run, sc *scorer, scores []flo
 	slices.SortFunc(order, func(a, b int) int { return cmp.Compare(upper[b], upper[a]) })
 	batch := model.NewBatch() // the round's batches share reduced cliques
 	c := eps / (2 * delta)
-	// The candidates computed below are among those now within the
-	// margin (best only rises): announced together, their shared tables
-	// are planned for all of them.
-	var near [][]int
-	for _, k := range order {
-		if upper[k] < best-lazyMargin/c {
-			break
-		}
-		if !z.exact[eligible[k]] {
-			near = append(near, r.sets[eligible[k]])
-		}
-	}
-	batch.Announce(near)
 	exactScore := func(k int) float64 {
 		i := eligible[k]
 		return r.cands[i].weight * (z.l1[i] - sqrt2pi*sigma*float64(r.answers[i].Len()))

@@ -891,9 +891,7 @@ func (m *Model) MarginalsVisit(ctx context.Context, sets [][]int, f func(i int, 
 
 // marginalsEach is MarginalsFunc, and MarginalsVisit when reuse is set.
 func (m *Model) marginalsEach(ctx context.Context, sets [][]int, reuse bool, f func(i int, x []float64)) error {
-	cache := newReduceCache(m.jt, 2*m.jt.total)
-	m.announce(sets, cache)
-	return m.marginalsCached(ctx, sets, reuse, cache, f)
+	return m.marginalsCached(ctx, sets, reuse, newReduceCache(m.jt, 2*m.jt.total), f)
 }
 
 // Batch shares MarginalsVisit's work (the reduced cliques and branch
@@ -903,8 +901,6 @@ func (m *Model) marginalsEach(ctx context.Context, sets [][]int, reuse bool, f f
 type Batch struct {
 	m     *Model
 	cache *reduceCache
-	// announced is set once Announce has told the cache the sets to come.
-	announced bool
 }
 
 // NewBatch returns a Batch over m.
@@ -914,25 +910,13 @@ func (m *Model) NewBatch() *Batch {
 
 // Visit is m.MarginalsVisit sharing the Batch's cache.
 func (b *Batch) Visit(ctx context.Context, sets [][]int, f func(i int, x []float64)) error {
-	if !b.announced {
-		b.m.announce(sets, b.cache)
-	}
 	return b.m.marginalsCached(ctx, sets, true, b.cache, f)
-}
-
-// Announce tells the Batch which sets its Visit calls are likely to ask
-// for (a superset will do), so that work shared among them is planned for
-// all of them (pair.go) rather than for each call's few sets. After it,
-// Visit announces nothing itself. It changes no result beyond round-off.
-func (b *Batch) Announce(sets [][]int) {
-	b.m.checkSets(sets)
-	b.m.announce(sets, b.cache)
-	b.announced = true
 }
 
 // marginalsCached is marginalsEach with the given cache.
 func (m *Model) marginalsCached(ctx context.Context, sets [][]int, reuse bool, cache *reduceCache, f func(i int, x []float64)) error {
 	m.checkSets(sets)
+	m.announce(sets, cache)
 	err := par.For(ctx, len(sets), 0, func(i int) {
 		if !reuse {
 			f(i, m.marginal(sets[i], nil, cache, nil))

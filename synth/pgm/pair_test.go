@@ -74,7 +74,7 @@ func TestPairRoutes(t *testing.T) {
 }
 
 // TestPairRoutesDeep is TestPairRoutes on larger trees (oracle only), with
-// the batch's tables computed concurrently, every other batch announced.
+// the batch's tables computed concurrently.
 func TestPairRoutesDeep(t *testing.T) {
 	routeSmall(t)
 	rng := rand.New(rand.NewPCG(93, 94))
@@ -85,9 +85,6 @@ func TestPairRoutesDeep(t *testing.T) {
 		m := treeModel(t, rng, d, 6+rng.IntN(6), 4)
 		sets := triples(rng, d)[:300]
 		b := m.NewBatch()
-		if trial%2 == 1 {
-			b.Announce(sets)
-		}
 		err := b.Visit(ctx, sets, func(i int, x []float64) {
 			want := m.marginalLog(sets[i])
 			for j := range want {
