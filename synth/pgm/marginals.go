@@ -57,8 +57,10 @@ func newReduceCache(jt *junctionTree, budget int) *reduceCache {
 		pairs: make(map[string][]float64), credit: make(map[string]float64), wanted: make(map[string]int), costs: make(map[string]float64)}
 	if budget > 0 {
 		// Pair tables are small (a pair and a separator); a budget
-		// below a few tables would drop them before their triples come.
-		c.pairMax = max(budget, pairMinBudget)
+		// below a few tables would drop them before their triples come,
+		// and one of twice a large model would double the memory
+		// scoring holds besides the model.
+		c.pairMax = min(max(budget, pairMinBudget), pairMaxBudget)
 		c.pairBudget = c.pairMax
 	}
 	if jt != nil {

@@ -225,8 +225,12 @@ func (c *reduceCache) count(fresh bool) {
 	}
 }
 
-// pairMinBudget is the least pair budget of a caching call (cells, 8 MB).
-const pairMinBudget = 1 << 20
+// pairMinBudget and pairMaxBudget bound the pair budget of a caching call
+// (cells: 8 and 32 MB); within them it is the call's reduction budget.
+const (
+	pairMinBudget = 1 << 20
+	pairMaxBudget = 1 << 22
+)
 
 // announce counts, for the 3-sets of a call about to be computed, the pair
 // tables each could take, so that a table is chosen and computed for the
