@@ -17,13 +17,18 @@ import (
 // them apart.
 func (m *Model) MarginalCost(attrs []int) float64 {
 	m.checkSets([][]int{attrs})
+	sorted := slices.Sorted(slices.Values(attrs))
+	if k := m.jt.containing(sorted); k >= 0 {
+		return float64(m.jt.cells[k])
+	}
+	return m.eliminationCost(sorted, newReduceCache(m.jt, 0)) // the cache for its subtree unions
+}
+
+// eliminationCost is MarginalCost of the ascending attrs by elimination
+// (whether or not a clique holds them), with cache's subtree unions.
+func (m *Model) eliminationCost(sorted []int, cache *reduceCache) float64 {
 	jt := m.jt
 	n := m.dom.Len()
-	sorted := slices.Sorted(slices.Values(attrs))
-	if k := jt.containing(sorted); k >= 0 {
-		return float64(jt.cells[k])
-	}
-	cache := newReduceCache(jt, 0) // for its subtree unions
 	need := bitsetOf(n, sorted)
 	kept, top := jt.subtree(need)
 	var scopes []bitset
@@ -64,6 +69,11 @@ func (m *Model) MarginalCost(attrs []int) float64 {
 			// Marginal then conditions on an attribute of the peak and
 			// repeats the elimination per value: at least this much.
 			fallback = min(fallback, c)
+		}
+	}
+	if best >= minOptimalCost {
+		if _, c, ok := planOptimal(m.dom, scopes, need, limit); ok {
+			best = min(best, c)
 		}
 	}
 	if math.IsInf(best, 1) {

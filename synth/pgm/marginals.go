@@ -36,12 +36,33 @@ type reduceCache struct {
 	mu     sync.Mutex
 	tables map[string][]float64
 	budget int // cells still allowed
+	// pairs are pair routes' tables (pair.go), kept in pairOrder (oldest
+	// first) within pairMax cells, of which pairBudget are left; credit is
+	// what triples that wanted an uncomputed table spent.
+	pairs               map[string][]float64
+	pairOrder           []string
+	pairMax, pairBudget int
+	credit              map[string]float64
+	wanted              map[string]int     // by announce
+	costs               map[string]float64 // plannedCost's
+	// routed counts the triples computed by a pair route, fresh those
+	// among them whose table was computed for them.
+	routed, fresh int
 	// below[v] is the union of the cliques of v's subtree (v included).
 	below []bitset
 }
 
 func newReduceCache(jt *junctionTree, budget int) *reduceCache {
-	c := &reduceCache{tables: make(map[string][]float64), budget: budget}
+	c := &reduceCache{tables: make(map[string][]float64), budget: budget,
+		pairs: make(map[string][]float64), credit: make(map[string]float64), wanted: make(map[string]int), costs: make(map[string]float64)}
+	if budget > 0 {
+		// Pair tables are small (a pair and a separator); a budget
+		// below a few tables would drop them before their triples come,
+		// and one of twice a large model would double the memory
+		// scoring holds besides the model.
+		c.pairMax = min(max(budget, pairMinBudget), pairMaxBudget)
+		c.pairBudget = c.pairMax
+	}
 	if jt != nil {
 		c.below = make([]bitset, len(jt.cliques))
 		for _, v := range jt.post {
@@ -162,13 +183,24 @@ func (jt *junctionTree) subtree(need bitset) (kept []bool, top int) {
 // weighted by the evidence, over the smallest subtree that holds attrs and
 // the evidence. cache may be nil.
 func (m *Model) eliminate(attrs []int, weight map[int][]float64, cache *reduceCache, dst []float64) factor {
-	jt := m.jt
-	n := m.dom.Len()
 	if cache == nil {
 		// A cache that stores nothing, so that a set alone is computed
-		// as in a batch, to the bit.
-		cache = newReduceCache(jt, 0)
+		// as in a batch, to the bit (but for pair routes, whose choice
+		// depends on the tables cached).
+		cache = newReduceCache(m.jt, 0)
 	}
+	if len(attrs) == 3 && len(weight) == 0 {
+		if f, ok := m.viaPair(attrs, cache, dst); ok {
+			return f
+		}
+	}
+	return m.eliminateDirect(attrs, weight, cache, dst)
+}
+
+// eliminateDirect is eliminate without pair routes; cache must not be nil.
+func (m *Model) eliminateDirect(attrs []int, weight map[int][]float64, cache *reduceCache, dst []float64) factor {
+	jt := m.jt
+	n := m.dom.Len()
 	need := bitsetOf(n, attrs)
 	for a := range weight {
 		need.set(a)
@@ -396,6 +428,11 @@ func productEliminationInto(dom *Domain, fs []factor, keep []int, limit float64,
 			order, best = o, cost
 		} else if order == nil && c < minPeak {
 			minOrder, minPeak, peak = o, c, pk
+		}
+	}
+	if best >= minOptimalCost {
+		if o, cost, ok := planOptimal(dom, scopes, keepSet, limit); ok && cost < best {
+			order, best = o, cost
 		}
 	}
 	if order == nil {
@@ -786,6 +823,24 @@ func productSumRow(dst []float64, o, os, n int, c float64, vals [][]float64, off
 				d[id] += c * a[ia] * b[ib]
 			}
 		}
+	case 3:
+		// As the default case, spelled out (the same products in the
+		// same order): the pair tables of wide tables' 3-way marginals
+		// spend most of their time here.
+		a, sa := vals[vary[0]][off[vary[0]]:], ls[vary[0]]
+		b, sb := vals[vary[1]][off[vary[1]]:], ls[vary[1]]
+		e, se := vals[vary[2]][off[vary[2]]:], ls[vary[2]]
+		a, b, e = a[:(n-1)*sa+1], b[:(n-1)*sb+1], e[:(n-1)*se+1]
+		if os == 0 {
+			for i, ia, ib, ie := 0, 0, 0, 0; i < n; i, ia, ib, ie = i+1, ia+sa, ib+sb, ie+se {
+				sum += c * a[ia] * b[ib] * e[ie]
+			}
+		} else {
+			d := dst[o : o+(n-1)*os+1]
+			for i, ia, ib, ie, id := 0, 0, 0, 0, 0; i < n; i, ia, ib, ie, id = i+1, ia+sa, ib+sb, ie+se, id+os {
+				d[id] += c * a[ia] * b[ib] * e[ie]
+			}
+		}
 	default:
 		for i := range n {
 			p := c
@@ -863,6 +918,7 @@ func (b *Batch) Visit(ctx context.Context, sets [][]int, f func(i int, x []float
 // marginalsCached is marginalsEach with the given cache.
 func (m *Model) marginalsCached(ctx context.Context, sets [][]int, reuse bool, cache *reduceCache, f func(i int, x []float64)) error {
 	m.checkSets(sets)
+	m.announce(sets, cache)
 	err := par.For(ctx, len(sets), 0, func(i int) {
 		if !reuse {
 			f(i, m.marginal(sets[i], nil, cache, nil))
