@@ -113,7 +113,10 @@ func NewTracker(n int) *Tracker {
 }
 
 // Round records that candidates (indexes) were the candidates of round t,
-// scored against model (p̂_{t−1}). Rounds must increase.
+// scored against model (p̂_{t−1}). Rounds must increase. The snapshot kept
+// is model.Lean(): the bounds read only its marginals, and a snapshot that
+// held the potentials too would keep them alive through the next fit, which
+// starts from model and replaces it (peak memory).
 func (tr *Tracker) Round(t int, candidates []int, model *pgm.Model) {
 	for _, i := range candidates {
 		if old := tr.last[i]; old != 0 {
@@ -126,7 +129,7 @@ func (tr *Tracker) Round(t int, candidates []int, model *pgm.Model) {
 		tr.refs[t]++
 	}
 	if len(candidates) > 0 {
-		tr.snaps[t] = model
+		tr.snaps[t] = model.Lean()
 	}
 }
 
