@@ -192,6 +192,7 @@ func (r *run) loop(ctx context.Context, sigma0 []float64) (*synth.Result, error)
 	r.in.Report(synth.Status{Phase: "init", RhoUsed: r.sched.used, ModelSize: r.model.Size()})
 
 	r.tracker = adaptive.NewTracker(len(r.cands))
+	r.tracker.Compact(r.sets) // a twin's set is its fine set, as in Fill
 	var (
 		eligible []int
 		scores   []float64
@@ -240,6 +241,7 @@ func (r *run) loop(ctx context.Context, sigma0 []float64) (*synth.Result, error)
 
 		before := r.coarseMarginal(sel)
 		r.measure(sel.attrs, sel.coarse, &r.answers[pick], sigma, eps, t)
+		r.tracker.Measured(t, sel.attrs)
 		// The drift bounds read only prev's marginals: its lean view lets
 		// the fit free its potentials (TestRoundFitFreesPrevious).
 		prev := r.model.Lean()
