@@ -56,10 +56,10 @@ func testRelease(t *testing.T, rng *rand.Rand) *Result {
 		LastCandidate: []CandidateRound{{Attrs: []int{0, 1}, Round: 2}, {Attrs: []int{0, 2}, Round: 0}},
 		Snapshots: []Snapshot{{Round: 1}, {Round: 2, Model: model},
 			{Round: 3, Marginals: []SnapshotMarginal{{Attrs: []int{0, 1}, X: randY(6)}, {Attrs: []int{2}, X: randY(4)}}}},
-		Rows:          [][]uint16{{0, 1}, {2, 2}, {3, 0}},
-		RhoUsed:       0.02,
-		Note:          "best mixture error 0.12",
-		Artifact:      []byte{0, 1, 2, 0xff},
+		Rows:     [][]uint16{{0, 1}, {2, 2}, {3, 0}},
+		RhoUsed:  0.02,
+		Note:     "best mixture error 0.12",
+		Artifact: []byte{0, 1, 2, 0xff},
 	}
 }
 
