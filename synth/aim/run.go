@@ -20,6 +20,7 @@ func (o *Options) Run(ctx context.Context, in *synth.Input) (*synth.Result, erro
 	if err != nil {
 		return nil, fmt.Errorf("aim: %w", err)
 	}
+	defer holdGCPercent()() // peak memory (gc.go)
 	data := in.Data
 	dom := data.Domain()
 	opt := o.withDefaults(dom.Len())
