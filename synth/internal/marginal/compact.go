@@ -9,33 +9,58 @@ import (
 // Compact is a marginal held for a long time: densely, or as its non-zero
 // cells when that is smaller. A table's large marginals are mostly zeros
 // (adult's 364 3-way marginals have 20.9 M cells, 159 MB as float64, and
-// 0.57 M non-zero counts, 6.5 MB as (index, value) pairs). The zero value
-// is an empty marginal.
+// 0.57 M non-zero counts, 6.5 MB as (index, value) pairs). Counts (every
+// value a whole number in [0, 2³²)), as a data set's marginals are, are
+// held as uint32, exactly: half the dense table, two thirds of the pairs
+// (a wide table's candidates' true answers were most of AIM's live heap;
+// docs/aim-performance.md, fourth pass). The zero value is an empty
+// marginal.
 type Compact struct {
-	n     int
-	dense []float64 // the marginal, if held densely
-	idx   []uint32  // else its non-zero cells, ascending
-	val   []float64 // and their values
+	n      int
+	sparse bool
+	dense  []float64 // the marginal, if held densely and not as counts
+	idx    []uint32  // if sparse: the non-zero cells, ascending
+	val    []float64 // and their values, if not counts
+	cnt    []uint32  // counts: every cell (dense) or the non-zero ones (sparse)
 }
 
 // NewCompact returns x as a Compact: sparse when fewer than two thirds of
-// its cells are non-zero (12 bytes per non-zero against 8 per cell), else
-// x itself (not copied).
+// its cells are non-zero (12 bytes per non-zero against 8 per cell; 8
+// against 4 for counts), else dense (x itself, not copied, unless it holds
+// counts).
 func NewCompact(x []float64) Compact {
 	nz := 0
+	counts := len(x) <= math.MaxUint32
 	for _, v := range x {
 		if v != 0 {
 			nz++
+			counts = counts && v > 0 && v <= math.MaxUint32 && v == math.Trunc(v)
 		}
 	}
 	if 3*nz >= 2*len(x) || len(x) > math.MaxUint32 {
-		return Compact{n: len(x), dense: x}
+		if !counts {
+			return Compact{n: len(x), dense: x}
+		}
+		c := Compact{n: len(x), cnt: make([]uint32, len(x))}
+		for i, v := range x {
+			c.cnt[i] = uint32(v)
+		}
+		return c
 	}
-	c := Compact{n: len(x), idx: make([]uint32, 0, nz), val: make([]float64, 0, nz)}
+	c := Compact{n: len(x), sparse: true, idx: make([]uint32, 0, nz)}
+	if counts {
+		c.cnt = make([]uint32, 0, nz)
+	} else {
+		c.val = make([]float64, 0, nz)
+	}
 	for i, v := range x {
 		if v != 0 {
 			c.idx = append(c.idx, uint32(i))
-			c.val = append(c.val, v)
+			if counts {
+				c.cnt = append(c.cnt, uint32(v))
+			} else {
+				c.val = append(c.val, v)
+			}
 		}
 	}
 	return c
@@ -45,7 +70,15 @@ func NewCompact(x []float64) Compact {
 func (c *Compact) Len() int { return c.n }
 
 // Sparse reports whether c holds only its non-zero cells.
-func (c *Compact) Sparse() bool { return c.dense == nil && c.n > 0 }
+func (c *Compact) Sparse() bool { return c.sparse }
+
+// value is the k-th stored value of a sparse c.
+func (c *Compact) value(k int) float64 {
+	if c.val != nil {
+		return c.val[k]
+	}
+	return float64(c.cnt[k])
+}
 
 // Expand writes the marginal into dst (resized if too small) and returns
 // it.
@@ -54,13 +87,18 @@ func (c *Compact) Expand(dst []float64) []float64 {
 		dst = make([]float64, c.n)
 	}
 	dst = dst[:c.n]
-	if c.dense != nil {
+	switch {
+	case c.dense != nil:
 		copy(dst, c.dense)
-		return dst
-	}
-	clear(dst)
-	for k, i := range c.idx {
-		dst[i] = c.val[k]
+	case !c.sparse:
+		for i, v := range c.cnt {
+			dst[i] = float64(v)
+		}
+	default:
+		clear(dst)
+		for k, i := range c.idx {
+			dst[i] = c.value(k)
+		}
 	}
 	return dst
 }
@@ -68,25 +106,42 @@ func (c *Compact) Expand(dst []float64) []float64 {
 // L1Total returns ‖c − y‖₁ for a non-negative y whose cells sum to total
 // (a model's marginal): for a sparse c, ‖c − y‖₁ = total + Σ_{c_i ≠ 0}(|c_i − y_i| −
 // y_i), which reads only y's cells where c is non-zero. It differs from
-// the package's L1 by the round-off of Σy against total.
+// the package's L1 by the round-off of Σy against total; a dense c's is
+// L1's, bit for bit.
 func (c *Compact) L1Total(y []float64, total float64) float64 {
 	if len(y) != c.n {
 		panic("marginal: length mismatch")
 	}
-	if c.dense != nil || c.n == 0 {
+	switch {
+	case c.dense != nil || c.n == 0:
 		return L1(c.dense, y)
+	case !c.sparse:
+		var s float64 // L1's loop, on the counts
+		for i, v := range c.cnt {
+			d := float64(v) - y[i]
+			if d < 0 {
+				d = -d
+			}
+			s += d
+		}
+		return s
 	}
 	s := total
 	for k, i := range c.idx {
-		s += math.Abs(c.val[k]-y[i]) - y[i]
+		v := c.value(k)
+		s += math.Abs(v-y[i]) - y[i]
 	}
 	return s
 }
 
 // ProjectTo is ProjectTo for the marginal c over attrs.
 func (c *Compact) ProjectTo(dst []float64, dom *pgm.Domain, attrs []int, sub []int) []float64 {
-	if c.dense != nil || c.n == 0 {
-		return ProjectTo(dst, dom, attrs, c.dense, sub)
+	if !c.sparse {
+		x := c.dense
+		if x == nil && c.n > 0 {
+			x = c.Expand(nil)
+		}
+		return ProjectTo(dst, dom, attrs, x, sub)
 	}
 	n := dom.Cells(sub)
 	if cap(dst) < n {
@@ -105,7 +160,7 @@ func (c *Compact) ProjectTo(dst []float64, dom *pgm.Domain, attrs []int, sub []i
 			off += (rest % size[i]) * stride[i]
 			rest /= size[i]
 		}
-		dst[off] += c.val[k]
+		dst[off] += c.value(k)
 	}
 	return dst
 }

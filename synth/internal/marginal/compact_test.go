@@ -17,17 +17,28 @@ func TestCompact(t *testing.T) {
 		name   string
 		fill   float64 // fraction of non-zero cells
 		sparse bool
-	}{{"empty cells", 0, true}, {"sparse", 0.1, true}, {"half", 0.5, true}, {"dense", 0.9, false}} {
+		frac   bool // values with fractions (not counts)
+	}{{"empty cells", 0, true, false}, {"sparse", 0.1, true, false}, {"half", 0.5, true, false}, {"dense", 0.9, false, false},
+		{"sparse fractions", 0.1, true, true}, {"dense fractions", 0.9, false, true}} {
 		t.Run(tt.name, func(t *testing.T) {
 			x := make([]float64, 60)
 			for i := range x {
 				if rng.Float64() < tt.fill {
 					x[i] = float64(1 + rng.IntN(9))
+					if tt.frac {
+						x[i] += 0.25
+					}
 				}
+			}
+			if !tt.frac && tt.fill > 0 {
+				x[7] = math.MaxUint32 // the largest count held as one
 			}
 			c := NewCompact(slices.Clone(x))
 			if c.Sparse() != tt.sparse || c.Len() != 60 {
 				t.Fatalf("sparse = %v, len %d; want %v, 60", c.Sparse(), c.Len(), tt.sparse)
+			}
+			if counts := c.cnt != nil; counts == tt.frac || (c.val != nil) != (tt.frac && tt.sparse) || (c.dense != nil) != (tt.frac && !tt.sparse) {
+				t.Fatalf("held as counts %v, floats %v, dense floats %v", counts, c.val != nil, c.dense != nil)
 			}
 			if got := c.Expand(make([]float64, 3)); !slices.Equal(got, x) {
 				t.Errorf("Expand = %v, want %v", got, x)
@@ -42,8 +53,8 @@ func TestCompact(t *testing.T) {
 				y[i] = math.Abs(y[i])
 				total += y[i]
 			}
-			if got, want := c.L1Total(y, total), L1(x, y); math.Abs(got-want) > 1e-12*want {
-				t.Errorf("L1Total = %v, want %v", got, want)
+			if got, want := c.L1Total(y, total), L1(x, y); math.Abs(got-want) > 1e-12*want || (!tt.sparse && got != want) {
+				t.Errorf("L1Total = %v, want %v (bit for bit when dense)", got, want)
 			}
 			for _, sub := range [][]int{{0}, {1}, {2}, {0, 2}, {1, 2}, {0, 1, 2}} {
 				got := c.ProjectTo(nil, dom, attrs, sub)
