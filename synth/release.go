@@ -35,12 +35,14 @@ import (
 //	version 3 adds, per measurement after coarse: kron (0 = nil, else
 //	    count+1, then per factor 0 = identity, else rows+1, cols and
 //	    rows·cols floats)
+//	version 4 adds, per snapshot after the model: its marginals (count,
+//	    then per marginal attrs and X as count and floats)
 //
 // A list of ints is its count followed by the values.
 
 const (
 	releaseMagic   = "DPRL"
-	releaseVersion = 3
+	releaseVersion = 4
 )
 
 // ErrRelease is wrapped by UnmarshalRelease's errors for malformed input.
@@ -106,14 +108,25 @@ func marshalRelease(r *Result, version uint64) ([]byte, error) {
 		w.int(int64(s.Round))
 		if s.Model == nil {
 			w.uint(0)
-			continue
+		} else {
+			b, err := s.Model.MarshalBinary()
+			if err != nil {
+				return nil, fmt.Errorf("synth: encoding snapshot of round %d: %w", s.Round, err)
+			}
+			w.uint(uint64(len(b)) + 1)
+			w.b = append(w.b, b...)
 		}
-		b, err := s.Model.MarshalBinary()
-		if err != nil {
-			return nil, fmt.Errorf("synth: encoding snapshot of round %d: %w", s.Round, err)
+		switch {
+		case version < 4 && s.Marginals != nil:
+			return nil, fmt.Errorf("synth: release version %d cannot hold snapshot marginals", version)
+		case version < 4:
+		default:
+			w.uint(uint64(len(s.Marginals)))
+			for _, m := range s.Marginals {
+				w.ints(m.Attrs)
+				w.floats(m.X)
+			}
 		}
-		w.uint(uint64(len(b)) + 1)
-		w.b = append(w.b, b...)
 	}
 	if version < 2 {
 		if r.Note != "" || r.Artifact != nil {
@@ -209,6 +222,16 @@ func UnmarshalRelease(b []byte) (*Result, error) {
 			}
 			rd.b = rd.b[l:]
 			s.Model = m
+		}
+		if version >= 4 {
+			k := rd.count(2)
+			for range k {
+				m := SnapshotMarginal{Attrs: rd.ints(), X: rd.floats()}
+				if rd.err != nil {
+					break
+				}
+				s.Marginals = append(s.Marginals, m)
+			}
 		}
 		if rd.err != nil {
 			break

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"math/rand/v2"
 	"reflect"
+	"slices"
 	"testing"
 
 	"gonum.org/v1/gonum/mat"
@@ -53,11 +54,12 @@ func testRelease(t *testing.T, rng *rand.Rand) *Result {
 			{Round: 2, Epsilon: 0.2, Sigma: 2, Sensitivity: 2, Candidates: 5, Selected: []int{0, 1}, RhoUsed: 0.02, ModelSize: 0.002},
 		},
 		LastCandidate: []CandidateRound{{Attrs: []int{0, 1}, Round: 2}, {Attrs: []int{0, 2}, Round: 0}},
-		Snapshots:     []Snapshot{{Round: 1}, {Round: 2, Model: model}},
-		Rows:          [][]uint16{{0, 1}, {2, 2}, {3, 0}},
-		RhoUsed:       0.02,
-		Note:          "best mixture error 0.12",
-		Artifact:      []byte{0, 1, 2, 0xff},
+		Snapshots: []Snapshot{{Round: 1}, {Round: 2, Model: model},
+			{Round: 3, Marginals: []SnapshotMarginal{{Attrs: []int{0, 1}, X: randY(6)}, {Attrs: []int{2}, X: randY(4)}}}},
+		Rows:     [][]uint16{{0, 1}, {2, 2}, {3, 0}},
+		RhoUsed:  0.02,
+		Note:     "best mixture error 0.12",
+		Artifact: []byte{0, 1, 2, 0xff},
 	}
 }
 
@@ -104,7 +106,7 @@ func TestReleaseRoundTrip(t *testing.T) {
 			}
 			for i := range want.Snapshots {
 				g, w := got.Snapshots[i], want.Snapshots[i]
-				if g.Round != w.Round || (g.Model == nil) != (w.Model == nil) {
+				if g.Round != w.Round || (g.Model == nil) != (w.Model == nil) || !reflect.DeepEqual(g.Marginals, w.Marginals) {
 					t.Fatalf("snapshot %d = %+v, want %+v", i, g, w)
 				}
 				if w.Model != nil {
@@ -128,9 +130,21 @@ func TestReleaseRoundTrip(t *testing.T) {
 }
 
 // Releases written by older versions still decode: version 1 (no note, no
-// artifact) and version 2 (no Kronecker measurements).
+// artifact), version 2 (no Kronecker measurements) and version 3 (no
+// snapshot marginals, only models).
 func TestReleaseOldVersions(t *testing.T) {
 	r := testRelease(t, rand.New(rand.NewPCG(5, 6)))
+	if _, err := marshalRelease(r, 3); err == nil {
+		t.Error("version 3 accepted snapshot marginals")
+	}
+	models := slices.DeleteFunc(slices.Clone(r.Snapshots), func(s Snapshot) bool { return s.Marginals != nil })
+	b, err := marshalRelease(&Result{Snapshots: models}, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := UnmarshalRelease(b); err != nil || len(got.Snapshots) != len(models) || got.Snapshots[1].Model == nil || got.Snapshots[1].Marginals != nil {
+		t.Errorf("version 3 snapshots decoded as %+v (%v)", got, err)
+	}
 	r.Model, r.Rows, r.Snapshots = nil, nil, nil
 	var plain []Measurement
 	for _, m := range r.Measurements {
@@ -142,7 +156,7 @@ func TestReleaseOldVersions(t *testing.T) {
 		t.Error("version 2 accepted a Kronecker measurement")
 	}
 	r.Measurements = plain
-	for _, v := range []uint64{1, 2} {
+	for _, v := range []uint64{1, 2, 3} {
 		want := *r
 		if v == 1 {
 			want.Note, want.Artifact = "", nil
@@ -175,7 +189,7 @@ func TestReleaseMalformed(t *testing.T) {
 	bad := [][]byte{
 		append(bytes.Clone(b), 0),                                              // trailing byte
 		append([]byte("DPRX"), b[4:]...),                                       // magic
-		append([]byte("DPRL\x04"), b[5:]...),                                   // version
+		append([]byte("DPRL\x05"), b[5:]...),                                   // version
 		[]byte("DPRL\x01\x00\x00\x00\x00\x00\x00\x00\x00\xff\xff\xff\xff\x0f"), // huge count
 	}
 	for i, in := range bad {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 
 	"github.com/dpsql/dpsql/synth/noise"
 	"github.com/dpsql/dpsql/synth/pgm"
@@ -176,12 +177,40 @@ type CandidateRound struct {
 }
 
 // Snapshot is the model p̂_{Round−1} that round Round scored its candidates
-// against (its pre-measurement model). A nil Model means the uniform
-// distribution with total 1 (MWEM+PGM's first round, before any
-// measurement).
+// against (its pre-measurement model), or what error bounds read of it. A
+// nil Model and no Marginals means the uniform distribution with total 1
+// (MWEM+PGM's first round, before any measurement).
 type Snapshot struct {
 	Round int
 	Model *pgm.Model
+	// Marginals, set when Model is nil, are the model's marginals that the
+	// error bounds read: those of the candidates whose last candidate round
+	// this is and of the round's measured set. A mechanism keeps them
+	// instead of the model when they are smaller (AIM at large ε keeps a
+	// snapshot for most rounds, each a model the size of the final one).
+	Marginals []SnapshotMarginal
+}
+
+// SnapshotMarginal is one marginal of a snapshot's model: the expected
+// counts over Attrs (ascending; the last varies fastest).
+type SnapshotMarginal struct {
+	Attrs []int
+	X     []float64
+}
+
+// Marginal returns the snapshot model's marginal over attrs (ascending) and
+// whether the snapshot has it: any set when it holds the model, the stored
+// ones otherwise. The result must not be modified.
+func (s *Snapshot) Marginal(attrs []int) ([]float64, bool) {
+	if s.Model != nil {
+		return s.Model.Marginal(attrs), true
+	}
+	for _, m := range s.Marginals {
+		if slices.Equal(m.Attrs, attrs) {
+			return m.X, true
+		}
+	}
+	return nil, false
 }
 
 // Result is what a Runner releases. All of it is differentially private.

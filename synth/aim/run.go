@@ -150,8 +150,18 @@ func (r *run) estimate(ctx context.Context, iters int, tol float64, step pgm.Ste
 		return err
 	}
 	r.model = m
+	if testFitted != nil {
+		testFitted(m)
+	}
 	return nil
 }
+
+// Test hooks, nil outside tests: testFitted sees every fitted model, and
+// testRoundFit is the progress callback of the rounds' fits.
+var (
+	testFitted   func(*pgm.Model)
+	testRoundFit func(pgm.EstimateProgress)
+)
 
 // loop runs initialisation, the rounds and the final estimation and
 // sampling; on error it returns the partial result.
@@ -183,6 +193,7 @@ func (r *run) loop(ctx context.Context, sigma0 []float64) (*synth.Result, error)
 	r.in.Report(synth.Status{Phase: "init", RhoUsed: r.sched.used, ModelSize: r.model.Size()})
 
 	r.tracker = adaptive.NewTracker(len(r.cands))
+	r.tracker.Compact(r.sets) // a twin's set is its fine set, as in Fill
 	var (
 		eligible []int
 		scores   []float64
@@ -231,8 +242,11 @@ func (r *run) loop(ctx context.Context, sigma0 []float64) (*synth.Result, error)
 
 		before := r.coarseMarginal(sel)
 		r.measure(sel.attrs, sel.coarse, &r.answers[pick], sigma, eps, t)
-		prev := r.model
-		if err := r.estimate(ctx, r.opt.PGMIters, r.opt.roundTol, r.opt.roundStep, nil); err != nil {
+		r.tracker.Measured(t, sel.attrs)
+		// The drift bounds read only prev's marginals: its lean view lets
+		// the fit free its potentials (TestRoundFitFreesPrevious).
+		prev := r.model.Lean()
+		if err := r.estimate(ctx, r.opt.PGMIters, r.opt.roundTol, r.opt.roundStep, testRoundFit); err != nil {
 			return fail(fmt.Errorf("round %d estimation: %w", t, err))
 		}
 		if lz != nil && !last {

@@ -6,6 +6,7 @@ import (
 	"math"
 	"runtime"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -272,5 +273,69 @@ func TestRunRoundStep(t *testing.T) {
 	}
 	if errs[0] > 1.1*errs[1] {
 		t.Errorf("mean error with KeepStep rounds %.4f, GrowStep %.4f", errs[0], errs[1])
+	}
+}
+
+// TestRoundFitFreesPrevious: a round's fit starts from the previous model
+// and replaces it, and nothing may keep that model (its potentials and
+// marginals, two model sizes) alive through the fit — not the round
+// snapshots kept for the error bounds, not the lazy selection's drift
+// bound, which need only its marginals (pgm.Model.Lean). A cleanup on
+// every fitted model records when it is freed; in the middle of each round's
+// fit (progress at iteration 50) the previous model must already be
+// collectable. It fails if the snapshot or the lazy state hold the model.
+func TestRoundFitFreesPrevious(t *testing.T) {
+	for _, lazy := range []string{"1", "0"} {
+		t.Run("LAZY="+lazy, func(t *testing.T) {
+			var (
+				mu      sync.Mutex
+				freed   []chan struct{} // per fitted model, closed when it is freed
+				checked = -1            // the last fit checked
+				fits    int             // round fits checked
+				held    []int
+			)
+			testFitted = func(m *pgm.Model) {
+				ch := make(chan struct{})
+				mu.Lock()
+				freed = append(freed, ch)
+				mu.Unlock()
+				runtime.AddCleanup(m, func(ch chan struct{}) { close(ch) }, ch)
+			}
+			testRoundFit = func(p pgm.EstimateProgress) {
+				mu.Lock()
+				n := len(freed) // this fit's warm start is model n−1
+				mu.Unlock()
+				if p.Iter == 0 || checked == n {
+					return
+				}
+				checked = n
+				fits++
+				runtime.GC()
+				select {
+				case <-freed[n-1]:
+				case <-time.After(time.Second): // cleanups run on their own goroutine: allow for a loaded machine
+					held = append(held, n-1)
+				}
+			}
+			defer func() { testFitted, testRoundFit = nil, nil }()
+			in := testInput(3)
+			r, err := Mechanism{}.New([]synth.Option{{Name: "PGM_ITERS", Value: 60}, {Name: "FINAL_ITERS", Value: 50}, {Name: "LAZY", Value: lazy}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			res, err := r.Run(context.Background(), in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if fits < 3 || fits != len(res.Rounds) {
+				t.Fatalf("%d round fits checked, %d rounds", fits, len(res.Rounds))
+			}
+			if len(held) > 0 {
+				t.Errorf("the previous model was still reachable during %d of %d round fits (models %v)", len(held), fits, held)
+			}
+			if len(res.Snapshots) == 0 {
+				t.Error("no snapshot kept")
+			}
+		})
 	}
 }

@@ -134,7 +134,7 @@ type Analysis struct {
 	selected map[int]*synth.Measurement
 	rounds   map[int]*synth.Round
 	last     map[string]int // synth.Key(attrs) → last candidate round
-	snaps    map[int]*pgm.Model
+	snaps    map[int]*synth.Snapshot
 	// total is the inverse-variance estimate of N from the measurements,
 	// totalSD its standard deviation.
 	total, totalSD float64
@@ -194,7 +194,7 @@ func Analyze(rel *Release) (*Analysis, error) {
 		selected: map[int]*synth.Measurement{},
 		rounds:   map[int]*synth.Round{},
 		last:     map[string]int{},
-		snaps:    map[int]*pgm.Model{},
+		snaps:    map[int]*synth.Snapshot{},
 		stats:    map[string]*stats{},
 		observed: map[int]float64{},
 		margs:    map[string][]float64{},
@@ -254,8 +254,10 @@ func Analyze(rel *Release) (*Analysis, error) {
 	for _, c := range rel.LastCandidate {
 		a.last[synth.Key(c.Attrs)] = c.Round
 	}
-	for _, s := range rel.Snapshots {
-		a.snaps[s.Round] = s.Model
+	for i := range rel.Snapshots {
+		if s := &rel.Snapshots[i]; s.Model != nil || s.Marginals != nil {
+			a.snaps[s.Round] = s
+		}
 	}
 	return a, nil
 }
@@ -432,13 +434,28 @@ func (a *Analysis) compute(attrs []int) *stats {
 		s.err = fmt.Errorf("bounds: %w: round %d (last candidate round of %s) is not recorded with its measurement and snapshot", ErrInvalid, t, a.names(attrs))
 		return s
 	}
+	// A snapshot kept as marginals has those of the candidates whose last
+	// round it is and of the round's measured set.
+	lacks := func() *stats {
+		s.err = fmt.Errorf("bounds: %w: the snapshot of round %d (last candidate round of %s) lacks the marginals it needs", ErrInvalid, t, a.names(attrs))
+		return s
+	}
+	prev, ok := snap.Marginal(attrs)
+	if !ok {
+		return lacks()
+	}
 	s.round = t
-	s.drift = marginal.L1(snap.Marginal(attrs), xhat)
+	s.drift = marginal.L1(prev, xhat)
 	a.mu.Lock()
 	o, ok := a.observed[t]
 	a.mu.Unlock()
 	if !ok {
-		o = marginal.L1(meas.Y, a.observe(meas, snap.Marginal(meas.Attrs)))
+		prevMeas, ok := snap.Marginal(meas.Attrs)
+		if !ok {
+			s.round = 0
+			return lacks()
+		}
+		o = marginal.L1(meas.Y, a.observe(meas, prevMeas))
 		a.mu.Lock()
 		a.observed[t] = o
 		a.mu.Unlock()

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -509,5 +511,69 @@ func TestCellsClipNegative(t *testing.T) {
 	}
 	if b := cells[5]; b.Lower != 0 || !(b.Upper > 0) {
 		t.Errorf("cell measured at -1: [%v, %v], want [0, > 0]", b.Lower, b.Upper)
+	}
+}
+
+// TestCompactSnapshots: a snapshot kept as the marginals the bounds read
+// (the candidates whose last round it is and the round's measured set, as
+// AIM keeps them at large ε) gives the same bounds as the model, and one
+// that lacks a marginal the bounds need is refused, not read as zero.
+func TestCompactSnapshots(t *testing.T) {
+	rel, _ := aimRelease(t)
+	ctx := context.Background()
+	want, err := Marginals(ctx, rel, 0.9)
+	if err != nil {
+		t.Fatal(err)
+	}
+	measured := map[int][]int{}
+	for _, m := range rel.Measurements {
+		if m.Round > 0 {
+			measured[m.Round] = m.Attrs
+		}
+	}
+	compact := *rel
+	compact.Snapshots = slices.Clone(rel.Snapshots)
+	n := 0
+	for k, s := range compact.Snapshots {
+		if s.Model == nil {
+			continue
+		}
+		ms := []synth.SnapshotMarginal{{Attrs: measured[s.Round], X: s.Model.Marginal(measured[s.Round])}}
+		for _, c := range rel.LastCandidate {
+			if c.Round == s.Round {
+				ms = append(ms, synth.SnapshotMarginal{Attrs: c.Attrs, X: s.Model.Marginal(c.Attrs)})
+			}
+		}
+		compact.Snapshots[k] = synth.Snapshot{Round: s.Round, Marginals: ms}
+		n++
+	}
+	if n == 0 {
+		t.Fatal("no model snapshot to compact")
+	}
+	got, err := Marginals(ctx, &compact, 0.9)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("bounds from compacted snapshots differ:\n got %+v\nwant %+v", got, want)
+	}
+	// Drop every snapshot's marginal of its measured set: the bounds of the
+	// unsupported marginals need it.
+	for k, s := range compact.Snapshots {
+		compact.Snapshots[k].Marginals = slices.DeleteFunc(slices.Clone(s.Marginals), func(m synth.SnapshotMarginal) bool {
+			return slices.Equal(m.Attrs, measured[s.Round])
+		})
+	}
+	unsupported := 0
+	for _, b := range want {
+		if !b.Supported && b.Round > 0 {
+			unsupported++
+			if _, _, err := Cells(ctx, &compact, b.Attrs, 0.9); !errors.Is(err, ErrInvalid) {
+				t.Errorf("Cells(%v) without the snapshot's measured marginal: %v, want ErrInvalid", b.Attrs, err)
+			}
+		}
+	}
+	if unsupported == 0 {
+		t.Error("no unsupported marginal in the case")
 	}
 }

@@ -41,7 +41,8 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 // MarshalBinary encodes the model in a versioned binary format.
 func (m *Model) MarshalBinary() ([]byte, error) {
-	b := make([]byte, 0, 64+8*len(m.theta))
+	theta := m.potentials()
+	b := make([]byte, 0, 64+8*len(theta))
 	b = append(b, modelMagic...)
 	b = binary.LittleEndian.AppendUint32(b, modelVersion)
 	b = binary.LittleEndian.AppendUint32(b, uint32(m.dom.Len()))
@@ -61,7 +62,7 @@ func (m *Model) MarshalBinary() ([]byte, error) {
 			b = binary.LittleEndian.AppendUint32(b, uint32(a))
 		}
 	}
-	for _, v := range m.theta {
+	for _, v := range theta {
 		b = binary.LittleEndian.AppendUint64(b, math.Float64bits(v))
 	}
 	b = binary.LittleEndian.AppendUint32(b, crc32.Checksum(b, castagnoli))

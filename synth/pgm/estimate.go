@@ -368,6 +368,7 @@ func warmStart(theta []float64, jt *junctionTree, ws *Model) error {
 	if !ws.dom.Equal(jt.dom) {
 		return errors.New("pgm: warm start model has another domain")
 	}
+	wsTheta := ws.potentials()
 	for k, c := range ws.jt.cliques {
 		to := jt.containing(c)
 		if to < 0 {
@@ -376,7 +377,7 @@ func warmStart(theta []float64, jt *junctionTree, ws *Model) error {
 			// dropped rather than failing the fit.
 			continue
 		}
-		kernel.Expand(jt.block(theta, to), ws.jt.block(ws.theta, k), jt.projMap(to, c))
+		kernel.Expand(jt.block(theta, to), ws.jt.block(wsTheta, k), jt.projMap(to, c))
 	}
 	return nil
 }

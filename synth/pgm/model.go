@@ -15,7 +15,7 @@ import (
 type Model struct {
 	dom   *Domain
 	jt    *junctionTree
-	theta []float64 // log potentials, arena layout
+	theta []float64 // log potentials, arena layout; nil for a lean model (see Lean)
 	p     []float64 // clique marginals as probabilities, arena layout
 	logZ  float64
 	total float64
@@ -55,9 +55,48 @@ func (m *Model) Size() float64 { return float64(m.jt.total) * 8 / (1 << 20) }
 func (m *Model) LogZ() float64 { return m.logZ }
 
 // Potential returns a copy of the log potential of clique k (in the order of
-// Cliques).
+// Cliques). A lean model's potentials are derived from its marginals (see
+// Lean).
 func (m *Model) Potential(k int) []float64 {
-	return slices.Clone(m.theta[m.jt.off[k] : m.jt.off[k]+m.jt.cells[k]])
+	return slices.Clone(m.potentials()[m.jt.off[k] : m.jt.off[k]+m.jt.cells[k]])
+}
+
+// Lean returns a model that answers exactly as m — the same marginals,
+// total and samples, which all read the clique marginals — without m's log
+// potentials: it shares m's marginals and junction tree and holds no arena
+// of its own, half of m's. Kept instead of m (AIM's round snapshots for the
+// error bounds, the previous model its lazy selection bounds the drift
+// from), it lets m's potentials be freed with m. Potential, MarshalBinary
+// and a warm start from a lean model use potentials derived from the
+// marginals (the junction tree's maximum-likelihood map: the same
+// distribution, to round-off); LogZ stays m's. Lean of a nil or lean model
+// is that model.
+func (m *Model) Lean() *Model {
+	if m == nil || m.theta == nil {
+		return m
+	}
+	return &Model{dom: m.dom, jt: m.jt, p: m.p, logZ: m.logZ, total: m.total, step: m.step}
+}
+
+// leanLogFloor replaces log 0 in the potentials derived for a lean model:
+// exp of it is 0 in float64 even after the shifts of belief propagation,
+// and unlike −∞ it cannot meet another −∞ in a difference (NaN).
+const leanLogFloor = -1e4
+
+// potentials returns m's log potentials; a lean model's are derived from its
+// marginals on each call (a new arena).
+func (m *Model) potentials() []float64 {
+	if m.theta != nil {
+		return m.theta
+	}
+	theta := make([]float64, m.jt.total)
+	mle(theta, m.jt, m.p)
+	for i, x := range theta {
+		if x < leanLogFloor {
+			theta[i] = leanLogFloor
+		}
+	}
+	return theta
 }
 
 // clique returns clique k's block of an arena.

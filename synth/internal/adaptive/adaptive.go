@@ -105,29 +105,101 @@ type Tracker struct {
 	last  []int
 	refs  map[int]int        // round → candidates whose last round it is
 	snaps map[int]*pgm.Model // round → p̂_{round−1}
+	// With Compact: the candidates' sets, each round's measured set, and
+	// the snapshots kept as marginals instead of models.
+	sets     [][]int
+	measured map[int][]int
+	kept     map[int][]synth.SnapshotMarginal
 }
 
 // NewTracker tracks n candidates.
 func NewTracker(n int) *Tracker {
-	return &Tracker{last: make([]int, n), refs: map[int]int{}, snaps: map[int]*pgm.Model{}}
+	return &Tracker{last: make([]int, n), refs: map[int]int{}, snaps: map[int]*pgm.Model{},
+		measured: map[int][]int{}, kept: map[int][]synth.SnapshotMarginal{}}
 }
 
+// Compact makes the tracker keep a snapshot as the marginals the error
+// bounds read of it once no later round can add to them: those of the
+// candidates whose last round it is, and of the round's measured set
+// (see Measured), when they are smaller than the model and cheap to
+// compute (compactCost). A round's candidates that are not candidates of
+// the next round (the capacity filter dropped them) keep its snapshot, so
+// without this an adaptive run at large ε keeps a model for most rounds,
+// each the size of the final one. sets[i] is candidate i's attribute set,
+// ascending; the tracker keeps the slice.
+func (tr *Tracker) Compact(sets [][]int) { tr.sets = sets }
+
+// Measured records the set round t measured (ascending).
+func (tr *Tracker) Measured(t int, attrs []int) { tr.measured[t] = attrs }
+
+// compactCost bounds the inference a snapshot's compaction may sweep, in
+// multiples of the snapshot model's cells: the candidates it serves left
+// the eligible set for being too large to add to the model, and a few of
+// them can take far longer to infer than the model is large.
+const compactCost = 64
+
 // Round records that candidates (indexes) were the candidates of round t,
-// scored against model (p̂_{t−1}). Rounds must increase.
+// scored against model (p̂_{t−1}). Rounds must increase. The snapshot kept
+// is model.Lean(): the bounds read only its marginals, and a snapshot that
+// held the potentials too would keep them alive through the next fit, which
+// starts from model and replaces it (peak memory). With Compact, the
+// snapshots of earlier rounds, which no later round can serve, are then
+// compacted where that pays.
 func (tr *Tracker) Round(t int, candidates []int, model *pgm.Model) {
 	for _, i := range candidates {
 		if old := tr.last[i]; old != 0 {
 			if tr.refs[old]--; tr.refs[old] == 0 {
 				delete(tr.refs, old)
 				delete(tr.snaps, old)
+				delete(tr.kept, old)
 			}
 		}
 		tr.last[i] = t
 		tr.refs[t]++
 	}
-	if len(candidates) > 0 {
-		tr.snaps[t] = model
+	if tr.sets != nil {
+		for r := range tr.snaps {
+			tr.compact(r)
+		}
 	}
+	if len(candidates) > 0 {
+		tr.snaps[t] = model.Lean()
+	}
+}
+
+// compact replaces the model of round r's snapshot by the marginals the
+// bounds read of it, if they are fewer cells than the model and cheap.
+func (tr *Tracker) compact(r int) {
+	m := tr.snaps[r]
+	meas, ok := tr.measured[r]
+	if m == nil || !ok {
+		return
+	}
+	dom := m.Domain()
+	limit := m.Size() * (1 << 20) / 8 // the model's cells
+	sets := [][]int{meas}
+	cells := float64(dom.Cells(meas))
+	for i, l := range tr.last {
+		if l != r || slices.ContainsFunc(sets, func(s []int) bool { return slices.Equal(s, tr.sets[i]) }) {
+			continue
+		}
+		sets = append(sets, tr.sets[i])
+		if cells += float64(dom.Cells(tr.sets[i])); cells >= limit {
+			return
+		}
+	}
+	var cost float64
+	for _, s := range sets {
+		if cost += m.MarginalCost(s); cost > compactCost*limit {
+			return
+		}
+	}
+	out := make([]synth.SnapshotMarginal, len(sets))
+	for k, s := range sets {
+		out[k] = synth.SnapshotMarginal{Attrs: slices.Clone(s), X: m.Marginal(s)}
+	}
+	tr.kept[r] = out
+	delete(tr.snaps, r)
 }
 
 // Fill sets res.LastCandidate (attrs[i] is candidate i's attribute set) and
@@ -137,13 +209,21 @@ func (tr *Tracker) Fill(res *synth.Result, attrs [][]int) {
 	for i, a := range attrs {
 		res.LastCandidate[i] = synth.CandidateRound{Attrs: a, Round: tr.last[i]}
 	}
-	rounds := make([]int, 0, len(tr.snaps))
+	if tr.sets != nil {
+		for r := range tr.snaps {
+			tr.compact(r)
+		}
+	}
+	rounds := make([]int, 0, len(tr.snaps)+len(tr.kept))
 	for t := range tr.snaps {
+		rounds = append(rounds, t)
+	}
+	for t := range tr.kept {
 		rounds = append(rounds, t)
 	}
 	slices.Sort(rounds)
 	res.Snapshots = res.Snapshots[:0]
 	for _, t := range rounds {
-		res.Snapshots = append(res.Snapshots, synth.Snapshot{Round: t, Model: tr.snaps[t]})
+		res.Snapshots = append(res.Snapshots, synth.Snapshot{Round: t, Model: tr.snaps[t], Marginals: tr.kept[t]})
 	}
 }

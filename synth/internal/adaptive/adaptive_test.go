@@ -203,3 +203,107 @@ func TestFilterWithModelSize(t *testing.T) {
 		}
 	}
 }
+
+// TestTrackerCompact: with Compact, a snapshot that no later round can serve
+// is kept as the marginals of the candidates whose last round it is and of
+// its round's measured set, when they are fewer cells than the model — and
+// those marginals are the model's, bit for bit, so the error bounds read
+// the same values; the other snapshots stay (lean) models.
+func TestTrackerCompact(t *testing.T) {
+	rng := rand.New(rand.NewPCG(11, 12))
+	sizes := []int{6, 7, 8, 5, 6, 7}
+	dom, err := pgm.NewDomain([]string{"a", "b", "c", "d", "e", "f"}, sizes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sets [][]int // the candidates: every 1-, 2- and 3-way set
+	for a := range sizes {
+		sets = append(sets, []int{a})
+		for b := a + 1; b < len(sizes); b++ {
+			sets = append(sets, []int{a, b})
+			for c := b + 1; c < len(sizes); c++ {
+				sets = append(sets, []int{a, b, c})
+			}
+		}
+	}
+	const rounds = 30
+	// p̂_0 … p̂_rounds: fits to a growing list of noisy measurements on a
+	// chain of 3-way sets (models of about 800 cells).
+	var meas []pgm.Measurement
+	models := make([]*pgm.Model, rounds+1)
+	chain := [][]int{{0, 1, 2}, {2, 3, 4}, {3, 4, 5}, {1, 2}, {4, 5}}
+	for i := range models {
+		attrs := chain[rng.IntN(len(chain))]
+		y := make([]float64, dom.Cells(attrs))
+		for j := range y {
+			y[j] = 10 * rng.Float64()
+		}
+		meas = append(meas, pgm.Measurement{Attrs: attrs, Y: y, Sigma: 1})
+		if models[i], err = pgm.Estimate(t.Context(), dom, meas, &pgm.EstimateOptions{Iters: 3}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tr := NewTracker(len(sets))
+	tr.Compact(sets)
+	last := make([]int, len(sets))
+	measured := make([][]int, rounds+1)
+	// Candidate i is a candidate for the last time in round retire[i] (as
+	// the capacity filter drops candidates for good), and before that in
+	// a random half of the rounds; a third stay to the last round.
+	retire := make([]int, len(sets))
+	for i := range retire {
+		retire[i] = rounds
+		if rng.IntN(3) > 0 {
+			retire[i] = 1 + rng.IntN(rounds)
+		}
+	}
+	for r := 1; r <= rounds; r++ {
+		var c []int
+		for i := range sets {
+			if r == retire[i] || (r < retire[i] && rng.IntN(2) == 0) {
+				c = append(c, i)
+				last[i] = r
+			}
+		}
+		tr.Round(r, c, models[r-1])
+		measured[r] = sets[rng.IntN(len(sets))]
+		tr.Measured(r, measured[r])
+	}
+	var res synth.Result
+	tr.Fill(&res, sets)
+	compacted, kept := 0, 0
+	for _, s := range res.Snapshots {
+		m := models[s.Round-1]
+		need := [][]int{measured[s.Round]}
+		for i, l := range last {
+			if l == s.Round {
+				need = append(need, sets[i])
+			}
+		}
+		if s.Model != nil {
+			kept++
+			if s.Marginals != nil || s.Model.Size() != m.Size() {
+				t.Errorf("round %d: snapshot holds a model and marginals, or another model", s.Round)
+			}
+		} else {
+			compacted++
+			cells := 0
+			for _, x := range s.Marginals {
+				cells += len(x.X)
+			}
+			if float64(cells) >= m.Size()*(1<<20)/8 {
+				t.Errorf("round %d: compacted into %d cells, the model has %v", s.Round, cells, m.Size()*(1<<20)/8)
+			}
+		}
+		for _, attrs := range need {
+			x, ok := s.Marginal(attrs)
+			if !ok || !slices.Equal(x, m.Marginal(attrs)) {
+				t.Errorf("round %d: snapshot marginal %v missing or not the model's (%v)", s.Round, attrs, ok)
+			}
+		}
+	}
+	if compacted == 0 || kept == 0 {
+		t.Errorf("%d snapshots compacted, %d kept as models: the case should have both", compacted, kept)
+	}
+	t.Logf("%d snapshots: %d compacted, %d models", len(res.Snapshots), compacted, kept)
+}

@@ -13,40 +13,32 @@ func TestCompact(t *testing.T) {
 	dom, _ := pgm.NewDomain([]string{"a", "b", "c"}, []int{3, 4, 5})
 	attrs := []int{0, 1, 2}
 	rng := rand.New(rand.NewPCG(1, 2))
-	counts := func() float64 { return float64(1 + rng.IntN(9)) }
-	fractions := func() float64 { return rng.Float64() * 9 }              // not float32 values
-	large := func() float64 { return float64(1<<25 + 2*rng.IntN(9) + 1) } // odd above 2^24: not float32
 	for _, tt := range []struct {
 		name   string
 		fill   float64 // fraction of non-zero cells
-		value  func() float64
 		sparse bool
-		bytes  func(nz int) int // the memory the cells are held in
-	}{
-		{"empty cells", 0, counts, true, func(nz int) int { return 8 * nz }},
-		{"sparse counts", 0.1, counts, true, func(nz int) int { return 8 * nz }},
-		{"counts, 40% filled", 0.4, counts, true, func(nz int) int { return 8 * nz }},
-		{"dense counts", 0.6, counts, false, func(int) int { return 4 * 60 }},
-		{"sparse fractions", 0.1, fractions, true, func(nz int) int { return 12 * nz }},
-		{"fractions, 60% filled", 0.6, fractions, true, func(nz int) int { return 12 * nz }},
-		{"dense fractions", 0.9, fractions, false, func(int) int { return 8 * 60 }},
-		{"dense counts above 2^24", 0.9, large, false, func(int) int { return 8 * 60 }},
-	} {
+		frac   bool // values with fractions (not counts)
+	}{{"empty cells", 0, true, false}, {"sparse", 0.1, true, false}, {"half", 0.5, true, false}, {"dense", 0.9, false, false},
+		{"sparse fractions", 0.1, true, true}, {"dense fractions", 0.9, false, true}} {
 		t.Run(tt.name, func(t *testing.T) {
 			x := make([]float64, 60)
-			nz := 0
 			for i := range x {
 				if rng.Float64() < tt.fill {
-					x[i] = tt.value()
-					nz++
+					x[i] = float64(1 + rng.IntN(9))
+					if tt.frac {
+						x[i] += 0.25
+					}
 				}
+			}
+			if !tt.frac && tt.fill > 0 {
+				x[7] = math.MaxUint32 // the largest count held as one
 			}
 			c := NewCompact(slices.Clone(x))
 			if c.Sparse() != tt.sparse || c.Len() != 60 {
 				t.Fatalf("sparse = %v, len %d; want %v, 60", c.Sparse(), c.Len(), tt.sparse)
 			}
-			if got, want := c.Bytes(), tt.bytes(nz); got != want {
-				t.Errorf("held in %d bytes, want %d (%d non-zero cells)", got, want, nz)
+			if counts := c.cnt != nil; counts == tt.frac || (c.val != nil) != (tt.frac && tt.sparse) || (c.dense != nil) != (tt.frac && !tt.sparse) {
+				t.Fatalf("held as counts %v, floats %v, dense floats %v", counts, c.val != nil, c.dense != nil)
 			}
 			if got := c.Expand(make([]float64, 3)); !slices.Equal(got, x) {
 				t.Errorf("Expand = %v, want %v", got, x)
@@ -61,8 +53,8 @@ func TestCompact(t *testing.T) {
 				y[i] = math.Abs(y[i])
 				total += y[i]
 			}
-			if got, want := c.L1Total(y, total), L1(x, y); math.Abs(got-want) > 1e-12*want || !c.Sparse() && got != want {
-				t.Errorf("L1Total = %v, want %v", got, want)
+			if got, want := c.L1Total(y, total), L1(x, y); math.Abs(got-want) > 1e-12*want || (!tt.sparse && got != want) {
+				t.Errorf("L1Total = %v, want %v (bit for bit when dense)", got, want)
 			}
 			for _, sub := range [][]int{{0}, {1}, {2}, {0, 2}, {1, 2}, {0, 1, 2}} {
 				got := c.ProjectTo(nil, dom, attrs, sub)

@@ -9,10 +9,6 @@ import "github.com/dpsql/dpsql/synth/pgm"
 // attrs) and writes it into dst, which is resized if too small, and returns
 // it. Marginals are row-major with the last attribute varying fastest.
 func ProjectTo(dst []float64, dom *pgm.Domain, attrs []int, x []float64, sub []int) []float64 {
-	return projectTo(dst, dom, attrs, x, sub)
-}
-
-func projectTo[T float32 | float64](dst []float64, dom *pgm.Domain, attrs []int, x []T, sub []int) []float64 {
 	n := dom.Cells(sub)
 	if cap(dst) < n {
 		dst = make([]float64, n)
@@ -31,7 +27,7 @@ func projectTo[T float32 | float64](dst []float64, dom *pgm.Domain, attrs []int,
 	off := 0
 	last := len(attrs) - 1
 	for _, v := range x {
-		dst[off] += float64(v)
+		dst[off] += v
 		// Odometer increment, last attribute fastest.
 		for i := last; i >= 0; i-- {
 			idx[i]++

@@ -1,0 +1,114 @@
+package pgm
+
+import (
+	"context"
+	"math"
+	"math/rand/v2"
+	"runtime"
+	"slices"
+	"testing"
+	"time"
+)
+
+// TestModelLean: a lean model answers as the model it came from — every
+// marginal and the samples bit for bit (they read the marginals only) —
+// while its potentials, derived from the marginals, encode a model whose
+// answers agree to round-off and warm-start a fit as the original does; and
+// holding the lean model alone lets the original's potentials be freed.
+func TestModelLean(t *testing.T) {
+	ctx := context.Background()
+	for seed := range uint64(4) {
+		rng := rand.New(rand.NewPCG(seed, 77))
+		dom := randomDomain(t, rng, 6, 5)
+		sizes := slices.Clone(dom.sizes)
+		meas := measure(randomDataset(t, 200, sizes, 1000), dedupe(randomSets(rng, 6, 5, 3)), 5, rng)
+		m, err := Estimate(ctx, dom, meas[:len(meas)-1], &EstimateOptions{Iters: 40})
+		if err != nil {
+			t.Fatal(err)
+		}
+		lean := m.Lean()
+		if lean.theta != nil || &lean.p[0] != &m.p[0] || lean.Lean() != lean || lean.Total() != m.Total() || lean.Size() != m.Size() {
+			t.Fatalf("seed %d: lean model holds potentials or not m's marginals", seed)
+		}
+		for _, attrs := range subsetsUpTo(dom.Len(), 3) {
+			if !slices.Equal(lean.Marginal(attrs), m.Marginal(attrs)) {
+				t.Fatalf("seed %d: lean marginal %v differs", seed, attrs)
+			}
+		}
+		a, errA := m.Synthesize(rand.New(rand.NewPCG(seed, 1)), 300)
+		b, errB := lean.Synthesize(rand.New(rand.NewPCG(seed, 1)), 300)
+		if errA != nil || errB != nil || !slices.EqualFunc(a, b, slices.Equal[[]uint16]) {
+			t.Fatalf("seed %d: lean samples differ (%v, %v)", seed, errA, errB)
+		}
+		// Encoded from derived potentials: the same distribution.
+		enc, err := lean.MarshalBinary()
+		if err != nil {
+			t.Fatal(err)
+		}
+		dec, err := UnmarshalModel(enc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, attrs := range subsetsUpTo(dom.Len(), 3) {
+			x, y := dec.Marginal(attrs), m.Marginal(attrs)
+			for i := range x {
+				if math.Abs(x[i]-y[i]) > 1e-9*m.Total() {
+					t.Fatalf("seed %d: decoded lean marginal %v cell %d = %v, want %v", seed, attrs, i, x[i], y[i])
+				}
+			}
+		}
+		for k := range len(m.Cliques()) {
+			if len(lean.Potential(k)) != len(m.Potential(k)) {
+				t.Fatalf("seed %d: clique %d potential length differs", seed, k)
+			}
+		}
+		// A warm start from the lean model starts at the same distribution.
+		o := func(ws *Model) *EstimateOptions { return &EstimateOptions{Iters: 30, WarmStart: ws} }
+		fa, err := Estimate(ctx, dom, meas, o(m))
+		if err != nil {
+			t.Fatal(err)
+		}
+		fb, err := Estimate(ctx, dom, meas, o(lean))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, attrs := range subsetsUpTo(dom.Len(), 2) {
+			x, y := fa.Marginal(attrs), fb.Marginal(attrs)
+			for i := range x {
+				if math.Abs(x[i]-y[i]) > 1e-6*m.Total() {
+					t.Fatalf("seed %d: fit warm-started from the lean model: marginal %v cell %d = %v, want %v", seed, attrs, i, y[i], x[i])
+				}
+			}
+		}
+		// Only the lean model kept: the potentials are freed.
+		freed := make(chan struct{})
+		runtime.AddCleanup(&m.theta[0], func(ch chan struct{}) { close(ch) }, freed)
+		m, fa, fb = nil, nil, nil
+		runtime.GC()
+		select {
+		case <-freed:
+		case <-time.After(time.Second):
+			t.Fatalf("seed %d: the potentials are still reachable from the lean model", seed)
+		}
+		runtime.KeepAlive(lean)
+	}
+}
+
+// subsetsUpTo lists the ascending subsets of {0, …, n−1} of 1 to k elements.
+func subsetsUpTo(n, k int) [][]int {
+	var out [][]int
+	var rec func(start int, cur []int)
+	rec = func(start int, cur []int) {
+		if len(cur) > 0 {
+			out = append(out, slices.Clone(cur))
+		}
+		if len(cur) == k {
+			return
+		}
+		for a := start; a < n; a++ {
+			rec(a+1, append(cur, a))
+		}
+	}
+	rec(0, nil)
+	return out
+}
