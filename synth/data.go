@@ -89,18 +89,29 @@ func (c *Cache) Marginals(ctx context.Context, sets [][]int) ([][]float64, error
 		return nil, err
 	}
 	out := make([][]float64, len(sets))
+	err = c.each(sets, sorted, func(i int, h *marginal.Compact, sup []int) {
+		out[i] = reorder(c.dom, sorted[i], h.ProjectTo(nil, c.dom, sup, sorted[i]), sets[i])
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// each calls fn, under the lock, with the held marginal that answers each
+// of sets (sorted: the same sets sorted) and the held marginal's set.
+func (c *Cache) each(sets, sorted [][]int, fn func(i int, h *marginal.Compact, sup []int)) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for i, s := range sets {
 		sup := c.superset(sorted[i])
 		if sup == nil {
-			return nil, fmt.Errorf("synth: marginal over %v missing after it was fetched", s)
+			return fmt.Errorf("synth: marginal over %v missing after it was fetched", s)
 		}
 		h := c.held[Key(sup)]
-		x := h.ProjectTo(nil, c.dom, sup, sorted[i])
-		out[i] = reorder(c.dom, sorted[i], x, s)
+		fn(i, &h, sup)
 	}
-	return out, nil
+	return nil
 }
 
 // fetch checks sets, asks the source for the maximal ones not held yet,
@@ -165,20 +176,15 @@ func (c *Cache) Compacts(ctx context.Context, sets [][]int) ([]marginal.Compact,
 		return nil, err
 	}
 	out := make([]marginal.Compact, len(sets))
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for i, s := range sets {
-		sup := c.superset(sorted[i])
-		if sup == nil {
-			return nil, fmt.Errorf("synth: marginal over %v missing after it was fetched", s)
+	err = c.each(sets, sorted, func(i int, h *marginal.Compact, sup []int) {
+		if slices.Equal(sup, sets[i]) {
+			out[i] = *h
+			return
 		}
-		h := c.held[Key(sup)]
-		if slices.Equal(sup, s) {
-			out[i] = h
-			continue
-		}
-		x := h.ProjectTo(nil, c.dom, sup, sorted[i])
-		out[i] = marginal.NewCompact(reorder(c.dom, sorted[i], x, s))
+		out[i] = marginal.NewCompact(reorder(c.dom, sorted[i], h.ProjectTo(nil, c.dom, sup, sorted[i]), sets[i]))
+	})
+	if err != nil {
+		return nil, err
 	}
 	return out, nil
 }
