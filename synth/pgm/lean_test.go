@@ -2,6 +2,7 @@ package pgm
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"runtime"
@@ -49,14 +50,7 @@ func TestModelLean(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, attrs := range subsetsUpTo(dom.Len(), 3) {
-			x, y := dec.Marginal(attrs), m.Marginal(attrs)
-			for i := range x {
-				if math.Abs(x[i]-y[i]) > 1e-9*m.Total() {
-					t.Fatalf("seed %d: decoded lean marginal %v cell %d = %v, want %v", seed, attrs, i, x[i], y[i])
-				}
-			}
-		}
+		sameMarginals(t, dec, m, subsetsUpTo(dom.Len(), 3), 1e-9, fmt.Sprintf("seed %d: decoded lean model", seed))
 		for k := range len(m.Cliques()) {
 			if len(lean.Potential(k)) != len(m.Potential(k)) {
 				t.Fatalf("seed %d: clique %d potential length differs", seed, k)
@@ -72,14 +66,7 @@ func TestModelLean(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, attrs := range subsetsUpTo(dom.Len(), 2) {
-			x, y := fa.Marginal(attrs), fb.Marginal(attrs)
-			for i := range x {
-				if math.Abs(x[i]-y[i]) > 1e-6*m.Total() {
-					t.Fatalf("seed %d: fit warm-started from the lean model: marginal %v cell %d = %v, want %v", seed, attrs, i, y[i], x[i])
-				}
-			}
-		}
+		sameMarginals(t, fb, fa, subsetsUpTo(dom.Len(), 2), 1e-6, fmt.Sprintf("seed %d: fit warm-started from the lean model", seed))
 		// Only the lean model kept: the potentials are freed.
 		freed := make(chan struct{})
 		runtime.AddCleanup(&m.theta[0], func(ch chan struct{}) { close(ch) }, freed)
@@ -111,4 +98,18 @@ func subsetsUpTo(n, k int) [][]int {
 	}
 	rec(0, nil)
 	return out
+}
+
+// sameMarginals fails t unless got's marginal on every set is want's to
+// within tol of want's total in every cell.
+func sameMarginals(t *testing.T, got, want *Model, sets [][]int, tol float64, what string) {
+	t.Helper()
+	for _, attrs := range sets {
+		x, y := got.Marginal(attrs), want.Marginal(attrs)
+		for i := range x {
+			if math.Abs(x[i]-y[i]) > tol*want.Total() {
+				t.Fatalf("%s: marginal %v cell %d = %v, want %v", what, attrs, i, x[i], y[i])
+			}
+		}
+	}
 }
