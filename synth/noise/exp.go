@@ -13,24 +13,9 @@ import (
 // package documentation). Exponential panics if epsilon or sensitivity is not
 // positive and finite, if a score is NaN or +Inf, or if no score is finite.
 func (s *Source) Exponential(scores []float64, epsilon, sensitivity float64) int {
-	if !(epsilon > 0) || math.IsInf(epsilon, 1) {
-		panic("noise: epsilon must be positive and finite")
-	}
-	if !(sensitivity > 0) || math.IsInf(sensitivity, 1) {
-		panic("noise: sensitivity must be positive and finite")
-	}
-	best, finite := math.Inf(-1), 0
-	for _, q := range scores {
-		switch {
-		case math.IsNaN(q) || math.IsInf(q, 1):
-			panic("noise: score is NaN or +Inf")
-		case math.IsInf(q, -1):
-			continue
-		}
-		finite++
-		best = max(best, q)
-	}
-	if finite == 0 {
+	mustExpArgs(epsilon, sensitivity)
+	best := maxScore(scores, "score")
+	if math.IsInf(best, -1) {
 		panic("noise: no candidate has a finite score")
 	}
 
@@ -88,23 +73,9 @@ func CheckExponential(epsilon, sensitivity float64) error {
 // passes on score's errors. −Inf bounds mark candidates never chosen. It
 // panics on the arguments Exponential panics on (with upper for scores).
 func (s *Source) ExponentialLazy(upper []float64, score func(i int) (float64, error), epsilon, sensitivity float64) (int, error) {
-	if !(epsilon > 0) || math.IsInf(epsilon, 1) {
-		panic("noise: epsilon must be positive and finite")
-	}
-	if !(sensitivity > 0) || math.IsInf(sensitivity, 1) {
-		panic("noise: sensitivity must be positive and finite")
-	}
+	mustExpArgs(epsilon, sensitivity)
 	known := make([]bool, len(upper))
-	envelope := func() float64 {
-		u := math.Inf(-1)
-		for _, q := range upper {
-			if math.IsNaN(q) || math.IsInf(q, 1) {
-				panic("noise: score bound is NaN or +Inf")
-			}
-			u = max(u, q)
-		}
-		return u
-	}
+	envelope := func() float64 { return maxScore(upper, "score bound") }
 	u := envelope()
 	if math.IsInf(u, -1) {
 		panic("noise: no candidate has a finite score")
@@ -151,6 +122,30 @@ func (s *Source) ExponentialLazy(upper []float64, score func(i int) (float64, er
 			return int(i), nil
 		}
 	}
+}
+
+// mustExpArgs panics unless epsilon and sensitivity are positive and
+// finite (the samplers' precondition; CheckExponential is its error form).
+func mustExpArgs(epsilon, sensitivity float64) {
+	if !(epsilon > 0) || math.IsInf(epsilon, 1) {
+		panic("noise: epsilon must be positive and finite")
+	}
+	if !(sensitivity > 0) || math.IsInf(sensitivity, 1) {
+		panic("noise: sensitivity must be positive and finite")
+	}
+}
+
+// maxScore returns the largest of scores (−Inf if none is finite) and
+// panics if one is NaN or +Inf; what names them in the panic.
+func maxScore(scores []float64, what string) float64 {
+	best := math.Inf(-1)
+	for _, q := range scores {
+		if math.IsNaN(q) || math.IsInf(q, 1) {
+			panic("noise: " + what + " is NaN or +Inf")
+		}
+		best = max(best, q)
+	}
+	return best
 }
 
 // expRate is the exponential mechanism's c = ε/(2Δ), exactly.
