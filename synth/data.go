@@ -89,7 +89,7 @@ func (c *Cache) Marginals(ctx context.Context, sets [][]int) ([][]float64, error
 		return nil, err
 	}
 	out := make([][]float64, len(sets))
-	err = c.each(sets, sorted, func(i int, h *marginal.Compact, sup []int) {
+	err = c.each(sets, sorted, func(i int, h marginal.Compact, sup []int) {
 		out[i] = reorder(c.dom, sorted[i], h.ProjectTo(nil, c.dom, sup, sorted[i]), sets[i])
 	})
 	if err != nil {
@@ -100,7 +100,7 @@ func (c *Cache) Marginals(ctx context.Context, sets [][]int) ([][]float64, error
 
 // each calls fn, under the lock, with the held marginal that answers each
 // of sets (sorted: the same sets sorted) and the held marginal's set.
-func (c *Cache) each(sets, sorted [][]int, fn func(i int, h *marginal.Compact, sup []int)) error {
+func (c *Cache) each(sets, sorted [][]int, fn func(i int, h marginal.Compact, sup []int)) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for i, s := range sets {
@@ -108,8 +108,7 @@ func (c *Cache) each(sets, sorted [][]int, fn func(i int, h *marginal.Compact, s
 		if sup == nil {
 			return fmt.Errorf("synth: marginal over %v missing after it was fetched", s)
 		}
-		h := c.held[Key(sup)]
-		fn(i, &h, sup)
+		fn(i, c.held[Key(sup)], sup)
 	}
 	return nil
 }
@@ -157,7 +156,7 @@ func (c *Cache) fetch(ctx context.Context, sets [][]int) ([][]int, error) {
 				c.held[k] = marginal.NewCompact(got[i])
 				c.sets = append(c.sets, s)
 			}
-			got[i] = nil // an answer copied to float32 can go now, not after the last
+			got[i] = nil // a compacted answer can go now, not after the last
 		}
 		c.mu.Unlock()
 	}
@@ -176,9 +175,9 @@ func (c *Cache) Compacts(ctx context.Context, sets [][]int) ([]marginal.Compact,
 		return nil, err
 	}
 	out := make([]marginal.Compact, len(sets))
-	err = c.each(sets, sorted, func(i int, h *marginal.Compact, sup []int) {
+	err = c.each(sets, sorted, func(i int, h marginal.Compact, sup []int) {
 		if slices.Equal(sup, sets[i]) {
-			out[i] = *h
+			out[i] = h
 			return
 		}
 		out[i] = marginal.NewCompact(reorder(c.dom, sorted[i], h.ProjectTo(nil, c.dom, sup, sorted[i]), sets[i]))

@@ -22,8 +22,7 @@ var fetchCells = 1 << 20
 // candidateAnswers returns the true marginal of every candidate: the
 // workload sets are asked of in.Data (a batch at a time when the data is in
 // memory; in one call otherwise, so that a remote source scans as few times
-// as it can), their subsets are projected from them. From a synth.Cache
-// the workload sets' answers are the cache's own (read-only) compacts.
+// as it can), their subsets are projected from them.
 func candidateAnswers(ctx context.Context, in *synth.Input, w []synth.Marginal, cands []candidate) ([]answer, error) {
 	dom := in.Data.Domain()
 	// sub[p] are the candidates projected from workload set p.
@@ -55,42 +54,42 @@ func candidateAnswers(ctx context.Context, in *synth.Input, w []synth.Marginal, 
 		for p := lo; p < hi; p++ {
 			sets[p-lo] = w[p].Attrs
 		}
-		if c, ok := in.Data.(*synth.Cache); ok {
-			// The cache's own compacts: the workload's true marginals are
-			// held once for the run, not once there and once here.
-			got, err := c.Compacts(ctx, sets)
-			if err != nil {
-				return nil, err
-			}
-			for p := lo; p < hi; p++ {
-				h := &got[p-lo]
-				for _, i := range sub[p] {
-					answers[i] = marginal.NewCompact(h.ProjectTo(nil, dom, w[p].Attrs, cands[i].attrs))
-				}
-				if top[p] >= 0 {
-					answers[top[p]] = *h
-				}
-			}
-			lo = hi
-			continue
-		}
-		got, err := in.Data.Marginals(ctx, sets)
+		got, err := compacts(ctx, in.Data, sets)
 		if err != nil {
 			return nil, err
 		}
 		for p := lo; p < hi; p++ {
-			x := got[p-lo]
+			h := &got[p-lo]
 			for _, i := range sub[p] {
-				answers[i] = marginal.NewCompact(marginal.ProjectTo(nil, dom, w[p].Attrs, x, cands[i].attrs))
+				answers[i] = marginal.NewCompact(h.ProjectTo(nil, dom, w[p].Attrs, cands[i].attrs))
 			}
 			if top[p] >= 0 {
-				answers[top[p]] = marginal.NewCompact(x)
+				answers[top[p]] = *h
 			}
-			got[p-lo] = nil
 		}
 		lo = hi
 	}
 	return answers, nil
+}
+
+// compacts returns the true marginals of sets, compacted. From a
+// synth.Cache they are the cache's own (read-only) compacts, so that the
+// workload's true marginals are held once for the run, not once there and
+// once here.
+func compacts(ctx context.Context, d synth.Data, sets [][]int) ([]marginal.Compact, error) {
+	if c, ok := d.(*synth.Cache); ok {
+		return c.Compacts(ctx, sets)
+	}
+	xs, err := d.Marginals(ctx, sets)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]marginal.Compact, len(xs))
+	for i, x := range xs {
+		out[i] = marginal.NewCompact(x)
+		xs[i] = nil
+	}
+	return out, nil
 }
 
 // local reports whether d counts in memory (a dataset, or a cache over
