@@ -37,16 +37,9 @@ func testInput(seed int64) *synth.Input {
 // correlated data.
 func TestRun(t *testing.T) {
 	in := testInput(1)
-	r, err := Mechanism{}.New([]synth.Option{{Name: "PGM_ITERS", Value: 20}, {Name: "FINAL_ITERS", Value: 300}})
-	if err != nil {
-		t.Fatal(err)
-	}
 	var reports []synth.Status
 	in.Progress = func(s synth.Status) { reports = append(reports, s) }
-	res, err := r.Run(context.Background(), in)
-	if err != nil {
-		t.Fatal(err)
-	}
+	res := runAIM(t, in, []synth.Option{{Name: "PGM_ITERS", Value: 20}, {Name: "FINAL_ITERS", Value: 300}})
 	synthtest.CheckResult(t, synth.SyntheticData, in, res)
 	if math.Abs(res.RhoUsed-in.Rho) > 1e-12 {
 		t.Errorf("ρ used %v, want exactly %v", res.RhoUsed, in.Rho)
@@ -105,14 +98,7 @@ func TestRunCoarse(t *testing.T) {
 	measured := 0 // twins over all seeds
 	for _, seed := range []int64{1, 2, 3} {
 		in := testInput(seed)
-		r, err := Mechanism{}.New([]synth.Option{{Name: "PGM_ITERS", Value: 20}, {Name: "FINAL_ITERS", Value: 300}, {Name: "COARSE_BINS", Value: 3}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		res, err := r.Run(context.Background(), in)
-		if err != nil {
-			t.Fatal(err)
-		}
+		res := runAIM(t, in, []synth.Option{{Name: "PGM_ITERS", Value: 20}, {Name: "FINAL_ITERS", Value: 300}, {Name: "COARSE_BINS", Value: 3}})
 		synthtest.CheckResult(t, synth.SyntheticData, in, res)
 		var spent float64
 		twins := 0
@@ -205,6 +191,20 @@ func TestRunRejectsBadInput(t *testing.T) {
 	}
 }
 
+// runAIM runs AIM with opts on in and fails t on an error.
+func runAIM(t *testing.T, in *synth.Input, opts []synth.Option) *synth.Result {
+	t.Helper()
+	r, err := Mechanism{}.New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := r.Run(context.Background(), in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
 // finalData is a Data whose collection the test can see.
 type finalData struct{ synth.Data }
 
@@ -218,14 +218,7 @@ func TestResultReleasesInput(t *testing.T) {
 	freed := make(chan struct{})
 	runtime.SetFinalizer(data, func(*finalData) { close(freed) })
 	in.Data = data
-	r, err := Mechanism{}.New([]synth.Option{{Name: "PGM_ITERS", Value: 5}, {Name: "FINAL_ITERS", Value: 20}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := r.Run(context.Background(), in)
-	if err != nil {
-		t.Fatal(err)
-	}
+	res := runAIM(t, in, []synth.Option{{Name: "PGM_ITERS", Value: 5}, {Name: "FINAL_ITERS", Value: 20}})
 	in, data = nil, nil
 	for range 10 {
 		runtime.GC()
@@ -319,14 +312,7 @@ func TestRoundFitFreesPrevious(t *testing.T) {
 			}
 			defer func() { testFitted, testRoundFit = nil, nil }()
 			in := testInput(3)
-			r, err := Mechanism{}.New([]synth.Option{{Name: "PGM_ITERS", Value: 60}, {Name: "FINAL_ITERS", Value: 50}, {Name: "LAZY", Value: lazy}})
-			if err != nil {
-				t.Fatal(err)
-			}
-			res, err := r.Run(context.Background(), in)
-			if err != nil {
-				t.Fatal(err)
-			}
+			res := runAIM(t, in, []synth.Option{{Name: "PGM_ITERS", Value: 60}, {Name: "FINAL_ITERS", Value: 50}, {Name: "LAZY", Value: lazy}})
 			if fits < 3 || fits != len(res.Rounds) {
 				t.Fatalf("%d round fits checked, %d rounds", fits, len(res.Rounds))
 			}
