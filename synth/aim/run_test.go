@@ -39,7 +39,7 @@ func TestRun(t *testing.T) {
 	in := testInput(1)
 	var reports []synth.Status
 	in.Progress = func(s synth.Status) { reports = append(reports, s) }
-	res := runAIM(t, in, []synth.Option{{Name: "PGM_ITERS", Value: 20}, {Name: "FINAL_ITERS", Value: 300}})
+	res := synthtest.MustRun(t, Mechanism{}, []synth.Option{{Name: "PGM_ITERS", Value: 20}, {Name: "FINAL_ITERS", Value: 300}}, in)
 	synthtest.CheckResult(t, synth.SyntheticData, in, res)
 	if math.Abs(res.RhoUsed-in.Rho) > 1e-12 {
 		t.Errorf("ρ used %v, want exactly %v", res.RhoUsed, in.Rho)
@@ -98,7 +98,7 @@ func TestRunCoarse(t *testing.T) {
 	measured := 0 // twins over all seeds
 	for _, seed := range []int64{1, 2, 3} {
 		in := testInput(seed)
-		res := runAIM(t, in, []synth.Option{{Name: "PGM_ITERS", Value: 20}, {Name: "FINAL_ITERS", Value: 300}, {Name: "COARSE_BINS", Value: 3}})
+		res := synthtest.MustRun(t, Mechanism{}, []synth.Option{{Name: "PGM_ITERS", Value: 20}, {Name: "FINAL_ITERS", Value: 300}, {Name: "COARSE_BINS", Value: 3}}, in)
 		synthtest.CheckResult(t, synth.SyntheticData, in, res)
 		var spent float64
 		twins := 0
@@ -191,20 +191,6 @@ func TestRunRejectsBadInput(t *testing.T) {
 	}
 }
 
-// runAIM runs AIM with opts on in and fails t on an error.
-func runAIM(t *testing.T, in *synth.Input, opts []synth.Option) *synth.Result {
-	t.Helper()
-	r, err := Mechanism{}.New(opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := r.Run(context.Background(), in)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return res
-}
-
 // finalData is a Data whose collection the test can see.
 type finalData struct{ synth.Data }
 
@@ -218,7 +204,7 @@ func TestResultReleasesInput(t *testing.T) {
 	freed := make(chan struct{})
 	runtime.SetFinalizer(data, func(*finalData) { close(freed) })
 	in.Data = data
-	res := runAIM(t, in, []synth.Option{{Name: "PGM_ITERS", Value: 5}, {Name: "FINAL_ITERS", Value: 20}})
+	res := synthtest.MustRun(t, Mechanism{}, []synth.Option{{Name: "PGM_ITERS", Value: 5}, {Name: "FINAL_ITERS", Value: 20}}, in)
 	in, data = nil, nil
 	for range 10 {
 		runtime.GC()
@@ -312,7 +298,7 @@ func TestRoundFitFreesPrevious(t *testing.T) {
 			}
 			defer func() { testFitted, testRoundFit = nil, nil }()
 			in := testInput(3)
-			res := runAIM(t, in, []synth.Option{{Name: "PGM_ITERS", Value: 60}, {Name: "FINAL_ITERS", Value: 50}, {Name: "LAZY", Value: lazy}})
+			res := synthtest.MustRun(t, Mechanism{}, []synth.Option{{Name: "PGM_ITERS", Value: 60}, {Name: "FINAL_ITERS", Value: 50}, {Name: "LAZY", Value: lazy}}, in)
 			if fits < 3 || fits != len(res.Rounds) {
 				t.Fatalf("%d round fits checked, %d rounds", fits, len(res.Rounds))
 			}

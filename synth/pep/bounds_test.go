@@ -7,6 +7,7 @@ import (
 
 	"github.com/dpsql/dpsql/synth/bounds"
 	"github.com/dpsql/dpsql/synth/internal/marginal"
+	"github.com/dpsql/dpsql/synth/internal/synthtest"
 )
 
 // TestBounds: a PEP release gets the supported-marginal bounds of
@@ -17,7 +18,7 @@ func TestBounds(t *testing.T) {
 	misses, checked := 0, 0
 	for seed := range int64(10) {
 		in := input(seed, 0.05)
-		res := mustRun(t, PEP{}, opts("ROUNDS", 4), in)
+		res := synthtest.MustRun(t, PEP{}, opts("ROUNDS", 4), in)
 		a, err := bounds.Analyze(bounds.FromResult("pep", res, in.Workload))
 		if err != nil {
 			t.Fatal(err)
@@ -61,7 +62,7 @@ func TestBounds(t *testing.T) {
 		t.Errorf("%d of %d supported bounds missed", misses, checked)
 	}
 	in := input(1, 0.05)
-	res := mustRun(t, PMW{}, opts("ROUNDS", 4, "CELLS", 1), in)
+	res := synthtest.MustRun(t, PMW{}, opts("ROUNDS", 4, "CELLS", 1), in)
 	if _, err := bounds.Analyze(bounds.FromResult("pmw", res, in.Workload)); !errors.Is(err, bounds.ErrNoBounds) {
 		t.Errorf("single-cell release: %v, want ErrNoBounds", err)
 	}

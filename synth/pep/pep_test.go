@@ -169,19 +169,6 @@ func opts(kv ...any) []synth.Option {
 	return o
 }
 
-func mustRun(t *testing.T, m synth.Mechanism, o []synth.Option, in *synth.Input) *synth.Result {
-	t.Helper()
-	r, err := m.New(o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := r.Run(context.Background(), in)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return res
-}
-
 func workloadSets(in *synth.Input) [][]int {
 	sets := make([][]int, len(in.Workload))
 	for i, m := range in.Workload {
@@ -228,7 +215,7 @@ func TestRun(t *testing.T) {
 	for _, c := range cases {
 		t.Run(fmt.Sprintf("%s%v", c.m.Name(), c.o), func(t *testing.T) {
 			in := input(1, 1)
-			res := mustRun(t, c.m, c.o, in)
+			res := synthtest.MustRun(t, c.m, c.o, in)
 			synthtest.CheckResult(t, synth.SyntheticData, in, res)
 			if math.Abs(res.RhoUsed-in.Rho) > 1e-12 {
 				t.Errorf("ρ used %v, want %v", res.RhoUsed, in.Rho)
@@ -249,8 +236,8 @@ func TestPEPBeatsMWEM(t *testing.T) {
 	var pep, mw float64
 	for seed := range int64(3) {
 		o := opts("ROUNDS", 10, "CELLS", 0)
-		pep += maxError(t, input(seed, 0.1), mustRun(t, PEP{}, o, input(seed, 0.1)).Rows)
-		mw += maxError(t, input(seed, 0.1), mustRun(t, PMW{}, o, input(seed, 0.1)).Rows)
+		pep += maxError(t, input(seed, 0.1), synthtest.MustRun(t, PEP{}, o, input(seed, 0.1)).Rows)
+		mw += maxError(t, input(seed, 0.1), synthtest.MustRun(t, PMW{}, o, input(seed, 0.1)).Rows)
 	}
 	t.Logf("PEP %.4f MWEM %.4f", pep/3, mw/3)
 	if pep >= mw {
@@ -308,8 +295,8 @@ func TestOptions(t *testing.T) {
 func TestPastQueries(t *testing.T) {
 	var with, without float64
 	for seed := range int64(3) {
-		with += maxError(t, input(seed, 0.2), mustRun(t, PMW{}, opts("ROUNDS", 30, "PAST_QUERIES", 1), input(seed, 0.2)).Rows)
-		without += maxError(t, input(seed, 0.2), mustRun(t, PMW{}, opts("ROUNDS", 30, "PAST_QUERIES", 0), input(seed, 0.2)).Rows)
+		with += maxError(t, input(seed, 0.2), synthtest.MustRun(t, PMW{}, opts("ROUNDS", 30, "PAST_QUERIES", 1), input(seed, 0.2)).Rows)
+		without += maxError(t, input(seed, 0.2), synthtest.MustRun(t, PMW{}, opts("ROUNDS", 30, "PAST_QUERIES", 0), input(seed, 0.2)).Rows)
 	}
 	t.Logf("max error with past queries %.4f, without %.4f", with/3, without/3)
 	if with >= without {
@@ -335,7 +322,7 @@ func TestMarginalsOnly(t *testing.T) {
 		}
 		in := publicInput(4, 0.5)
 		in.Data = marginalsOnly{in.Data}
-		res := mustRun(t, m, opts("ROUNDS", 5), in)
+		res := synthtest.MustRun(t, m, opts("ROUNDS", 5), in)
 		if len(res.Rows) != 5 || len(res.Rows[0]) == 0 {
 			t.Errorf("%s: no rows", m.Name())
 		}

@@ -24,7 +24,7 @@ func TestPublic(t *testing.T) {
 				t.Fatal("want a rows-only mechanism requiring public data")
 			}
 			in := publicInput(3, 0.5)
-			res := mustRun(t, m, opts("ROUNDS", 10), in)
+			res := synthtest.MustRun(t, m, opts("ROUNDS", 10), in)
 			if res.Model != nil || math.Abs(res.RhoUsed-in.Rho) > 1e-12 {
 				t.Errorf("model %v, ρ used %v (want %v)", res.Model != nil, res.RhoUsed, in.Rho)
 			}

@@ -110,6 +110,20 @@ func CheckResult(t *testing.T, out synth.Output, in *synth.Input, res *synth.Res
 	}
 }
 
+// MustRun builds m with opts, runs it on in and fails t on either error.
+func MustRun(t *testing.T, m synth.Mechanism, opts []synth.Option, in *synth.Input) *synth.Result {
+	t.Helper()
+	r, err := m.New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := r.Run(context.Background(), in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
 // CheckCancel runs r with a context cancelled at its first progress report
 // and asserts that it stops with context.Canceled, reports the budget it
 // consumed (≤ ρ) and does not release a model or rows.
