@@ -116,15 +116,7 @@ func (c *Compact) L1Total(y []float64, total float64) float64 {
 	case c.dense != nil || c.n == 0:
 		return L1(c.dense, y)
 	case !c.sparse:
-		var s float64 // L1's loop, on the counts
-		for i, v := range c.cnt {
-			d := float64(v) - y[i]
-			if d < 0 {
-				d = -d
-			}
-			s += d
-		}
-		return s
+		return l1(c.cnt, y)
 	}
 	s := total
 	for k, i := range c.idx {
@@ -136,12 +128,11 @@ func (c *Compact) L1Total(y []float64, total float64) float64 {
 
 // ProjectTo is ProjectTo for the marginal c over attrs.
 func (c *Compact) ProjectTo(dst []float64, dom *pgm.Domain, attrs []int, sub []int) []float64 {
-	if !c.sparse {
-		x := c.dense
-		if x == nil && c.n > 0 {
-			x = c.Expand(nil)
-		}
-		return ProjectTo(dst, dom, attrs, x, sub)
+	switch {
+	case c.dense != nil || c.n == 0:
+		return ProjectTo(dst, dom, attrs, c.dense, sub)
+	case !c.sparse:
+		return projectTo(dst, dom, attrs, c.cnt, sub) // no float64 copy of the counts
 	}
 	n := dom.Cells(sub)
 	if cap(dst) < n {
