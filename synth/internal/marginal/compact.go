@@ -24,10 +24,10 @@ type Compact struct {
 	cnt    []uint32  // counts: every cell (dense) or the non-zero ones (sparse)
 }
 
-// NewCompact returns x as a Compact: sparse when fewer than two thirds of
-// its cells are non-zero (12 bytes per non-zero against 8 per cell; 8
-// against 4 for counts), else dense (x itself, not copied, unless it holds
-// counts).
+// NewCompact returns x as a Compact: sparse when that takes fewer bytes,
+// else dense (x itself, not copied, unless it holds counts). Pairs cost 12
+// bytes per non-zero against 8 per cell, so fractions go sparse below two
+// thirds non-zero; counts cost 8 against 4, so below one half.
 func NewCompact(x []float64) Compact {
 	nz := 0
 	counts := len(x) <= math.MaxUint32
@@ -37,7 +37,7 @@ func NewCompact(x []float64) Compact {
 			counts = counts && v > 0 && v <= math.MaxUint32 && v == math.Trunc(v)
 		}
 	}
-	if 3*nz >= 2*len(x) || len(x) > math.MaxUint32 {
+	if (counts && 2*nz >= len(x)) || 3*nz >= 2*len(x) || len(x) > math.MaxUint32 {
 		if !counts {
 			return Compact{n: len(x), dense: x}
 		}

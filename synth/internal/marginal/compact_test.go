@@ -18,12 +18,14 @@ func TestCompact(t *testing.T) {
 		fill   float64 // fraction of non-zero cells
 		sparse bool
 		frac   bool // values with fractions (not counts)
-	}{{"empty cells", 0, true, false}, {"sparse", 0.1, true, false}, {"half", 0.5, true, false}, {"dense", 0.9, false, false},
-		{"sparse fractions", 0.1, true, true}, {"dense fractions", 0.9, false, true}} {
+	}{{"empty cells", 0, true, false}, {"sparse", 0.1, true, false}, {"just under half", 29.0 / 60, true, false},
+		{"half", 0.5, false, false}, {"dense", 0.9, false, false}, {"sparse fractions", 0.1, true, true},
+		{"three fifths fractions", 0.6, true, true}, {"two thirds fractions", 2.0 / 3, false, true}, {"dense fractions", 0.9, false, true}} {
 		t.Run(tt.name, func(t *testing.T) {
 			x := make([]float64, 60)
 			for i := range x {
-				if rng.Float64() < tt.fill {
+				// Exactly fill·60 non-zero cells, spread out (7 is prime to 60).
+				if float64(i*7%60) < tt.fill*60-1e-9 {
 					x[i] = float64(1 + rng.IntN(9))
 					if tt.frac {
 						x[i] += 0.25
@@ -31,7 +33,7 @@ func TestCompact(t *testing.T) {
 				}
 			}
 			if !tt.frac && tt.fill > 0 {
-				x[7] = math.MaxUint32 // the largest count held as one
+				x[0] = math.MaxUint32 // the largest count held as one
 			}
 			c := NewCompact(slices.Clone(x))
 			if c.Sparse() != tt.sparse || c.Len() != 60 {
