@@ -43,6 +43,8 @@ type fakeSource struct {
 	asked     []string      // every marginal set asked, by key
 	touched   bool
 	cancelled bool // a query ended by its context
+	visit     bool // snapshots hand marginals over one at a time (synth.MarginalVisitor)
+	visits    int  // VisitMarginals calls
 	opens     int
 	closes    int // sources and snapshots closed
 	conns     []string
@@ -150,6 +152,9 @@ func (c *fakeConn) Snapshot(ctx context.Context, cols []federated.SnapshotColumn
 	if err != nil {
 		return nil, err
 	}
+	if c.f.visit {
+		return visitingSnapshot{&fakeSnapshot{f: c.f, ds: ds}}, nil
+	}
 	return &fakeSnapshot{f: c.f, ds: ds}, nil
 }
 
@@ -188,6 +193,26 @@ func (s *fakeSnapshot) Marginals(ctx context.Context, sets [][]int) ([][]float64
 		return nil, qerr
 	}
 	return s.ds.Marginals(ctx, sets)
+}
+
+// visitingSnapshot hands its marginals over one at a time, as
+// *federated.Snapshot does.
+type visitingSnapshot struct{ *fakeSnapshot }
+
+func (s visitingSnapshot) VisitMarginals(ctx context.Context, sets [][]int, fn func(int, []float64) error) error {
+	s.f.mu.Lock()
+	s.f.visits++
+	s.f.mu.Unlock()
+	for i, set := range sets {
+		x, err := s.Marginals(ctx, [][]int{set})
+		if err != nil {
+			return err
+		}
+		if err := fn(i, x[0]); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func (s *fakeSnapshot) Touched() bool {
@@ -474,14 +499,21 @@ func TestFederatedSynthesisExact(t *testing.T) {
 		}
 		exact[pair[0]+","+pair[1]] = m
 	}
-	for _, tc := range []struct{ mech, opts string }{
-		{"aim", ", ROUNDS = 6, PGM_ITERS = 200, FINAL_ITERS = 500"},
-		{"mst", ""},
-		{"mwem", ""},
+	for _, tc := range []struct {
+		mech, opts string
+		visit      bool // the source hands marginals over one at a time
+	}{
+		{"aim", ", ROUNDS = 6, PGM_ITERS = 200, FINAL_ITERS = 500", false},
+		{"aim", ", ROUNDS = 6, PGM_ITERS = 200, FINAL_ITERS = 500", true},
+		{"mst", "", false},
+		{"mwem", "", false},
 	} {
-		t.Run(tc.mech, func(t *testing.T) {
-			f.src.asked = nil
-			name := "x_" + tc.mech
+		name := "x_" + tc.mech
+		if tc.visit {
+			name += "_visit"
+		}
+		t.Run(name, func(t *testing.T) {
+			f.src.asked, f.src.visit, f.src.visits = nil, tc.visit, 0
 			f.exec("CREATE SYNTHETIC TABLE syn." + name + " FROM raw.fed USING " + tc.mech + " WITH EPSILON = 2000" + tc.opts +
 				" WORKLOAD (SELECT sex, age, COUNT(*) FROM raw.fed GROUP BY sex, age; SELECT age, city, COUNT(*) FROM raw.fed GROUP BY age, city)")
 			seen := map[string]bool{}
@@ -493,6 +525,9 @@ func TestFederatedSynthesisExact(t *testing.T) {
 			}
 			if len(f.src.asked) == 0 {
 				t.Fatal("the source was never asked")
+			}
+			if tc.visit != (f.src.visits > 0) {
+				t.Errorf("visiting source: %d VisitMarginals calls", f.src.visits)
 			}
 			rec, model, _ := f.record("syn", name)
 			m, err := pgm.UnmarshalModel(model)
@@ -542,9 +577,17 @@ func label(c interface {
 	return l
 }
 
-// TestFederatedFailures: what a failing source costs.
+// TestFederatedFailures: what a failing source costs, whether it hands
+// marginals over whole or one at a time.
 func TestFederatedFailures(t *testing.T) {
+	for _, visit := range []bool{false, true} {
+		t.Run(fmt.Sprint("visit=", visit), func(t *testing.T) { federatedFailures(t, visit) })
+	}
+}
+
+func federatedFailures(t *testing.T, visit bool) {
 	f := newFedFixture(t)
+	f.src.visit = visit
 	const stmt = "CREATE SYNTHETIC TABLE syn.%s FROM raw.fed USING aim WITH EPSILON = 1, ROUNDS = 6, PGM_ITERS = 10, FINAL_ITERS = 20"
 
 	// Unreachable: nothing charged, no ledger entry, nothing written.

@@ -2,6 +2,7 @@ package federated_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -327,6 +328,31 @@ func TestMarginalsOracle(t *testing.T) {
 					}
 				}
 				t.Logf("batch %d, parallel %d, cover %d: %d marginals, %+v", batch, cfg.parallel, cfg.cover, len(sets), st)
+				// The visiting form hands every marginal over once, as
+				// Marginals answers it; an error from its callback stops
+				// it and comes back.
+				seen := make([]int, len(sets))
+				if err := sn.VisitMarginals(ctx, sets, func(i int, x []float64) error {
+					seen[i]++
+					if !slices.Equal(x, exp[i]) {
+						t.Errorf("VisitMarginals: marginal over %v: got %v, want %v", sets[i], x, exp[i])
+					}
+					return nil
+				}); err != nil {
+					t.Fatal(federated.Detail(err))
+				}
+				for i, n := range seen {
+					if n != 1 {
+						t.Errorf("VisitMarginals handed the marginal over %v over %d times", sets[i], n)
+					}
+				}
+				stop, calls := errors.New("stop"), 0
+				if err := sn.VisitMarginals(ctx, sets, func(int, []float64) error {
+					calls++
+					return stop
+				}); !errors.Is(err, stop) || calls != 1 {
+					t.Errorf("VisitMarginals with a failing callback: %v after %d calls, want %v after 1", err, calls, stop)
+				}
 				if err := sn.Close(); err != nil {
 					t.Fatal(err)
 				}

@@ -336,14 +336,34 @@ func (sn *Snapshot) Close() error {
 // in the set's order with its last attribute varying fastest. Sets with the
 // same attributes are computed once.
 func (sn *Snapshot) Marginals(ctx context.Context, sets [][]int) ([][]float64, error) {
+	out := make([][]float64, len(sets))
+	if err := sn.VisitMarginals(ctx, sets, func(i int, x []float64) error {
+		out[i] = x
+		return nil
+	}); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// VisitMarginals implements synth.MarginalVisitor: it answers sets as
+// Marginals does, but hands each marginal to fn as soon as the scan that
+// computes it has ended, so that only the marginals of the scans in flight
+// are held densely (a synthesis's whole workload, densely, is hundreds of
+// megabytes on a wide domain, whatever the row count). fn is called once
+// per set, from one goroutine at a time, and owns x; an error from fn
+// stops the scans and is returned.
+func (sn *Snapshot) VisitMarginals(ctx context.Context, sets [][]int, fn func(i int, x []float64) error) error {
 	sn.mu.Lock()
 	defer sn.mu.Unlock()
 	switch {
 	case sn.closed:
-		return nil, fmt.Errorf("federated: snapshot is closed")
+		return fmt.Errorf("federated: snapshot is closed")
 	case sn.broken != nil:
-		return nil, fmt.Errorf("federated: snapshot unusable after an earlier failure: %w", sn.broken)
+		return fmt.Errorf("federated: snapshot unusable after an earlier failure: %w", sn.broken)
 	}
+	// out[i] is allocated when the scan that computes set i starts adding
+	// to it, and dropped when it has been handed over.
 	out := make([][]float64, len(sets))
 	type group struct {
 		attrs []int // sorted
@@ -353,9 +373,8 @@ func (sn *Snapshot) Marginals(ctx context.Context, sets [][]int) ([][]float64, e
 	byKey := map[string]*group{}
 	for i, s := range sets {
 		if err := checkSet(sn.dom, s); err != nil {
-			return nil, err
+			return err
 		}
-		out[i] = make([]float64, sn.dom.Cells(s))
 		sorted := slices.Sorted(slices.Values(s))
 		k := fmt.Sprint(sorted)
 		g := byKey[k]
@@ -367,10 +386,39 @@ func (sn *Snapshot) Marginals(ctx context.Context, sets [][]int) ([][]float64, e
 		g.want = append(g.want, i)
 	}
 	if err := ctx.Err(); err != nil {
-		return nil, err
+		return err
+	}
+	// Groups are disjoint in out and each is written by one scan, so
+	// scans running at once need no lock to add; handing over does (fn
+	// runs on one goroutine at a time).
+	alloc := func(g *group) {
+		for _, w := range g.want {
+			if out[w] == nil {
+				out[w] = make([]float64, sn.dom.Cells(sets[w]))
+			}
+		}
+	}
+	var (
+		fnMu  sync.Mutex
+		fnErr error // fn's error: fn is not called again
+	)
+	done := func(g *group) error {
+		alloc(g) // a marginal with no rows is all zeros
+		fnMu.Lock()
+		defer fnMu.Unlock()
+		for _, w := range g.want {
+			if fnErr != nil {
+				return fnErr
+			}
+			x := out[w]
+			out[w] = nil
+			fnErr = fn(w, x)
+		}
+		return fnErr
 	}
 	// add counts n into every requested layout of group g.
 	add := func(g *group, codes map[int]int, n float64) error {
+		alloc(g)
 		for _, w := range g.want {
 			idx := 0
 			for _, a := range sets[w] {
@@ -392,6 +440,7 @@ func (sn *Snapshot) Marginals(ctx context.Context, sets [][]int) ([][]float64, e
 		}
 		var fellBack bool
 		fellBack, err = sn.pgCovered(ctx, gs, func(g int, codes []int32, n float64) {
+			alloc(groups[g])
 			for _, w := range groups[g].want {
 				idx := 0
 				for _, a := range sets[w] {
@@ -399,13 +448,13 @@ func (sn *Snapshot) Marginals(ctx context.Context, sets [][]int) ([][]float64, e
 				}
 				out[w][idx] += n
 			}
-		})
+		}, func(g int) error { return done(groups[g]) })
 		if err != nil {
 			sn.broken = err
-			return nil, err
+			return err
 		}
 		if !fellBack {
-			return out, nil
+			return nil
 		}
 	}
 	switch {
@@ -413,7 +462,7 @@ func (sn *Snapshot) Marginals(ctx context.Context, sets [][]int) ([][]float64, e
 		// This path writes nothing: make sure the transaction says so.
 		if _, err := sn.pg.Exec(ctx, readOnly); err != nil {
 			sn.broken = sn.src.queryError(ctx, "marginal query", err)
-			return nil, sn.broken
+			return sn.broken
 		}
 		// Batches: up to sn.batch sets over at most maxGrouping columns.
 		type batch struct {
@@ -459,6 +508,12 @@ func (sn *Snapshot) Marginals(ctx context.Context, sets [][]int) ([][]float64, e
 			errs[k] = sn.pgBatch(bctx, conn, b.attrs, bsets, func(set int, codes map[int]int, n float64) error {
 				return add(b.groups[set], codes, n)
 			})
+			for _, g := range b.groups {
+				if errs[k] != nil {
+					break
+				}
+				errs[k] = done(g)
+			}
 			if errs[k] != nil {
 				cancel()
 			}
@@ -485,13 +540,16 @@ func (sn *Snapshot) Marginals(ctx context.Context, sets [][]int) ([][]float64, e
 			}); err != nil {
 				break
 			}
+			if err = done(g); err != nil {
+				break
+			}
 		}
 	}
 	if err != nil {
 		sn.broken = err
-		return nil, err
+		return err
 	}
-	return out, nil
+	return nil
 }
 
 // coverSets groups sets (sorted attribute lists) into fetch sets, best
@@ -820,7 +878,7 @@ var errNoTemp = errors.New("federated: no TEMP privilege")
 // it covers by fn(set, codes by attribute, count). fellBack reports that
 // the codes table could not be created; the caller then uses batches of
 // GROUPING SETS on the source table.
-func (sn *Snapshot) pgCovered(ctx context.Context, sets [][]int, fn func(set int, codes []int32, n float64)) (fellBack bool, err error) {
+func (sn *Snapshot) pgCovered(ctx context.Context, sets [][]int, fn func(set int, codes []int32, n float64), done func(set int) error) (fellBack bool, err error) {
 	// The leads come from the plain cover (the attributes of its largest
 	// hash tables), the fetch sets from the cover that knows them.
 	plain, _ := coverSets(sn.dom, sets, sn.cover, sn.cover, nil)
@@ -854,7 +912,14 @@ func (sn *Snapshot) pgCovered(ctx context.Context, sets [][]int, fn func(set int
 			if k < 0 {
 				return
 			}
-			if errs[k] = sn.pgGroup(bctx, conns[w], fetch[k], covered[k], fn); errs[k] != nil {
+			errs[k] = sn.pgGroup(bctx, conns[w], fetch[k], covered[k], fn)
+			for _, s := range covered[k] {
+				if errs[k] != nil {
+					break
+				}
+				errs[k] = done(s)
+			}
+			if errs[k] != nil {
 				cancel()
 				return
 			}

@@ -26,6 +26,18 @@ type Data interface {
 	Marginals(ctx context.Context, sets [][]int) ([][]float64, error)
 }
 
+// MarginalVisitor is implemented by a Data that computes marginals in
+// groups (a remote source's scans) and can hand each over as soon as its
+// group is complete. VisitMarginals answers sets as Marginals does, but
+// calls fn once per set with its marginal (fn owns it), from one goroutine
+// at a time, in any order; an error from fn stops the visit and is
+// returned. A Cache uses it to compact each marginal as it arrives, so
+// that a synthesis never holds its whole workload densely at once.
+type MarginalVisitor interface {
+	Data
+	VisitMarginals(ctx context.Context, sets [][]int, fn func(i int, x []float64) error) error
+}
+
 // RecordMechanism is implemented by a Mechanism whose algorithm needs the
 // records themselves, not only their marginals (it returns why). The engine
 // refuses to run such a mechanism on a source that only answers marginals
@@ -138,29 +150,54 @@ func (c *Cache) fetch(ctx context.Context, sets [][]int) ([][]int, error) {
 	// Ask for the maximal missing sets only: their subsets follow.
 	missing = maximal(missing)
 	if len(missing) > 0 {
-		got, err := c.src.Marginals(ctx, missing)
-		if err != nil {
+		if err := c.ask(ctx, missing); err != nil {
 			return nil, err
 		}
-		if len(got) != len(missing) {
-			return nil, fmt.Errorf("synth: data answered %d marginals for %d sets", len(got), len(missing))
-		}
-		c.mu.Lock()
-		for i, s := range missing {
-			if len(got[i]) != c.dom.Cells(s) {
-				c.mu.Unlock()
-				return nil, fmt.Errorf("synth: data answered %d cells for the marginal over %v, want %d", len(got[i]), s, c.dom.Cells(s))
-			}
-			k := Key(s)
-			if _, ok := c.held[k]; !ok {
-				c.held[k] = marginal.NewCompact(got[i])
-				c.sets = append(c.sets, s)
-			}
-			got[i] = nil // a compacted answer can go now, not after the last
-		}
-		c.mu.Unlock()
 	}
 	return sorted, nil
+}
+
+// has reports whether the marginal keyed k is held; c.mu must be held.
+func (c *Cache) has(k string) bool {
+	_, ok := c.held[k]
+	return ok
+}
+
+// ask asks the source for missing (sorted sets, none held) and keeps each
+// answer compacted. A MarginalVisitor hands each over as it is complete,
+// so that the dense answers are never all held at once.
+func (c *Cache) ask(ctx context.Context, missing [][]int) error {
+	keep := func(i int, x []float64) error {
+		s := missing[i]
+		if len(x) != c.dom.Cells(s) {
+			return fmt.Errorf("synth: data answered %d cells for the marginal over %v, want %d", len(x), s, c.dom.Cells(s))
+		}
+		m := marginal.NewCompact(x)
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if k := Key(s); !c.has(k) {
+			c.held[k] = m
+			c.sets = append(c.sets, s)
+		}
+		return nil
+	}
+	if v, ok := c.src.(MarginalVisitor); ok {
+		return v.VisitMarginals(ctx, missing, keep)
+	}
+	got, err := c.src.Marginals(ctx, missing)
+	if err != nil {
+		return err
+	}
+	if len(got) != len(missing) {
+		return fmt.Errorf("synth: data answered %d marginals for %d sets", len(got), len(missing))
+	}
+	for i := range missing {
+		if err := keep(i, got[i]); err != nil {
+			return err
+		}
+		got[i] = nil // a compacted answer can go now, not after the last
+	}
+	return nil
 }
 
 // Compacts returns the marginal of each set as the Cache holds it: its own

@@ -22,6 +22,24 @@ func (c *countingData) Marginals(ctx context.Context, sets [][]int) ([][]float64
 	return c.Dataset.Marginals(ctx, sets)
 }
 
+// visitingData answers a set at a time through VisitMarginals and records,
+// at each hand-over, how many marginals the Cache had kept by then.
+type visitingData struct {
+	*pgm.Dataset
+	cache *synth.Cache
+	kept  []int
+}
+
+func (v *visitingData) VisitMarginals(ctx context.Context, sets [][]int, fn func(int, []float64) error) error {
+	for i, s := range slices.Backward(sets) {
+		v.kept = append(v.kept, v.cache.Fetched())
+		if err := fn(i, v.MarginalTo(nil, s)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 func randomDataset(t *testing.T, rng *rand.Rand, sizes []int, rows int) *pgm.Dataset {
 	t.Helper()
 	names := make([]string, len(sizes))
@@ -131,5 +149,29 @@ func TestCacheCompactsFetch(t *testing.T) {
 	}
 	if src.calls != 1 || src.sets != 1 {
 		t.Errorf("source asked %d times for %d sets, want once for 1", src.calls, src.sets)
+	}
+}
+
+// A source that hands marginals over one at a time has each kept (compacted)
+// before it hands over the next: the Cache never holds the dense answers
+// of a whole fetch at once.
+func TestCacheKeepsVisitedMarginals(t *testing.T) {
+	ds := randomDataset(t, rand.New(rand.NewPCG(5, 6)), []int{2, 3, 4, 5}, 200)
+	src := &visitingData{Dataset: ds}
+	c := synth.NewCache(src)
+	src.cache = c
+	sets := [][]int{{2, 0}, {1, 3}, {0, 1, 2}, {3}}
+	got, err := c.Marginals(context.Background(), sets)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, s := range sets {
+		if want := ds.MarginalTo(nil, s); !slices.Equal(got[i], want) {
+			t.Errorf("marginal over %v = %v, want %v", s, got[i], want)
+		}
+	}
+	// {2, 0} and {3} follow from the others: two sets are asked for.
+	if want := []int{0, 1}; !slices.Equal(src.kept, want) {
+		t.Errorf("marginals kept at each hand-over: %v, want %v", src.kept, want)
 	}
 }
