@@ -2,65 +2,93 @@ package marginal
 
 import (
 	"math"
+	"math/bits"
 
 	"github.com/dpsql/dpsql/synth/pgm"
 )
 
-// Compact is a marginal held for a long time: densely, or as its non-zero
-// cells when that is smaller. A table's large marginals are mostly zeros
-// (adult's 364 3-way marginals have 20.9 M cells, 159 MB as float64, and
-// 0.57 M non-zero counts, 6.5 MB as (index, value) pairs). Counts (every
-// value a whole number in [0, 2³²)), as a data set's marginals are, are
-// held as uint32, exactly: half the dense table, two thirds of the pairs
-// (a wide table's candidates' true answers were most of AIM's live heap;
-// docs/aim-performance.md, fourth pass). The zero value is an empty
-// marginal.
+// Compact is a marginal held for a long time, in the fewest bytes its
+// cells allow. A table's large marginals are mostly zeros, and their counts
+// mostly small: adult's 364 3-way marginals have 20.9 M cells (159 MB as
+// float64) and 0.57 M non-zero counts; an adult-like table of 10 M rows has
+// 7.8 M non-zero counts in the same cells: 84 MB as dense uint32, 51 MB as
+// the smaller of that and (index, uint32) pairs for each marginal, 18 MB as
+// below (12 MB at 1 M rows). Counts (every value a whole number in [0, 2³²)), as a data set's
+// marginals are, are held exactly:
+//
+//   - which cells are non-zero: their indexes (4 bytes each) when few are,
+//     else a bitmap (one bit per cell), whichever is smaller;
+//   - each non-zero count in 2 bytes, those of 65 535 or more in 4 more
+//     bytes beside (a table's few large cells).
+//
+// Other values (fractions) are held densely as float64, or as (index,
+// value) pairs when fewer than two thirds of the cells are non-zero. The
+// zero value is an empty marginal.
 type Compact struct {
-	n      int
-	sparse bool
-	dense  []float64 // the marginal, if held densely and not as counts
-	idx    []uint32  // if sparse: the non-zero cells, ascending
-	val    []float64 // and their values, if not counts
-	cnt    []uint32  // counts: every cell (dense) or the non-zero ones (sparse)
+	n     int
+	dense []float64 // fractions held densely
+	idx   []uint32  // the non-zero cells, ascending (pairs)
+	bits  []uint64  // bit i%64 of word i/64: cell i is non-zero (bitmap)
+	val   []float64 // fractions as pairs: the non-zero values
+	cnt   []uint16  // counts: each non-zero cell's count, or bigCount
+	big   []uint32  // counts: those of bigCount or more, in cell order
 }
 
-// NewCompact returns x as a Compact: sparse when that takes fewer bytes,
-// else dense (x itself, not copied, unless it holds counts). Pairs cost 12
-// bytes per non-zero against 8 per cell, so fractions go sparse below two
-// thirds non-zero; counts cost 8 against 4, so below one half.
+// bigCount marks, in cnt, a count held in big.
+const bigCount = math.MaxUint16
+
+// NewCompact returns x as a Compact: counts in the smaller of their two
+// forms; fractions sparse below two thirds non-zero (12 bytes a pair
+// against 8 a cell), else x itself, not copied.
 func NewCompact(x []float64) Compact {
-	nz := 0
+	nz, big := 0, 0
 	counts := len(x) <= math.MaxUint32
 	for _, v := range x {
 		if v != 0 {
 			nz++
 			counts = counts && v > 0 && v <= math.MaxUint32 && v == math.Trunc(v)
+			if v >= bigCount {
+				big++
+			}
 		}
 	}
-	if (counts && 2*nz >= len(x)) || 3*nz >= 2*len(x) || len(x) > math.MaxUint32 {
-		if !counts {
-			return Compact{n: len(x), dense: x}
-		}
-		c := Compact{n: len(x), cnt: make([]uint32, len(x))}
+	switch {
+	case !counts && (3*nz >= 2*len(x) || len(x) > math.MaxUint32):
+		return Compact{n: len(x), dense: x}
+	case !counts:
+		c := Compact{n: len(x), idx: make([]uint32, 0, nz), val: make([]float64, 0, nz)}
 		for i, v := range x {
-			c.cnt[i] = uint32(v)
+			if v != 0 {
+				c.idx = append(c.idx, uint32(i))
+				c.val = append(c.val, v)
+			}
 		}
 		return c
 	}
-	c := Compact{n: len(x), sparse: true, idx: make([]uint32, 0, nz)}
-	if counts {
-		c.cnt = make([]uint32, 0, nz)
+	c := Compact{n: len(x), cnt: make([]uint16, 0, nz)}
+	if big > 0 {
+		c.big = make([]uint32, 0, big)
+	}
+	words := (len(x) + 63) / 64
+	if 8*words < 4*nz { // a bitmap is smaller than the indexes
+		c.bits = make([]uint64, words)
 	} else {
-		c.val = make([]float64, 0, nz)
+		c.idx = make([]uint32, 0, nz)
 	}
 	for i, v := range x {
-		if v != 0 {
+		if v == 0 {
+			continue
+		}
+		if c.bits != nil {
+			c.bits[i/64] |= 1 << (i % 64)
+		} else {
 			c.idx = append(c.idx, uint32(i))
-			if counts {
-				c.cnt = append(c.cnt, uint32(v))
-			} else {
-				c.val = append(c.val, v)
-			}
+		}
+		if v >= bigCount {
+			c.cnt = append(c.cnt, bigCount)
+			c.big = append(c.big, uint32(v))
+		} else {
+			c.cnt = append(c.cnt, uint16(v))
 		}
 	}
 	return c
@@ -69,15 +97,55 @@ func NewCompact(x []float64) Compact {
 // Len is the number of cells.
 func (c *Compact) Len() int { return c.n }
 
-// Sparse reports whether c holds only its non-zero cells.
-func (c *Compact) Sparse() bool { return c.sparse }
+// Sparse reports whether c holds only its non-zero cells (not a dense
+// table of every cell).
+func (c *Compact) Sparse() bool { return c.dense == nil && c.n > 0 }
 
-// value is the k-th stored value of a sparse c.
-func (c *Compact) value(k int) float64 {
-	if c.val != nil {
-		return c.val[k]
+// Bytes is the memory c's cells take.
+func (c *Compact) Bytes() int {
+	return 8*len(c.dense) + 4*len(c.idx) + 8*len(c.bits) + 8*len(c.val) + 2*len(c.cnt) + 4*len(c.big)
+}
+
+// nonZero calls fn with each non-zero cell and its value, in cell order.
+func (c *Compact) nonZero(fn func(i int, v float64)) {
+	switch {
+	case c.dense != nil:
+		for i, v := range c.dense {
+			if v != 0 {
+				fn(i, v)
+			}
+		}
+	case c.val != nil:
+		for k, i := range c.idx {
+			fn(int(i), c.val[k])
+		}
+	case c.bits != nil:
+		k, b := 0, 0
+		for w, word := range c.bits {
+			for word != 0 {
+				i := w*64 + bits.TrailingZeros64(word)
+				word &= word - 1
+				fn(i, c.count(k, &b))
+				k++
+			}
+		}
+	default:
+		b := 0
+		for k, i := range c.idx {
+			fn(int(i), c.count(k, &b))
+		}
 	}
-	return float64(c.cnt[k])
+}
+
+// count is the k-th non-zero count; *b is the number of big counts before
+// it, advanced past it.
+func (c *Compact) count(k int, b *int) float64 {
+	v := c.cnt[k]
+	if v != bigCount {
+		return float64(v)
+	}
+	*b++
+	return float64(c.big[*b-1])
 }
 
 // Expand writes the marginal into dst (resized if too small) and returns
@@ -87,19 +155,12 @@ func (c *Compact) Expand(dst []float64) []float64 {
 		dst = make([]float64, c.n)
 	}
 	dst = dst[:c.n]
-	switch {
-	case c.dense != nil:
+	if c.dense != nil {
 		copy(dst, c.dense)
-	case !c.sparse:
-		for i, v := range c.cnt {
-			dst[i] = float64(v)
-		}
-	default:
-		clear(dst)
-		for k, i := range c.idx {
-			dst[i] = c.value(k)
-		}
+		return dst
 	}
+	clear(dst)
+	c.nonZero(func(i int, v float64) { dst[i] = v })
 	return dst
 }
 
@@ -107,32 +168,58 @@ func (c *Compact) Expand(dst []float64) []float64 {
 // (a model's marginal): for a sparse c, ‖c − y‖₁ = total + Σ_{c_i ≠ 0}(|c_i − y_i| −
 // y_i), which reads only y's cells where c is non-zero. It differs from
 // the package's L1 by the round-off of Σy against total; a dense c's is
-// L1's, bit for bit.
+// L1's, bit for bit. It is AIM's scoring loop: no closure, no allocation.
 func (c *Compact) L1Total(y []float64, total float64) float64 {
 	if len(y) != c.n {
 		panic("marginal: length mismatch")
 	}
-	switch {
-	case c.dense != nil || c.n == 0:
+	if c.dense != nil || c.n == 0 {
 		return L1(c.dense, y)
-	case !c.sparse:
-		return l1(c.cnt, y)
 	}
 	s := total
-	for k, i := range c.idx {
-		v := c.value(k)
-		s += math.Abs(v-y[i]) - y[i]
+	switch {
+	case c.val != nil:
+		for k, i := range c.idx {
+			s += math.Abs(c.val[k]-y[i]) - y[i]
+		}
+	case c.bits != nil:
+		cnt, big := c.cnt, c.big
+		k := 0
+		for w, word := range c.bits {
+			if word == 0 {
+				continue
+			}
+			yw := y[w*64 : min(w*64+64, len(y))]
+			for word != 0 {
+				j := bits.TrailingZeros64(word)
+				word &= word - 1
+				v := float64(cnt[k])
+				if cnt[k] == bigCount {
+					v, big = float64(big[0]), big[1:]
+				}
+				k++
+				yi := yw[j]
+				s += math.Abs(v-yi) - yi
+			}
+		}
+	default:
+		cnt, big := c.cnt, c.big
+		for k, i := range c.idx {
+			v := float64(cnt[k])
+			if cnt[k] == bigCount {
+				v, big = float64(big[0]), big[1:]
+			}
+			yi := y[i]
+			s += math.Abs(v-yi) - yi
+		}
 	}
 	return s
 }
 
 // ProjectTo is ProjectTo for the marginal c over attrs.
 func (c *Compact) ProjectTo(dst []float64, dom *pgm.Domain, attrs []int, sub []int) []float64 {
-	switch {
-	case c.dense != nil || c.n == 0:
+	if c.dense != nil || c.n == 0 {
 		return ProjectTo(dst, dom, attrs, c.dense, sub)
-	case !c.sparse:
-		return projectTo(dst, dom, attrs, c.cnt, sub) // no float64 copy of the counts
 	}
 	n := dom.Cells(sub)
 	if cap(dst) < n {
@@ -145,13 +232,13 @@ func (c *Compact) ProjectTo(dst []float64, dom *pgm.Domain, attrs []int, sub []i
 	}
 	var strideBuf, sizeBuf [16]int
 	stride, size := projection(strideBuf[:0], sizeBuf[:0], dom, attrs, sub)
-	for k, f := range c.idx {
-		off, rest := 0, int(f)
+	c.nonZero(func(f int, v float64) {
+		off, rest := 0, f
 		for i := len(attrs) - 1; i >= 0; i-- {
 			off += (rest % size[i]) * stride[i]
 			rest /= size[i]
 		}
-		dst[off] += c.value(k)
-	}
+		dst[off] += v
+	})
 	return dst
 }

@@ -9,11 +9,6 @@ import "github.com/dpsql/dpsql/synth/pgm"
 // attrs) and writes it into dst, which is resized if too small, and returns
 // it. Marginals are row-major with the last attribute varying fastest.
 func ProjectTo(dst []float64, dom *pgm.Domain, attrs []int, x []float64, sub []int) []float64 {
-	return projectTo(dst, dom, attrs, x, sub)
-}
-
-// projectTo is ProjectTo for a marginal held as float64 or as counts.
-func projectTo[T float64 | uint32](dst []float64, dom *pgm.Domain, attrs []int, x []T, sub []int) []float64 {
 	n := dom.Cells(sub)
 	if cap(dst) < n {
 		dst = make([]float64, n)
@@ -32,7 +27,7 @@ func projectTo[T float64 | uint32](dst []float64, dom *pgm.Domain, attrs []int, 
 	off := 0
 	last := len(attrs) - 1
 	for _, v := range x {
-		dst[off] += float64(v)
+		dst[off] += v
 		// Odometer increment, last attribute fastest.
 		for i := last; i >= 0; i-- {
 			idx[i]++
@@ -70,16 +65,13 @@ func projection(stride, size []int, dom *pgm.Domain, attrs, sub []int) ([]int, [
 }
 
 // L1 returns ‖x − y‖₁.
-func L1(x, y []float64) float64 { return l1(x, y) }
-
-// l1 is L1 for an x held as float64 or as counts.
-func l1[T float64 | uint32](x []T, y []float64) float64 {
+func L1(x, y []float64) float64 {
 	if len(x) != len(y) {
 		panic("marginal: length mismatch")
 	}
 	var s float64
 	for i := range x {
-		d := float64(x[i]) - y[i]
+		d := x[i] - y[i]
 		if d < 0 {
 			d = -d
 		}
