@@ -51,6 +51,9 @@ func (o *Options) Run(ctx context.Context, in *synth.Input) (*synth.Result, erro
 	}
 	nFine := len(cands)
 	cands, answers = addTwins(dom, cands, answers, opt.CoarseBins)
+	if testAnswers != nil && len(answers) > 0 {
+		testAnswers(answers)
+	}
 
 	wkeys := make([]string, len(w))
 	for i, m := range w {
@@ -156,11 +159,13 @@ func (r *run) estimate(ctx context.Context, iters int, tol float64, step pgm.Ste
 	return nil
 }
 
-// Test hooks, nil outside tests: testFitted sees every fitted model, and
-// testRoundFit is the progress callback of the rounds' fits.
+// Test hooks, nil outside tests: testFitted sees every fitted model,
+// testRoundFit is the progress callback of the rounds' fits, and
+// testAnswers sees the candidates' true answers once they are computed.
 var (
 	testFitted   func(*pgm.Model)
 	testRoundFit func(pgm.EstimateProgress)
+	testAnswers  func([]answer)
 )
 
 // loop runs initialisation, the rounds and the final estimation and
@@ -243,6 +248,14 @@ func (r *run) loop(ctx context.Context, sigma0 []float64) (*synth.Result, error)
 		before := r.coarseMarginal(sel)
 		r.measure(sel.attrs, sel.coarse, &r.answers[pick], sigma, eps, t)
 		r.tracker.Measured(t, sel.attrs)
+		if last {
+			// Nothing selects again: the candidates' true answers and the
+			// scoring state are read no more. Dropped before the last two
+			// fits, the largest of the run, they leave those fits' arenas
+			// less live heap to be collected against (the answers are
+			// most of the live heap on a wide table; TestLastFitsDropAnswers).
+			r.answers, sc, lz = nil, nil, nil
+		}
 		// The drift bounds read only prev's marginals: its lean view lets
 		// the fit free its potentials (TestRoundFitFreesPrevious).
 		prev := r.model.Lean()
