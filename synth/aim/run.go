@@ -146,9 +146,12 @@ func (r *run) estimate(ctx context.Context, iters int, tol float64, step pgm.Ste
 	// The previous model is handed over, not kept: Estimate drops it after
 	// the warm start and collects, so a model that no round snapshot holds
 	// is freed before the new fit's arenas are allocated (peak memory).
+	// Nothing else holds its potentials (snapshots and the lazy selection's
+	// previous model are lean), so Estimate may start from them in place
+	// when the cliques are unchanged, as in the final fit.
 	ws := r.model
 	r.model = nil
-	m, err := pgm.Estimate(ctx, r.dom, r.meas, &pgm.EstimateOptions{Iters: iters, Tol: max(tol, 0), WarmStart: ws, Step: step, Progress: progress})
+	m, err := pgm.Estimate(ctx, r.dom, r.meas, &pgm.EstimateOptions{Iters: iters, Tol: max(tol, 0), WarmStart: ws, TakeWarmStart: true, Step: step, Progress: progress})
 	if err != nil {
 		return err
 	}
