@@ -4,12 +4,18 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"runtime"
 
 	"github.com/dpsql/dpsql/synth"
 	"github.com/dpsql/dpsql/synth/internal/adaptive"
 	"github.com/dpsql/dpsql/synth/internal/marginal"
 	"github.com/dpsql/dpsql/synth/pgm"
 )
+
+// sampleGCMB is the model size (MB) from which AIM collects garbage
+// between the final fit and sampling: a smaller model's fit leaves too
+// little to be worth a collection.
+const sampleGCMB = 8
 
 // sqrt2pi is sqrt(2/π): E|Z| for Z ~ N(0, 1).
 var sqrt2pi = math.Sqrt(2 / math.Pi)
@@ -295,6 +301,13 @@ func (r *run) loop(ctx context.Context, sigma0 []float64) (*synth.Result, error)
 	// model size): the fine candidates' last rounds are the twins'.
 	r.tracker.Fill(res, r.sets[:r.nFine])
 
+	if r.model.Size() >= sampleGCMB {
+		// The final fit's gradient arena and objective died with it:
+		// collected now, their pages serve the sampler's buffers instead
+		// of the heap growing by them on top of the model (the peak of a
+		// large model's run; Estimate collects before its arenas alike).
+		runtime.GC()
+	}
 	out, err := synth.Sample(r.model, r.in)
 	if err != nil {
 		return fail(err)
