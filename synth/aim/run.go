@@ -12,10 +12,10 @@ import (
 	"github.com/dpsql/dpsql/synth/pgm"
 )
 
-// sampleGCMB is the model size (MB) from which AIM collects garbage
-// between the final fit and sampling: a smaller model's fit leaves too
-// little to be worth a collection.
-const sampleGCMB = 8
+// collectMB is the model size (MB) from which AIM collects garbage where
+// a phase leaves model-sized arrays dead (see run.collect): a smaller
+// model's phases leave too little to be worth a collection.
+const collectMB = 8
 
 // sqrt2pi is sqrt(2/π): E|Z| for Z ~ N(0, 1).
 var sqrt2pi = math.Sqrt(2 / math.Pi)
@@ -271,10 +271,12 @@ func (r *run) loop(ctx context.Context, sigma0 []float64) (*synth.Result, error)
 		if err := r.estimate(ctx, r.opt.PGMIters, r.opt.roundTol, r.opt.roundStep, testRoundFit); err != nil {
 			return fail(fmt.Errorf("round %d estimation: %w", t, err))
 		}
+		r.collect()
 		if lz != nil && !last {
 			if err := lz.advance(ctx, r, prev, r.model); err != nil {
 				return fail(fmt.Errorf("round %d: %w", t, err))
 			}
+			r.collect()
 		}
 		res.Rounds = append(res.Rounds, synth.Round{
 			Round: t, Epsilon: eps, Sigma: sigma, Sensitivity: delta,
@@ -301,13 +303,10 @@ func (r *run) loop(ctx context.Context, sigma0 []float64) (*synth.Result, error)
 	// model size): the fine candidates' last rounds are the twins'.
 	r.tracker.Fill(res, r.sets[:r.nFine])
 
-	if r.model.Size() >= sampleGCMB {
-		// The final fit's gradient arena and objective died with it:
-		// collected now, their pages serve the sampler's buffers instead
-		// of the heap growing by them on top of the model (the peak of a
-		// large model's run; Estimate collects before its arenas alike).
-		runtime.GC()
-	}
+	// The final fit's gradient arena and objective died with it: collected
+	// now, their pages serve the sampler's buffers instead of the heap
+	// growing by them on top of the model.
+	r.collect()
 	out, err := synth.Sample(r.model, r.in)
 	if err != nil {
 		return fail(err)
@@ -316,6 +315,23 @@ func (r *run) loop(ctx context.Context, sigma0 []float64) (*synth.Result, error)
 	res.RhoUsed = r.sched.used
 	r.in.Report(synth.Status{Phase: "sample", Round: len(res.Rounds), RhoUsed: r.sched.used, ModelSize: r.model.Size()})
 	return res, nil
+}
+
+// collect runs a collection when the model is collectMB or more. AIM
+// calls it where model-sized arrays have just died: after a round's fit
+// (its gradient arena and objective), after the lazy selection's drift
+// bound (its copies of the previous model's marginals over the new tree)
+// and before sampling. The collector's pacer lets the heap grow to twice
+// what was live at the last collection, and a collection that ran while
+// such arrays were live set that mark at several models; collected here,
+// the next phase's garbage (scoring's tables, the next fit's arenas,
+// which Estimate collects before alike) fills their pages instead of
+// growing the heap. A collection of these heaps of float arrays costs
+// milliseconds; it changes no result.
+func (r *run) collect() {
+	if r.model.Size() >= collectMB {
+		runtime.GC()
+	}
 }
 
 // coarseMarginal is the model's marginal as c's measurement observes it.
