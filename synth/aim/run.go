@@ -15,7 +15,7 @@ import (
 // collectMB is the model size (MB) from which AIM collects garbage where
 // a phase leaves model-sized arrays dead (see run.collect): a smaller
 // model's phases leave too little to be worth a collection.
-const collectMB = 8
+const collectMB = 2
 
 // sqrt2pi is sqrt(2/π): E|Z| for Z ~ N(0, 1).
 var sqrt2pi = math.Sqrt(2 / math.Pi)
