@@ -417,15 +417,16 @@ func TestBenchMechanism(t *testing.T) {
 	}
 	for i, want := range []string{"0", "1", "mean"} {
 		f := strings.Fields(lines[2+i])
-		if len(f) != 13 || f[0] != want {
-			t.Errorf("line %q: want 13 fields starting with %q", lines[2+i], want)
+		if len(f) != 14 || f[0] != want {
+			t.Errorf("line %q: want 14 fields starting with %q", lines[2+i], want)
 			continue
 		}
 		rows, err1 := strconv.ParseFloat(f[1], 64)
 		model, err2 := strconv.ParseFloat(f[2], 64)
 		peak, err3 := strconv.ParseFloat(f[11], 64)
-		if err1 != nil || err2 != nil || err3 != nil || !(rows >= 0 && rows <= 2) || !(model >= 0 && model <= 2) || !(peak > 0) {
-			t.Errorf("line %q: rows error, model error or peak MB unreadable or out of range", lines[2+i])
+		base, err4 := strconv.ParseFloat(f[13], 64)
+		if err1 != nil || err2 != nil || err3 != nil || err4 != nil || !(rows >= 0 && rows <= 2) || !(model >= 0 && model <= 2) || !(peak > 0) || !(base > 0 && base <= peak) {
+			t.Errorf("line %q: rows error, model error, peak MB or base MB unreadable or out of range", lines[2+i])
 		}
 	}
 	// An answers-only mechanism has no model: its model column is "-".

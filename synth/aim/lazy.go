@@ -103,7 +103,11 @@ func (z *lazyState) advance(ctx context.Context, r *run, old, m *pgm.Model) erro
 	if len(z.snaps) > lazyWindow {
 		z.snaps = append(z.snaps[:0], z.snaps[len(z.snaps)-lazyWindow:]...)
 	}
-	d, ok, err := pgm.NewDrift(ctx, old, m)
+	// pgm.DriftBounds gives NewDrift's bounds holding one clique's
+	// marginals at a time: the Drift's copies of the models' marginals
+	// were up to four models live after the refit.
+	drift := make([]float64, len(z.l1))
+	ok, err := pgm.DriftBounds(ctx, old, m, r.sets, func(i int) bool { return z.known[i] }, drift)
 	if err != nil {
 		return err
 	}
@@ -114,7 +118,7 @@ func (z *lazyState) advance(ctx context.Context, r *run, old, m *pgm.Model) erro
 	}
 	for i := range z.l1 {
 		if z.known[i] {
-			z.l1[i] += d.Bound(r.sets[i])
+			z.l1[i] += drift[i]
 		}
 	}
 	// Direct bounds from the older snapshots (the newest is old itself).

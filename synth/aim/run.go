@@ -4,12 +4,18 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"runtime"
 
 	"github.com/dpsql/dpsql/synth"
 	"github.com/dpsql/dpsql/synth/internal/adaptive"
 	"github.com/dpsql/dpsql/synth/internal/marginal"
 	"github.com/dpsql/dpsql/synth/pgm"
 )
+
+// collectMB is the model size (MB) from which AIM collects garbage where
+// a phase leaves model-sized arrays dead (see run.collect): a smaller
+// model's phases leave too little to be worth a collection.
+const collectMB = 2
 
 // sqrt2pi is sqrt(2/π): E|Z| for Z ~ N(0, 1).
 var sqrt2pi = math.Sqrt(2 / math.Pi)
@@ -51,6 +57,9 @@ func (o *Options) Run(ctx context.Context, in *synth.Input) (*synth.Result, erro
 	}
 	nFine := len(cands)
 	cands, answers = addTwins(dom, cands, answers, opt.CoarseBins)
+	if testAnswers != nil && len(answers) > 0 {
+		testAnswers(answers)
+	}
 
 	wkeys := make([]string, len(w))
 	for i, m := range w {
@@ -143,9 +152,12 @@ func (r *run) estimate(ctx context.Context, iters int, tol float64, step pgm.Ste
 	// The previous model is handed over, not kept: Estimate drops it after
 	// the warm start and collects, so a model that no round snapshot holds
 	// is freed before the new fit's arenas are allocated (peak memory).
+	// Nothing else holds its potentials (snapshots and the lazy selection's
+	// previous model are lean), so Estimate may start from them in place
+	// when the cliques are unchanged, as in the final fit.
 	ws := r.model
 	r.model = nil
-	m, err := pgm.Estimate(ctx, r.dom, r.meas, &pgm.EstimateOptions{Iters: iters, Tol: max(tol, 0), WarmStart: ws, Step: step, Progress: progress})
+	m, err := pgm.Estimate(ctx, r.dom, r.meas, &pgm.EstimateOptions{Iters: iters, Tol: max(tol, 0), WarmStart: ws, TakeWarmStart: true, Step: step, Progress: progress})
 	if err != nil {
 		return err
 	}
@@ -156,11 +168,13 @@ func (r *run) estimate(ctx context.Context, iters int, tol float64, step pgm.Ste
 	return nil
 }
 
-// Test hooks, nil outside tests: testFitted sees every fitted model, and
-// testRoundFit is the progress callback of the rounds' fits.
+// Test hooks, nil outside tests: testFitted sees every fitted model,
+// testRoundFit is the progress callback of the rounds' fits, and
+// testAnswers sees the candidates' true answers once they are computed.
 var (
 	testFitted   func(*pgm.Model)
 	testRoundFit func(pgm.EstimateProgress)
+	testAnswers  func([]answer)
 )
 
 // loop runs initialisation, the rounds and the final estimation and
@@ -243,16 +257,26 @@ func (r *run) loop(ctx context.Context, sigma0 []float64) (*synth.Result, error)
 		before := r.coarseMarginal(sel)
 		r.measure(sel.attrs, sel.coarse, &r.answers[pick], sigma, eps, t)
 		r.tracker.Measured(t, sel.attrs)
+		if last {
+			// Nothing selects again: the candidates' true answers and the
+			// scoring state are read no more. Dropped before the last two
+			// fits, the largest of the run, they leave those fits' arenas
+			// less live heap to be collected against (the answers are
+			// most of the live heap on a wide table; TestLastFitsDropAnswers).
+			r.answers, sc, lz = nil, nil, nil
+		}
 		// The drift bounds read only prev's marginals: its lean view lets
 		// the fit free its potentials (TestRoundFitFreesPrevious).
 		prev := r.model.Lean()
 		if err := r.estimate(ctx, r.opt.PGMIters, r.opt.roundTol, r.opt.roundStep, testRoundFit); err != nil {
 			return fail(fmt.Errorf("round %d estimation: %w", t, err))
 		}
+		r.collect()
 		if lz != nil && !last {
 			if err := lz.advance(ctx, r, prev, r.model); err != nil {
 				return fail(fmt.Errorf("round %d: %w", t, err))
 			}
+			r.collect()
 		}
 		res.Rounds = append(res.Rounds, synth.Round{
 			Round: t, Epsilon: eps, Sigma: sigma, Sensitivity: delta,
@@ -279,6 +303,10 @@ func (r *run) loop(ctx context.Context, sigma0 []float64) (*synth.Result, error)
 	// model size): the fine candidates' last rounds are the twins'.
 	r.tracker.Fill(res, r.sets[:r.nFine])
 
+	// The final fit's gradient arena and objective died with it: collected
+	// now, their pages serve the sampler's buffers instead of the heap
+	// growing by them on top of the model.
+	r.collect()
 	out, err := synth.Sample(r.model, r.in)
 	if err != nil {
 		return fail(err)
@@ -287,6 +315,23 @@ func (r *run) loop(ctx context.Context, sigma0 []float64) (*synth.Result, error)
 	res.RhoUsed = r.sched.used
 	r.in.Report(synth.Status{Phase: "sample", Round: len(res.Rounds), RhoUsed: r.sched.used, ModelSize: r.model.Size()})
 	return res, nil
+}
+
+// collect runs a collection when the model is collectMB or more. AIM
+// calls it where model-sized arrays have just died: after a round's fit
+// (its gradient arena and objective), after the lazy selection's drift
+// bound (its copies of the previous model's marginals over the new tree)
+// and before sampling. The collector's pacer lets the heap grow to twice
+// what was live at the last collection, and a collection that ran while
+// such arrays were live set that mark at several models; collected here,
+// the next phase's garbage (scoring's tables, the next fit's arenas,
+// which Estimate collects before alike) fills their pages instead of
+// growing the heap. A collection of these heaps of float arrays costs
+// milliseconds; it changes no result.
+func (r *run) collect() {
+	if r.model.Size() >= collectMB {
+		runtime.GC()
+	}
 }
 
 // coarseMarginal is the model's marginal as c's measurement observes it.

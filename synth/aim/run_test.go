@@ -311,3 +311,37 @@ func TestRoundFitFreesPrevious(t *testing.T) {
 		})
 	}
 }
+
+// TestLastFitsDropAnswers checks that the candidates' true answers are
+// freed before the final fit ends: once the last round has selected,
+// nothing reads them, and they were held (through the run's state) through
+// the last round's fit and the final one, the largest of the run. The
+// check runs at the "final" progress report, after the final fit.
+func TestLastFitsDropAnswers(t *testing.T) {
+	freed := make(chan struct{})
+	testAnswers = func(a []answer) {
+		runtime.AddCleanup(&a[0], func(ch chan struct{}) { close(ch) }, freed)
+	}
+	defer func() { testAnswers = nil }()
+	in := testInput(3)
+	checked, held := false, false
+	in.Progress = func(s synth.Status) {
+		if s.Phase != "final" {
+			return
+		}
+		checked = true
+		runtime.GC()
+		select {
+		case <-freed:
+		case <-time.After(time.Second): // cleanups run on their own goroutine: allow for a loaded machine
+			held = true
+		}
+	}
+	synthtest.MustRun(t, Mechanism{}, []synth.Option{{Name: "PGM_ITERS", Value: 30}, {Name: "FINAL_ITERS", Value: 30}}, in)
+	if !checked {
+		t.Fatal("no final progress report")
+	}
+	if held {
+		t.Error("the candidates' answers were still reachable when the final fit ended")
+	}
+}

@@ -97,6 +97,10 @@ type Report struct {
 	ModelMB   float64       // the released model's size (0 without a model)
 	PeakMB    float64       // this run's peak resident set (0 if unknown)
 	HeapMB    float64       // this run's peak Go heap (objects), sampled
+	// BaseMB is the resident set when the run started (0 if unknown):
+	// the binary's touched pages, the runtime, the loaded data and the
+	// bench's state, which PeakMB includes (see memWatch).
+	BaseMB float64
 }
 
 // Run executes the benchmark described by cfg and writes a table to w.
@@ -185,8 +189,8 @@ func Execute(ctx context.Context, cfg Config, w io.Writer) ([]Report, error) {
 	// widths instead of a tabwriter, which holds lines until its flush).
 	// "error" and l1/max/mean are the synthetic rows'; "model" is the
 	// released model's own answers under the chosen metric.
-	fmt.Fprintf(w, "%4s  %10s  %10s  %7s  %7s  %8s  %6s  %10s  %7s  %7s  %8s  %7s  %7s\n", "seed", "error ("+metric+")",
-		"model", "l1", "max", "mean", "rounds", "ρ used", "wall", "CPU", "model MB", "peak MB", "heap MB")
+	fmt.Fprintf(w, "%4s  %10s  %10s  %7s  %7s  %8s  %6s  %10s  %7s  %7s  %8s  %7s  %7s  %7s\n", "seed", "error ("+metric+")",
+		"model", "l1", "max", "mean", "rounds", "ρ used", "wall", "CPU", "model MB", "peak MB", "heap MB", "base MB")
 	line := func(seed string, r Report, rounds string) {
 		model := "-"
 		if r.Model {
@@ -196,8 +200,8 @@ func Execute(ctx context.Context, cfg Config, w io.Writer) ([]Report, error) {
 		if r.RhoUsed > 0 {
 			rho = fmt.Sprintf("%.6g", r.RhoUsed)
 		}
-		fmt.Fprintf(w, "%4s  %10.4f  %10s  %7.4f  %7.4f  %8.5f  %6s  %10s  %6.1fs  %6.1fs  %8.2f  %7.0f  %7.0f\n", seed, r.Error, model,
-			r.Errors.L1, r.Errors.Max, r.Errors.Mean, rounds, rho, r.Wall.Seconds(), r.CPU.Seconds(), r.ModelMB, r.PeakMB, r.HeapMB)
+		fmt.Fprintf(w, "%4s  %10.4f  %10s  %7.4f  %7.4f  %8.5f  %6s  %10s  %6.1fs  %6.1fs  %8.2f  %7.0f  %7.0f  %7.0f\n", seed, r.Error, model,
+			r.Errors.L1, r.Errors.Max, r.Errors.Mean, rounds, rho, r.Wall.Seconds(), r.CPU.Seconds(), r.ModelMB, r.PeakMB, r.HeapMB, r.BaseMB)
 	}
 	var reports []Report
 	for seed := range cfg.Seeds {
@@ -223,7 +227,7 @@ func Execute(ctx context.Context, cfg Config, w io.Writer) ([]Report, error) {
 		if err != nil {
 			return reports, fmt.Errorf("bench: seed %d: %w", seed, err)
 		}
-		r := Report{Seed: seed, Rounds: len(res.Rounds), RhoUsed: res.RhoUsed, Wall: wall, CPU: cpu, PeakMB: peak, HeapMB: heap}
+		r := Report{Seed: seed, Rounds: len(res.Rounds), RhoUsed: res.RhoUsed, Wall: wall, CPU: cpu, PeakMB: peak, BaseMB: mem.baseMB, HeapMB: heap}
 		if mech.Output() == synth.AnswersOnly {
 			// hdmm_lls releases Kronecker measurements; its answers are
 			// their least-squares marginals.
@@ -269,6 +273,7 @@ func Execute(ctx context.Context, cfg Config, w io.Writer) ([]Report, error) {
 		mean.CPU += r.CPU / time.Duration(len(reports))
 		mean.Rounds += r.Rounds
 		mean.PeakMB = max(mean.PeakMB, r.PeakMB)
+		mean.BaseMB = max(mean.BaseMB, r.BaseMB)
 	}
 	// The mean row's size and memory columns are the largest of the seeds'.
 	line("mean", mean, fmt.Sprintf("%.1f", float64(mean.Rounds)/float64(len(reports))))

@@ -268,6 +268,9 @@ func TestMemWatch(t *testing.T) {
 	if rss != 0 && rss < mb {
 		t.Errorf("RSS peak %.0f MB while holding %d MB", rss, mb)
 	}
+	if rss != 0 && !(w.baseMB > 0 && w.baseMB+mb <= rss+1) {
+		t.Errorf("RSS %.0f MB at the start and %.0f MB at the peak while holding %d MB more", w.baseMB, rss, mb)
+	}
 	w = startMemWatch()
 	rss2, heap2 := w.end()
 	if heap2 >= mb {

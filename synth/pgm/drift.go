@@ -64,8 +64,31 @@ const maxDriftGrowth = 2
 // elimination for the cliques a model does not hold): about one scoring
 // pass over the cliques. It returns ctx's error if cancelled.
 func NewDrift(ctx context.Context, old, m *Model) (d *Drift, ok bool, err error) {
+	d, src, err := newDriftBase(old, m)
+	if d == nil || err != nil {
+		return nil, false, err
+	}
+	for v := range d.jt.cliques {
+		if err := ctx.Err(); err != nil {
+			return nil, false, fmt.Errorf("pgm: drift: %w", err)
+		}
+		d.p[v], d.q[v] = src.clique(d, v)
+	}
+	return d, true, nil
+}
+
+// driftSource computes the drift tree's clique marginals of both models.
+type driftSource struct {
+	old, m             *Model
+	nested             bool
+	oldCache, newCache *reduceCache
+}
+
+// newDriftBase is NewDrift without the clique marginals: the tree, the
+// totals and the source of the marginals (nil d when there is no drift).
+func newDriftBase(old, m *Model) (*Drift, *driftSource, error) {
 	if !old.dom.Equal(m.dom) {
-		return nil, false, nil
+		return nil, nil, nil
 	}
 	jt := m.jt
 	nested := true
@@ -77,18 +100,26 @@ func NewDrift(ctx context.Context, old, m *Model) (d *Drift, ok bool, err error)
 	}
 	if !nested {
 		both := append(append([][]int(nil), m.jt.cliques...), old.jt.cliques...)
+		var err error
 		if jt, err = newJunctionTree(m.dom, both, nil); err != nil {
-			return nil, false, fmt.Errorf("pgm: drift: %w", err)
+			return nil, nil, fmt.Errorf("pgm: drift: %w", err)
 		}
 		if float64(jt.total) > maxDriftGrowth*float64(m.jt.total) {
-			return nil, false, nil
+			return nil, nil, nil
 		}
 	}
 	k := len(jt.cliques)
-	d = &Drift{dom: m.dom, jt: jt, p: make([][]float64, k), q: make([][]float64, k), cd: make([]float64, k),
+	d := &Drift{dom: m.dom, jt: jt, p: make([][]float64, k), q: make([][]float64, k), cd: make([]float64, k),
 		n: m.total, total: math.Abs(m.total - old.total), reduced: make(map[string]float64), keep: newBitset(m.dom.Len())}
-	oldCache := newReduceCache(old.jt, 2*old.jt.total)
-	newCache := newReduceCache(m.jt, 2*m.jt.total)
+	src := &driftSource{old: old, m: m, nested: nested,
+		oldCache: newReduceCache(old.jt, 2*old.jt.total), newCache: newReduceCache(m.jt, 2*m.jt.total)}
+	return d, src, nil
+}
+
+// clique returns clique v's marginals (probabilities) under m and old and
+// sets d.cd[v]. The cliques must be asked for in order: the caches' state,
+// which a pair route's choice reads, follows it.
+func (s *driftSource) clique(d *Drift, v int) (p, q []float64) {
 	prob := func(x *Model, c []int, cache *reduceCache) []float64 {
 		t := x.marginal(c, nil, cache, nil)
 		if x.total > 0 {
@@ -98,21 +129,79 @@ func NewDrift(ctx context.Context, old, m *Model) (d *Drift, ok bool, err error)
 		}
 		return t
 	}
-	for v, c := range jt.cliques {
-		if err := ctx.Err(); err != nil {
-			return nil, false, fmt.Errorf("pgm: drift: %w", err)
-		}
-		d.q[v] = prob(old, c, oldCache)
-		if nested {
-			d.p[v] = jt.block(m.p, v)
-		} else {
-			d.p[v] = prob(m, c, newCache)
-		}
-		for i, x := range d.p[v] {
-			d.cd[v] += math.Abs(x - d.q[v][i])
-		}
+	c := d.jt.cliques[v]
+	q = prob(s.old, c, s.oldCache)
+	if s.nested {
+		p = d.jt.block(s.m.p, v)
+	} else {
+		p = prob(s.m, c, s.newCache)
 	}
-	return d, true, nil
+	for i, x := range p {
+		d.cd[v] += math.Abs(x - q[i])
+	}
+	return p, q
+}
+
+// DriftBounds writes into dst[i], for every i with want(i), what
+// NewDrift(ctx, old, m) and then Bound(sets[i]) give, bit for bit, and
+// reports ok as NewDrift does. It holds one clique's marginals of each
+// model at a time where the Drift holds all of them: a copy of old's
+// marginals over m's tree, and of both models' over a common tree (up to
+// twice m's size each) when old's cliques do not nest in m's — several
+// models of memory after every refit of AIM's lazy selection.
+func DriftBounds(ctx context.Context, old, m *Model, sets [][]int, want func(i int) bool, dst []float64) (ok bool, err error) {
+	d, src, err := newDriftBase(old, m)
+	if d == nil || err != nil {
+		return false, err
+	}
+	jt := d.jt
+	k := len(jt.cliques)
+	type query struct {
+		need bitset
+		kept []bool
+		top  int
+	}
+	qs := make([]query, len(sets))
+	for i, s := range sets {
+		qs[i].top = -1
+		if len(s) == 0 || !want(i) {
+			continue
+		}
+		need := bitsetOf(d.dom.Len(), s)
+		kept, top := jt.subtree(need)
+		qs[i] = query{need, kept, top}
+	}
+	// in reports whether clique v adds a term to query q's bound.
+	in := func(q *query, v int) bool { return q.top >= 0 && q.kept[v] && d.below(v, q.top) }
+	terms := make([]float64, len(sets)*k) // terms[i·k+v]: clique v's term of set i
+	for v := range jt.cliques {
+		if err := ctx.Err(); err != nil {
+			return false, fmt.Errorf("pgm: drift: %w", err)
+		}
+		d.p[v], d.q[v] = src.clique(d, v)
+		for i := range qs {
+			if q := &qs[i]; in(q, v) {
+				d.setKeep(q.need, q.kept, v, q.top)
+				terms[i*k+v] = d.change(v, v == q.top)
+			}
+		}
+		d.p[v], d.q[v] = nil, nil
+		clear(d.reduced) // its keys name the clique
+	}
+	// Each bound sums its terms in Bound's order.
+	for i := range qs {
+		if !want(i) {
+			continue
+		}
+		var sum float64
+		for _, v := range jt.post {
+			if q := &qs[i]; in(q, v) {
+				sum += terms[i*k+v]
+			}
+		}
+		dst[i] = d.n*sum + d.total + driftSlack*(d.n+1)
+	}
+	return true, nil
 }
 
 // Bound returns an upper bound on ‖m.Marginal(attrs) − old.Marginal(attrs)‖₁
@@ -132,25 +221,33 @@ func (d *Drift) Bound(attrs []int) float64 {
 				if !kept[v] || !d.below(v, top) {
 					continue
 				}
-				clear(d.keep)
-				d.keep.or(need)
-				if v != top {
-					for _, a := range jt.sep[v] {
-						d.keep.set(a)
-					}
-				}
-				for _, c := range jt.children[v] {
-					if kept[c] {
-						for _, a := range jt.sep[c] {
-							d.keep.set(a)
-						}
-					}
-				}
+				d.setKeep(need, kept, v, top)
 				sum += d.change(v, v == top)
 			}
 		}
 	}
 	return d.n*sum + d.total + driftSlack*(d.n+1)
+}
+
+// setKeep sets d.keep to what clique v of the subtree (kept, top) keeps for
+// a query over need: need, v's separator unless v is the top, and its kept
+// children's separators.
+func (d *Drift) setKeep(need bitset, kept []bool, v, top int) {
+	jt := d.jt
+	clear(d.keep)
+	d.keep.or(need)
+	if v != top {
+		for _, a := range jt.sep[v] {
+			d.keep.set(a)
+		}
+	}
+	for _, c := range jt.children[v] {
+		if kept[c] {
+			for _, a := range jt.sep[c] {
+				d.keep.set(a)
+			}
+		}
+	}
 }
 
 // change returns clique v's term of the bound for the clique reduced to

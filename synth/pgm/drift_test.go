@@ -71,8 +71,25 @@ func TestDriftBound(t *testing.T) {
 		if err != nil || (covered && !ok) {
 			t.Fatalf("trial %d: NewDrift ok=%v err=%v, covered %v (old cliques %v, new %v)", trial, ok, err, covered, oldJT.cliques, newJT.cliques)
 		}
+		// DriftBounds, which holds one clique's marginals at a time, gives
+		// the same bounds bit for bit, on the sets it is asked for.
+		subsets := allSubsets(d, 3)
+		streamed := make([]float64, len(subsets))
+		want := func(i int) bool { return i%3 != 1 }
+		sok, err := DriftBounds(ctx, old, m, subsets, want, streamed)
+		if err != nil || sok != ok {
+			t.Fatalf("trial %d: DriftBounds ok=%v err=%v, NewDrift ok=%v", trial, sok, err, ok)
+		}
 		if !ok {
 			continue
+		}
+		for i, s := range subsets {
+			if want(i) && streamed[i] != dr.Bound(s) {
+				t.Fatalf("trial %d: DriftBounds %v = %v, Bound %v", trial, s, streamed[i], dr.Bound(s))
+			}
+			if !want(i) && streamed[i] != 0 {
+				t.Fatalf("trial %d: DriftBounds wrote %v for %v, not asked for", trial, streamed[i], s)
+			}
 		}
 		checked++
 		if !covered {

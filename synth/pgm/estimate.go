@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"runtime"
+	"slices"
 	"time"
 
 	"github.com/dpsql/dpsql/synth/pgm/internal/kernel"
@@ -71,6 +72,14 @@ type EstimateOptions struct {
 	// all are covered); potentials of cliques that the new triangulation does
 	// not cover are dropped.
 	WarmStart *Model
+	// TakeWarmStart hands WarmStart over: the caller does not use that
+	// model again (nor its potentials through another reference), so when
+	// the fit's junction tree has the warm start's cliques Estimate starts
+	// from its potentials in place — the same values the copy would hold —
+	// instead of allocating a second arena of them while the warm start is
+	// still live (AIM's final fit, and any round whose new measurement lies
+	// in a clique: TestEstimateTakeWarmStart).
+	TakeWarmStart bool
 	// ExtraCliques are added to the model structure even if not measured.
 	ExtraCliques [][]int
 	// Stats, if non-nil, receives a summary of the run.
@@ -261,12 +270,22 @@ func Estimate(ctx context.Context, dom *Domain, meas []Measurement, opts *Estima
 	if err != nil {
 		return nil, err
 	}
-	theta := make([]float64, jt.total)
+	var theta []float64
 	var warmStep float64 // the step the warm start's own fit ended with
 	collect := false
+	inPlace := false
+	if ws := o.WarmStart; ws != nil && o.TakeWarmStart && ws.theta != nil && ws.dom.Equal(jt.dom) && sameCliques(ws.jt, jt) {
+		// warmStart would add each clique's potential into a zero arena
+		// laid out alike: theta is the warm start's, bit for bit.
+		theta, inPlace = ws.theta, true
+	} else {
+		theta = make([]float64, jt.total)
+	}
 	if ws := o.WarmStart; ws != nil {
-		if err := warmStart(theta, jt, ws); err != nil {
-			return nil, err
+		if !inPlace {
+			if err := warmStart(theta, jt, ws); err != nil {
+				return nil, err
+			}
 		}
 		warmStep = ws.step
 		collect = jt.total >= gcCells
@@ -377,9 +396,25 @@ func warmStart(theta []float64, jt *junctionTree, ws *Model) error {
 			// dropped rather than failing the fit.
 			continue
 		}
-		kernel.Expand(jt.block(theta, to), ws.jt.block(wsTheta, k), jt.projMap(to, c))
+		// A tiled map: a full one per clique was half the new model's
+		// size in garbage, allocated while both models are live.
+		jt.tiledMap(to, c).Expand(jt.block(theta, to), ws.jt.block(wsTheta, k), 0)
 	}
 	return nil
+}
+
+// sameCliques reports whether a and b have the same cliques in the same
+// order, hence the same arena layout.
+func sameCliques(a, b *junctionTree) bool {
+	if a.total != b.total || len(a.cliques) != len(b.cliques) {
+		return false
+	}
+	for k, c := range a.cliques {
+		if !slices.Equal(c, b.cliques[k]) || a.off[k] != b.off[k] {
+			return false
+		}
+	}
+	return true
 }
 
 // fitEnd is how mirrorDescent ended: the last accepted step (0 if none

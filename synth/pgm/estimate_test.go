@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dpsql/dpsql/synth/pgm/internal/kernel"
 	"gonum.org/v1/gonum/mat"
 )
 
@@ -743,4 +744,81 @@ func TestEstimateReleasesWarmStart(t *testing.T) {
 	if !done {
 		t.Error("the warm-start model was still reachable during the fit")
 	}
+}
+
+// TestEstimateTakeWarmStart: a fit handed its warm start (TakeWarmStart)
+// returns the model a copying fit returns, bit for bit; when the cliques
+// are the warm start's it starts from its potentials in place (no second
+// arena while the warm start is live), and otherwise it copies them as
+// without the option. The warm start's potentials are copied through tiled
+// maps; they must equal the full index maps' copy (the oracle below) bit
+// for bit.
+func TestEstimateTakeWarmStart(t *testing.T) {
+	rng := rand.New(rand.NewPCG(47, 48))
+	ctx := context.Background()
+	for trial := range 6 {
+		d := 4 + rng.IntN(3)
+		dom := randomDomain(t, rng, d, 6)
+		sizes := slices.Clone(dom.sizes)
+		ds := randomDataset(t, uint64(400+trial), sizes, 2000)
+		meas := measure(ds, dedupe(randomSets(rng, d, 3+rng.IntN(4), 3)), 5, rng)
+		first := meas[:len(meas)-1]
+		for _, tc := range []struct {
+			name string
+			meas []Measurement
+		}{{"same cliques", first}, {"one more measurement", meas}} {
+			ws, err := Estimate(ctx, dom, first, &EstimateOptions{Iters: 30, Step: KeepStep})
+			if err != nil {
+				t.Fatal(err)
+			}
+			// The oracle: the warm start added through full index maps.
+			jt, err := newJunctionTree(dom, setsOf(tc.meas), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := make([]float64, jt.total)
+			for k, c := range ws.jt.cliques {
+				if to := jt.containing(c); to >= 0 {
+					kernel.Expand(jt.block(want, to), ws.jt.block(ws.theta, k), jt.projMap(to, c))
+				}
+			}
+			got := make([]float64, jt.total)
+			if err := warmStart(got, jt, ws); err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(got, want) {
+				t.Fatalf("trial %d, %s: the tiled warm start differs from the full maps'", trial, tc.name)
+			}
+			copied := *ws
+			copied.theta = slices.Clone(ws.theta)
+			ref, err := Estimate(ctx, dom, tc.meas, &EstimateOptions{Iters: 30, Step: KeepStep, WarmStart: &copied})
+			if err != nil {
+				t.Fatal(err)
+			}
+			arena := &ws.theta[0]
+			m, err := Estimate(ctx, dom, tc.meas, &EstimateOptions{Iters: 30, Step: KeepStep, WarmStart: ws, TakeWarmStart: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(m.theta, ref.theta) || !slices.Equal(m.p, ref.p) || m.logZ != ref.logZ || m.step != ref.step {
+				t.Errorf("trial %d, %s: the fit that took its warm start differs from the copying one", trial, tc.name)
+			}
+			same := sameCliques(ws.jt, m.jt)
+			if inPlace := &m.theta[0] == arena; inPlace != same {
+				t.Errorf("trial %d, %s: potentials in place %v, same cliques %v", trial, tc.name, inPlace, same)
+			}
+			if tc.name == "same cliques" && !same {
+				t.Errorf("trial %d: refitting the same measurements changed the cliques", trial)
+			}
+		}
+	}
+}
+
+// setsOf returns the measurements' attribute sets.
+func setsOf(meas []Measurement) [][]int {
+	out := make([][]int, len(meas))
+	for i, m := range meas {
+		out[i] = m.Attrs
+	}
+	return out
 }

@@ -927,7 +927,7 @@ func (m *Model) marginalsCached(ctx context.Context, sets [][]int, reuse bool, c
 		buf := visitBufs.Get().(*[]float64)
 		x := m.marginal(sets[i], nil, cache, *buf)
 		f(i, x)
-		if cap(x) > cap(*buf) {
+		if cap(x) > cap(*buf) && cap(x) <= maxPooled {
 			*buf = x
 		}
 		visitBufs.Put(buf)
@@ -941,7 +941,12 @@ func (m *Model) marginalsCached(ctx context.Context, sets [][]int, reuse bool, c
 // visitBufs are MarginalsVisit's result buffers. One pool for the process:
 // a pool per call would keep every call's buffers until the collector
 // clears pools (two cycles later), and with little garbage that is many
-// rounds of scoring.
+// rounds of scoring. Only buffers of at most maxPooled cells are kept, as
+// for the elimination tables: the pool held the largest marginal ever
+// visited (adult's fnlwgt × capital-gain × capital-loss, 10^6 cells, 8 MB)
+// through every fit between two scorings, where a collection counted it as
+// live and let the heap grow by twice its size (TestVisitBuffersNotRetained).
+// A larger table is allocated per visit: it is garbage once f returns.
 var visitBufs = sync.Pool{New: func() any { return new([]float64) }}
 
 // checkSets panics on a set with an attribute out of range or repeated.

@@ -56,6 +56,14 @@ func (m *Model) Synthesize(rng *rand.Rand, rows int) ([][]uint16, error) {
 		deal    dealer
 		parents = make([][]int, d) // the attributes each was generated given
 		step    = make([]int, d)   // when each was generated
+		// Reused from attribute to attribute (sized by the largest): a
+		// clique's index map and projection, and the groups' offsets. New
+		// per attribute, they were a model's size of garbage or more
+		// (TestSynthesizeAllocs), allocated after the final fit, where
+		// the live heap is largest.
+		idx         []int32
+		marg        []float64
+		start, next []int
 	)
 	for i := d - 1; i >= 0; i-- {
 		a := jt.order[i]
@@ -77,8 +85,11 @@ func (m *Model) Synthesize(rng *rand.Rand, rows int) ([][]uint16, error) {
 		dims := append(positions(jt.cliques[k], cond), slices.Index(jt.cliques[k], a))
 		na := dom.sizes[a]
 		ns := dom.Cells(cond)
-		marg := make([]float64, ns*na)
-		kernel.Project(marg, jt.block(m.p, k), kernel.Map(dom.sizesOf(jt.cliques[k]), dims))
+		marg = resize(marg, ns*na)
+		clear(marg)
+		idx = slices.Grow(idx[:0], jt.cells[k])[:jt.cells[k]]
+		kernel.MapTo(idx, dom.sizesOf(jt.cliques[k]), dims)
+		kernel.Project(marg, jt.block(m.p, k), idx)
 
 		// The rows in stratification order: by the other attributes
 		// already generated, largest domain first (equal sizes in a random
@@ -125,7 +136,8 @@ func (m *Model) Synthesize(rng *rand.Rand, rows int) ([][]uint16, error) {
 		stratify(order, tmp, cols, others, dom, rng)
 
 		// Counting sort of the rows by their S values, stable in order.
-		start := make([]int, ns+1)
+		start = slices.Grow(start[:0], ns+1)[:ns+1]
+		clear(start)
 		for r := range rows {
 			s := 0
 			for _, b := range cond {
@@ -137,7 +149,7 @@ func (m *Model) Synthesize(rng *rand.Rand, rows int) ([][]uint16, error) {
 		for s := range ns {
 			start[s+1] += start[s]
 		}
-		next := slices.Clone(start[:ns])
+		next = append(next[:0], start[:ns]...)
 		for _, r := range order {
 			s := key[r]
 			group[next[s]] = r

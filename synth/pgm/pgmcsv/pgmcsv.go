@@ -100,9 +100,10 @@ func Read(r io.Reader, sizes map[string]int) (*pgm.Dataset, error) {
 		}
 	}
 	for i := range cols {
-		if cols[i] == nil {
-			cols[i] = []uint16{}
-		}
+		// Exact-length copies: append left up to a quarter of spare
+		// capacity per column, which the dataset would hold for its whole
+		// life (3–4 MB on a 200 000-row, 30-column table).
+		cols[i] = append(make([]uint16, 0, len(cols[i])), cols[i]...)
 	}
 	return pgm.NewDataset(dom, cols)
 }

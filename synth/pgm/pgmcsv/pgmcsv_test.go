@@ -18,6 +18,8 @@ func TestRead(t *testing.T) {
 	}{
 		{name: "ok", csv: "a,b\n0,1\n2,0\n1,1\n", sizes: sizes, want: [][]uint16{{0, 2, 1}, {1, 0, 1}}},
 		{name: "header order wins", csv: "b,a\n1,2\n", sizes: sizes, want: [][]uint16{{1}, {2}}},
+		{name: "rows past append's growth", csv: "a,b\n" + strings.Repeat("2,1\n", 5) + "0,0\n", sizes: sizes,
+			want: [][]uint16{{2, 2, 2, 2, 2, 0}, {1, 1, 1, 1, 1, 0}}},
 		{name: "no rows", csv: "a,b\n", sizes: sizes, want: [][]uint16{{}, {}}},
 		{name: "empty", csv: "", sizes: sizes, wantErr: true},
 		{name: "code too large", csv: "a,b\n3,0\n", sizes: sizes, wantErr: true},
@@ -50,6 +52,9 @@ func TestRead(t *testing.T) {
 				col := ds.Column(i)
 				if len(col) != len(tt.want[i]) {
 					t.Fatalf("column %d has %d rows, want %d", i, len(col), len(tt.want[i]))
+				}
+				if cap(col) != len(col) {
+					t.Errorf("column %d holds %d rows in a capacity of %d: the loaded data keeps spare memory", i, len(col), cap(col))
 				}
 				for r := range col {
 					if col[r] != tt.want[i][r] {
