@@ -64,8 +64,27 @@ func (w *bpWork) run(p, theta []float64) float64 { return w.runStep(p, theta, 0,
 // A line search thereby saves a sweep over the arena per trial step. A nil
 // dir means theta itself.
 func (w *bpWork) runStep(p, theta []float64, a float64, dir []float64) float64 {
+	return w.runFused(p, theta, a, dir, 0, nil)
+}
+
+// fuseCells is the length of the pieces in which runFused prepares a
+// chunk's beliefs: small enough that θ, the gradient and the belief stay in
+// L1 between the kernels that read them.
+var fuseCells = 2048
+
+// runFused is runStep with the mirror-descent bookkeeping that precedes a
+// line search's first trial folded into the propagation's first sweep over
+// each clique: with obj non-nil, dir is first moved to by theta ← theta +
+// pend·dir (the previous iteration's accepted step, deferred; nothing when
+// pend is 0), then overwritten with the gradient of obj's last gradTables
+// call (gradChunk), and the belief starts from theta + a·dir. Each of the
+// three is done piece by piece in the same arithmetic as the separate
+// passes (AxpyTo, grad, AxpyTo), so θ, the gradient and the marginals are
+// theirs bit for bit; an iteration then streams θ and the gradient through
+// memory once instead of four times (accept, clear, broadcast, trial).
+func (w *bpWork) runFused(p, theta []float64, a float64, dir []float64, pend float64, obj *objective) float64 {
 	jt := w.jt
-	if len(p) != jt.total || len(theta) != jt.total || (dir != nil && len(dir) != jt.total) {
+	if len(p) != jt.total || len(theta) != jt.total || (dir != nil && len(dir) != jt.total) || (obj != nil && dir == nil) {
 		panic("pgm: arena length mismatch")
 	}
 	var logZ float64
@@ -88,15 +107,25 @@ func (w *bpWork) runStep(p, theta []float64, a float64, dir []float64) float64 {
 		root := jt.parent[v] < 0
 		var partMax, partSum [maxParts]float64
 		w.team.run(len(b), 1, func(lo, hi, part int) {
-			if dv == nil {
-				copy(b[lo:hi], th[lo:hi])
-			} else {
-				kernel.AxpyTo(b[lo:hi], th[lo:hi], a, dv[lo:hi])
-			}
-			for _, c := range kids {
-				if jt.nest[c] < 0 {
-					jt.downMap[c].Expand(b[lo:hi], w.comb[c], lo)
+			switch {
+			case obj != nil:
+				// Piece by piece: θ, gradient, belief and the children's
+				// messages while the piece is in L1.
+				for s := lo; s < hi; s += fuseCells {
+					e := min(s+fuseCells, hi)
+					if pend != 0 {
+						kernel.AxpyTo(th[s:e], th[s:e], pend, dv[s:e])
+					}
+					obj.gradChunk(v, dv[s:e], s)
+					kernel.AxpyTo(b[s:e], th[s:e], a, dv[s:e])
+					w.expandKids(v, b[s:e], s)
 				}
+			case dv == nil:
+				copy(b[lo:hi], th[lo:hi])
+				w.expandKids(v, b[lo:hi], lo)
+			default:
+				kernel.AxpyTo(b[lo:hi], th[lo:hi], a, dv[lo:hi])
+				w.expandKids(v, b[lo:hi], lo)
 			}
 			if root {
 				// The root is exponentiated by chunks while they are in
@@ -138,6 +167,18 @@ func (w *bpWork) runStep(p, theta []float64, a float64, dir []float64) float64 {
 		}
 	}
 	return logZ
+}
+
+// expandKids adds into b, the cells [lo, lo+len(b)) of clique v's belief,
+// the messages of v's children whose separators are not nested in a
+// sibling's (those are folded into the sibling's message).
+func (w *bpWork) expandKids(v int, b []float64, lo int) {
+	jt := w.jt
+	for _, c := range jt.sorted[v] {
+		if jt.nest[c] < 0 {
+			jt.downMap[c].Expand(b, w.comb[c], lo)
+		}
+	}
 }
 
 // normalizeRoot turns the root's chunks b, chunk c holding exp(belief −

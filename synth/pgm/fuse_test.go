@@ -1,0 +1,66 @@
+package pgm
+
+import (
+	"context"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"testing"
+)
+
+// TestEstimateFusedMatchesSeparate: runFused folds the gradient broadcast
+// and the deferred update of θ into the first trial's propagation; the fits
+// must equal those of the separate passes (fuseGrad off) bit for bit —
+// potentials, marginals, log Z, step and stats — whatever the chunks, tiles,
+// pieces, step rule, stopping rule and warm start.
+func TestEstimateFusedMatchesSeparate(t *testing.T) {
+	rng := rand.New(rand.NewPCG(91, 92))
+	type layout struct{ chunk, tile, piece int }
+	layouts := []layout{{4096, 1024, 2048}, {2, 3, 5}, {3, 1, 1}, {7, 2, 4096}}
+	for trial := range 8 {
+		dom := randomDomain(t, rng, 6, 5)
+		ds := randomDataset(t, uint64(100+trial), slices.Clone(dom.sizes), 1500)
+		sets := dedupe(randomSets(rng, 6, 8, 3))
+		meas := measure(ds, sets, 10, rng)
+		warm, err := Estimate(context.Background(), dom, meas[:len(meas)/2], &EstimateOptions{Iters: 20, Step: KeepStep})
+		if err != nil {
+			t.Fatal(err)
+		}
+		opts := []EstimateOptions{
+			{Iters: 30},
+			{Iters: 40, Step: KeepStep},
+			{Iters: 40, Step: KeepStep, WarmStart: warm},
+			{Iters: 300, Tol: 1e-4, Step: KeepStep},
+			{Iters: 25, Loss: L1, StepSize: 0.01},
+		}
+		for oi, o := range opts {
+			fit := func(fuse bool, l layout) (*Model, EstimateStats) {
+				defer func(f bool, c, tl, p int) { fuseGrad, chunkCells, tileCells, fuseCells = f, c, tl, p }(fuseGrad, chunkCells, tileCells, fuseCells)
+				fuseGrad, chunkCells, tileCells, fuseCells = fuse, l.chunk, l.tile, l.piece
+				var st EstimateStats
+				oo := o
+				oo.Stats = &st
+				m, err := Estimate(context.Background(), dom, meas, &oo)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return m, st
+			}
+			for _, l := range layouts {
+				want, wst := fit(false, l)
+				got, gst := fit(true, l)
+				if gst != wst || gst.Iters == 0 {
+					t.Fatalf("trial %d options %d layout %v: stats %+v, separate passes %+v", trial, oi, l, gst, wst)
+				}
+				if math.Float64bits(got.step) != math.Float64bits(want.step) || math.Float64bits(got.logZ) != math.Float64bits(want.logZ) {
+					t.Fatalf("trial %d options %d layout %v: step, log Z %v %v, separate passes %v %v", trial, oi, l, got.step, got.logZ, want.step, want.logZ)
+				}
+				for i := range want.theta {
+					if math.Float64bits(got.theta[i]) != math.Float64bits(want.theta[i]) || math.Float64bits(got.p[i]) != math.Float64bits(want.p[i]) {
+						t.Fatalf("trial %d options %d layout %v: cell %d θ, p = %v, %v; separate passes %v, %v", trial, oi, l, i, got.theta[i], got.p[i], want.theta[i], want.p[i])
+					}
+				}
+			}
+		}
+	}
+}
