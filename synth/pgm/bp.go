@@ -19,7 +19,19 @@ type bpWork struct {
 	msg, shift, acc, comb, marg, down [][]float64
 	// red is the scratch of reductions.
 	red []float64
+	// upBlock[v] > 0 when v's upward reduction goes block by block
+	// (kernel.Reduction.Blocks) with blocks of at most maxUpBlock cells;
+	// upInner[v] is the result cells per block.
+	upBlock, upInner []int
 }
+
+// maxUpBlock bounds the blocks that the upward pass reduces while in cache
+// (256 KB): larger ones go through upward's three sweeps. Tests lower it.
+var maxUpBlock = 1 << 15
+
+// fuseUp enables the block-by-block upward pass; tests turn it off to
+// compare with upward's sweeps.
+var fuseUp = true
 
 func newBPWork(jt *junctionTree) *bpWork {
 	k := len(jt.cliques)
@@ -39,6 +51,15 @@ func newBPWork(jt *junctionTree) *bpWork {
 		}
 	}
 	w.red = make([]float64, jt.maxScratch)
+	w.upBlock, w.upInner = make([]int, k), make([]int, k)
+	for v := range k {
+		if jt.parent[v] < 0 || !fuseUp {
+			continue
+		}
+		if block, inner, ok := jt.upRed[v].Blocks(); ok && block <= maxUpBlock {
+			w.upBlock[v], w.upInner[v] = block, inner
+		}
+	}
 	return w
 }
 
@@ -105,27 +126,42 @@ func (w *bpWork) runFused(p, theta []float64, a float64, dir []float64, pend flo
 			}
 		}
 		root := jt.parent[v] < 0
+		// With upBlock > 0 the upward message is computed block by block
+		// while each is in cache (upPiece) instead of by three sweeps.
+		upBlock := w.upBlock[v]
+		align, piece := 1, 0 // piece 0: the chunk at once
+		switch {
+		case upBlock > 0:
+			align, piece = upBlock, max(1, fuseCells/upBlock)*upBlock
+		case obj != nil:
+			piece = fuseCells
+		}
 		var partMax, partSum [maxParts]float64
-		w.team.run(len(b), 1, func(lo, hi, part int) {
-			switch {
-			case obj != nil:
-				// Piece by piece: θ, gradient, belief and the children's
-				// messages while the piece is in L1.
-				for s := lo; s < hi; s += fuseCells {
-					e := min(s+fuseCells, hi)
+		w.team.run(len(b), align, func(lo, hi, part int) {
+			step := piece
+			if step == 0 {
+				step = max(1, hi-lo)
+			}
+			for s := lo; s < hi; s += step {
+				e := min(s+step, hi)
+				switch {
+				case obj != nil:
+					// θ, gradient, belief and the children's messages
+					// while the piece is in L1.
 					if pend != 0 {
 						kernel.AxpyTo(th[s:e], th[s:e], pend, dv[s:e])
 					}
 					obj.gradChunk(v, dv[s:e], s)
 					kernel.AxpyTo(b[s:e], th[s:e], a, dv[s:e])
-					w.expandKids(v, b[s:e], s)
+				case dv == nil:
+					copy(b[s:e], th[s:e])
+				default:
+					kernel.AxpyTo(b[s:e], th[s:e], a, dv[s:e])
 				}
-			case dv == nil:
-				copy(b[lo:hi], th[lo:hi])
-				w.expandKids(v, b[lo:hi], lo)
-			default:
-				kernel.AxpyTo(b[lo:hi], th[lo:hi], a, dv[lo:hi])
-				w.expandKids(v, b[lo:hi], lo)
+				w.expandKids(v, b[s:e], s)
+				if upBlock > 0 {
+					w.upPiece(v, b[s:e], s)
+				}
 			}
 			if root {
 				// The root is exponentiated by chunks while they are in
@@ -135,12 +171,15 @@ func (w *bpWork) runFused(p, theta []float64, a float64, dir []float64, pend flo
 				partSum[part] = kernel.ExpShiftTotal(b[lo:hi], partMax[part])
 			}
 		})
-		if root {
+		switch {
+		case root:
 			k := w.team.parts(len(b))
 			logZ = w.normalizeRoot(b, partMax[:k], partSum[:k])
-			continue
+		case upBlock > 0:
+			w.message(v)
+		default:
+			w.upward(v, b)
 		}
-		w.upward(v, b)
 	}
 	for _, v := range slices.Backward(jt.post) {
 		pv := jt.block(p, v)
@@ -217,7 +256,25 @@ func (w *bpWork) upward(v int, b []float64) {
 		idx.ExpShiftGather(b[lo:hi], shift, lo)
 	})
 	jt.upRed[v].SumPar(acc, b, w.red, w.team.split)
-	m := w.msg[v]
+	w.message(v)
+}
+
+// upPiece is upward on the whole blocks (kernel.Reduction.Blocks) of
+// clique v's belief that b holds, from cell lo: each separator cell's shift
+// and sum come from one block, so the piece is reduced, exponentiated and
+// summed while in cache, with upward's arithmetic bit for bit.
+func (w *bpWork) upPiece(v int, b []float64, lo int) {
+	jt := w.jt
+	block, inner := w.upBlock[v], w.upInner[v]
+	o0, o1 := lo/block*inner, (lo+len(b))/block*inner
+	jt.upRed[v].MaxBlocks(w.shift[v][o0:o1], b)
+	jt.upMap[v].ExpShiftGather(b, w.shift[v], lo)
+	jt.upRed[v].SumBlocks(w.acc[v][o0:o1], b)
+}
+
+// message sets clique v's upward message from its shifts and sums.
+func (w *bpWork) message(v int) {
+	shift, acc, m := w.shift[v], w.acc[v], w.msg[v]
 	for s := range m {
 		if math.IsInf(shift[s], -1) {
 			m[s] = math.Inf(-1)

@@ -9,14 +9,16 @@ import (
 )
 
 // TestEstimateFusedMatchesSeparate: runFused folds the gradient broadcast
-// and the deferred update of θ into the first trial's propagation; the fits
-// must equal those of the separate passes (fuseGrad off) bit for bit —
+// and the deferred update of θ into the first trial's propagation, and the
+// upward pass reduces cliques block by block (upPiece); the fits must equal
+// those of the separate passes (fuseGrad and fuseUp off) bit for bit —
 // potentials, marginals, log Z, step and stats — whatever the chunks, tiles,
-// pieces, step rule, stopping rule and warm start.
+// pieces, block bound, step rule, stopping rule and warm start.
 func TestEstimateFusedMatchesSeparate(t *testing.T) {
 	rng := rand.New(rand.NewPCG(91, 92))
-	type layout struct{ chunk, tile, piece int }
-	layouts := []layout{{4096, 1024, 2048}, {2, 3, 5}, {3, 1, 1}, {7, 2, 4096}}
+	type layout struct{ chunk, tile, piece, block int }
+	layouts := []layout{{4096, 1024, 2048, 1 << 15}, {2, 3, 5, 1 << 15}, {3, 1, 1, 4}, {7, 2, 4096, 16}, {1, 5, 64, 1}}
+	blocked := 0
 	for trial := range 8 {
 		dom := randomDomain(t, rng, 6, 5)
 		ds := randomDataset(t, uint64(100+trial), slices.Clone(dom.sizes), 1500)
@@ -35,8 +37,10 @@ func TestEstimateFusedMatchesSeparate(t *testing.T) {
 		}
 		for oi, o := range opts {
 			fit := func(fuse bool, l layout) (*Model, EstimateStats) {
-				defer func(f bool, c, tl, p int) { fuseGrad, chunkCells, tileCells, fuseCells = f, c, tl, p }(fuseGrad, chunkCells, tileCells, fuseCells)
-				fuseGrad, chunkCells, tileCells, fuseCells = fuse, l.chunk, l.tile, l.piece
+				defer func(f, u bool, c, tl, p, b int) {
+					fuseGrad, fuseUp, chunkCells, tileCells, fuseCells, maxUpBlock = f, u, c, tl, p, b
+				}(fuseGrad, fuseUp, chunkCells, tileCells, fuseCells, maxUpBlock)
+				fuseGrad, fuseUp, chunkCells, tileCells, fuseCells, maxUpBlock = fuse, fuse, l.chunk, l.tile, l.piece, l.block
 				var st EstimateStats
 				oo := o
 				oo.Stats = &st
@@ -49,6 +53,17 @@ func TestEstimateFusedMatchesSeparate(t *testing.T) {
 			for _, l := range layouts {
 				want, wst := fit(false, l)
 				got, gst := fit(true, l)
+				if l.block > 1 {
+					func() {
+						defer func(b int) { maxUpBlock = b }(maxUpBlock)
+						maxUpBlock = l.block
+						for _, n := range newBPWork(got.jt).upBlock {
+							if n > 0 {
+								blocked++
+							}
+						}
+					}()
+				}
 				if gst != wst || gst.Iters == 0 {
 					t.Fatalf("trial %d options %d layout %v: stats %+v, separate passes %+v", trial, oi, l, gst, wst)
 				}
@@ -62,5 +77,8 @@ func TestEstimateFusedMatchesSeparate(t *testing.T) {
 				}
 			}
 		}
+	}
+	if blocked == 0 {
+		t.Fatal("no clique's upward pass went block by block")
 	}
 }

@@ -269,3 +269,35 @@ func stridedMax(x []float64, n, stride int) float64 {
 	}
 	return math.Max(m0, m1)
 }
+
+// Blocks reports whether r is a single step over two or more blocks: the
+// table is a sequence of blocks of block cells, each reduced on its own to
+// inner cells of the result (block i to result cells [i·inner, (i+1)·inner)).
+// SumBlocks and MaxBlocks then reduce any run of whole blocks, so a caller
+// can reduce a table block by block while each is in cache.
+func (r *Reduction) Blocks() (block, inner int, ok bool) {
+	if len(r.steps) != 1 || r.steps[0].outer < 2 {
+		return 0, 0, false
+	}
+	st := r.steps[0]
+	return st.s * st.inner, st.inner, true
+}
+
+// SumBlocks is Sum over a run of whole blocks (see Blocks): src holds the
+// blocks and dst their results, as Sum computes them, bit for bit.
+func (r *Reduction) SumBlocks(dst, src []float64) { r.blocks(dst, src, false) }
+
+// MaxBlocks is Max over a run of whole blocks (see SumBlocks).
+func (r *Reduction) MaxBlocks(dst, src []float64) { r.blocks(dst, src, true) }
+
+func (r *Reduction) blocks(dst, src []float64, isMax bool) {
+	if len(r.steps) != 1 {
+		panic(errLength)
+	}
+	st := r.steps[0]
+	n := st.s * st.inner
+	if len(src)%n != 0 {
+		panic(errLength)
+	}
+	reduceAxis(dst, src, step{len(src) / n, st.s, st.inner}, isMax)
+}

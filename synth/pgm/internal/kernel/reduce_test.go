@@ -64,3 +64,61 @@ func TestReductionAgainstMap(t *testing.T) {
 		}
 	}
 }
+
+// TestReductionBlocks: reducing a single-step table block run by block run
+// gives Sum's and Max's results bit for bit.
+func TestReductionBlocks(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	cases := []struct {
+		sizes, keep []int
+		ok          bool
+	}{
+		{[]int{3, 4, 5}, []int{0, 2}, true},
+		{[]int{7, 3, 2}, []int{0, 1}, true},
+		{[]int{4, 9, 17, 2}, []int{0, 3}, true},
+		{[]int{5, 40, 3}, []int{0}, true},
+		{[]int{3, 5, 20}, []int{0, 2}, true},
+		{[]int{6, 7, 67}, []int{0, 2}, true},
+		{[]int{3, 4, 5}, []int{1, 2}, false},    // one block
+		{[]int{3, 4, 5, 2}, []int{1, 3}, false}, // two steps
+	}
+	for _, c := range cases {
+		r := NewReduction(c.sizes, c.keep)
+		block, inner, ok := r.Blocks()
+		if ok != c.ok {
+			t.Fatalf("%v keep %v: Blocks ok = %v", c.sizes, c.keep, ok)
+		}
+		if !ok {
+			continue
+		}
+		src := make([]float64, r.In())
+		for i := range src {
+			src[i] = rng.NormFloat64()
+		}
+		scratch := make([]float64, r.Scratch())
+		for _, isMax := range []bool{false, true} {
+			want := make([]float64, r.Out())
+			got := make([]float64, r.Out())
+			if isMax {
+				r.Max(want, src, scratch)
+			} else {
+				r.Sum(want, src, scratch)
+			}
+			nb := len(src) / block
+			for lo := 0; lo < nb; {
+				hi := min(nb, lo+1+rng.IntN(3))
+				if isMax {
+					r.MaxBlocks(got[lo*inner:hi*inner], src[lo*block:hi*block])
+				} else {
+					r.SumBlocks(got[lo*inner:hi*inner], src[lo*block:hi*block])
+				}
+				lo = hi
+			}
+			for i := range want {
+				if math.Float64bits(got[i]) != math.Float64bits(want[i]) {
+					t.Fatalf("%v keep %v max %v: cell %d = %v, want %v", c.sizes, c.keep, isMax, i, got[i], want[i])
+				}
+			}
+		}
+	}
+}
