@@ -23,7 +23,19 @@ type bpWork struct {
 	// (kernel.Reduction.Blocks) with blocks of at most maxUpBlock cells;
 	// upInner[v] is the result cells per block.
 	upBlock, upInner []int
+	// rootScale holds the root's chunk scales between the passes.
+	rootScale [maxParts]float64
+	// Set by bind: the downward pass's piecewise reductions, whether a
+	// child's separator marginal is among them, and the objective whose
+	// projections are.
+	fin      []finPlan
+	kidFused []bool
+	obj      *objective
 }
+
+// fuseDown enables the downward pass's piecewise reductions (bind); tests
+// turn it off to compare with the separate sweeps.
+var fuseDown = true
 
 // maxUpBlock bounds the blocks that the upward pass reduces while in cache
 // (256 KB): larger ones go through upward's three sweeps. Tests lower it.
@@ -174,7 +186,7 @@ func (w *bpWork) runFused(p, theta []float64, a float64, dir []float64, pend flo
 		switch {
 		case root:
 			k := w.team.parts(len(b))
-			logZ = w.normalizeRoot(b, partMax[:k], partSum[:k])
+			logZ = w.rootScales(partMax[:k], partSum[:k])
 		case upBlock > 0:
 			w.message(v)
 		default:
@@ -182,13 +194,18 @@ func (w *bpWork) runFused(p, theta []float64, a float64, dir []float64, pend flo
 		}
 	}
 	for _, v := range slices.Backward(jt.post) {
+		// v's marginal is final once scaled (by the root's chunk scales,
+		// or by its separator's marginal over the upward sums); the
+		// tables that fin[v] plans are reduced from it piece by piece.
+		w.finalize(v, p)
 		pv := jt.block(p, v)
 		for _, c := range jt.sorted[v] {
 			m := w.marg[c]
-			if n := jt.nest[c]; n >= 0 {
+			switch n := jt.nest[c]; {
+			case n >= 0:
 				clear(m)
 				kernel.Project(m, w.marg[n], jt.nestMap[c])
-			} else {
+			case w.kidFused == nil || !w.kidFused[c]:
 				jt.downRed[c].SumPar(m, pv, w.red, w.team.split)
 			}
 			d, acc := w.down[c], w.acc[c]
@@ -199,13 +216,141 @@ func (w *bpWork) runFused(p, theta []float64, a float64, dir []float64, pend flo
 					d[s] = 0
 				}
 			}
-			pc := jt.block(p, c)
-			w.team.run(len(pc), 1, func(lo, hi, _ int) {
-				jt.upMap[c].Scale(pc[lo:hi], d, lo)
-			})
 		}
 	}
 	return logZ
+}
+
+// finPlan is what is reduced from a clique's final marginal piece by piece
+// (see finalize): the separator marginals of kids, the projections of the
+// objective's measurements meas; pieces are whole multiples of align cells.
+type finPlan struct {
+	align int
+	kids  []int
+	meas  []int
+}
+
+// pieceAlign returns the piece alignment at which r can reduce a table
+// piece by piece (kernel.Reduction Blocks or Rows), or 0. Rows must come in
+// order, so only without a pool (one core): chunks then run in order.
+func (w *bpWork) pieceAlign(r *kernel.Reduction) int {
+	if block, _, ok := r.Blocks(); ok && block <= maxUpBlock {
+		return block
+	}
+	if inner, ok := r.Rows(); ok && inner <= maxUpBlock && w.team.p == nil {
+		return inner
+	}
+	return 0
+}
+
+// reducePiece reduces b, the cells [lo, lo+len(b)) of a table, into dst
+// with r as pieceAlign allowed.
+func reducePiece(r *kernel.Reduction, dst, b []float64, lo int) {
+	if block, inner, ok := r.Blocks(); ok {
+		r.SumBlocks(dst[lo/block*inner:(lo+len(b))/block*inner], b)
+		return
+	}
+	r.SumRows(dst, b, lo == 0)
+}
+
+// bind plans the reductions that the downward pass does piece by piece:
+// children's separator marginals and, when obj is non-nil, the
+// projections of obj's measurements taken from cliques, which obj's
+// valueBP then skips. Call it once the team is set. The alignments of one
+// clique's reductions are suffix products of its axis sizes, so they divide
+// one another and the largest serves all.
+func (w *bpWork) bind(obj *objective) {
+	jt := w.jt
+	w.obj = obj
+	w.kidFused = make([]bool, len(jt.cliques))
+	w.fin = make([]finPlan, len(jt.cliques))
+	if !fuseDown {
+		return
+	}
+	for v := range jt.cliques {
+		f := &w.fin[v]
+		for _, c := range jt.sorted[v] {
+			if jt.nest[c] >= 0 {
+				continue
+			}
+			if a := w.pieceAlign(jt.downRed[c]); a > 0 {
+				f.align = max(f.align, a)
+				f.kids = append(f.kids, c)
+				w.kidFused[c] = true
+			}
+		}
+	}
+	if obj == nil {
+		return
+	}
+	for i := range obj.meas {
+		m := &obj.meas[i]
+		if m.src >= 0 {
+			continue
+		}
+		a := 1
+		if m.red != nil {
+			a = w.pieceAlign(m.red)
+		}
+		if a > 0 {
+			f := &w.fin[m.clique]
+			f.align = max(f.align, a)
+			f.meas = append(f.meas, i)
+			m.byBP = true
+		}
+	}
+}
+
+// finalize scales clique v's block of p into its marginal and reduces the
+// tables of fin[v] from it piece by piece.
+func (w *bpWork) finalize(v int, p []float64) {
+	jt := w.jt
+	b := jt.block(p, v)
+	root := jt.parent[v] < 0
+	scale := func(lo, hi int) {
+		if !root {
+			jt.upMap[v].Scale(b[lo:hi], w.down[v], lo)
+			return
+		}
+		// The root's chunks of the upward pass each have their scale.
+		k := w.team.parts(len(b))
+		step := len(b) / k
+		for lo < hi {
+			c := min(lo/step, k-1)
+			e := hi
+			if c < k-1 {
+				e = min(hi, (c+1)*step)
+			}
+			kernel.ScaleAll(b[lo:e], w.rootScale[c])
+			lo = e
+		}
+	}
+	var f finPlan
+	if w.fin != nil {
+		f = w.fin[v]
+	}
+	if f.align == 0 {
+		w.team.run(len(b), 1, func(lo, hi, _ int) { scale(lo, hi) })
+		return
+	}
+	piece := max(1, fuseCells/f.align) * f.align
+	w.team.run(len(b), f.align, func(lo, hi, _ int) {
+		for s := lo; s < hi; s += piece {
+			e := min(s+piece, hi)
+			scale(s, e)
+			for _, c := range f.kids {
+				reducePiece(jt.downRed[c], w.marg[c], b[s:e], s)
+			}
+			for _, i := range f.meas {
+				m := &w.obj.meas[i]
+				if m.red == nil {
+					copy(m.x[s:e], b[s:e])
+				} else {
+					reducePiece(m.red, m.x, b[s:e], s)
+				}
+			}
+		}
+	})
 }
 
 // expandKids adds into b, the cells [lo, lo+len(b)) of clique v's belief,
@@ -220,29 +365,31 @@ func (w *bpWork) expandKids(v int, b []float64, lo int) {
 	}
 }
 
-// normalizeRoot turns the root's chunks b, chunk c holding exp(belief −
-// chunkMax[c]) and summing to chunkSum[c], into probabilities and returns
-// log Z.
-func (w *bpWork) normalizeRoot(b, chunkMax, chunkSum []float64) float64 {
+// rootScales sets the scales that turn the root's chunks, chunk c holding
+// exp(belief − chunkMax[c]) and summing to chunkSum[c], into probabilities
+// (finalize applies them), and returns log Z.
+func (w *bpWork) rootScales(chunkMax, chunkSum []float64) float64 {
 	mx := math.Inf(-1)
 	for _, x := range chunkMax {
 		mx = math.Max(mx, x)
 	}
 	if math.IsInf(mx, -1) { // every cell has probability 0 (b is all 0)
+		for c := range chunkMax {
+			w.rootScale[c] = 1
+		}
 		return mx
 	}
-	var scale [maxParts]float64
 	var total float64
 	for c, x := range chunkMax {
+		w.rootScale[c] = 0
 		if !math.IsInf(x, -1) {
-			scale[c] = math.Exp(x - mx)
-			total += chunkSum[c] * scale[c]
+			w.rootScale[c] = math.Exp(x - mx)
+			total += chunkSum[c] * w.rootScale[c]
 		}
 	}
 	for c := range chunkMax {
-		scale[c] /= total
+		w.rootScale[c] /= total
 	}
-	w.team.run(len(b), 1, func(lo, hi, c int) { kernel.ScaleAll(b[lo:hi], scale[c]) })
 	return mx + math.Log(total)
 }
 

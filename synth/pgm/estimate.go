@@ -401,6 +401,7 @@ var fuseGrad = true
 func mirrorDescent(ctx context.Context, jt *junctionTree, obj *objective, theta []float64, o *EstimateOptions, warmStep float64, st *EstimateStats) (fitEnd, error) {
 	bp := newBPWork(jt)
 	bp.team = obj.team
+	bp.bind(obj)
 	// One arena of marginals suffices: the loss, its gradient and the
 	// Armijo test work from the measurements' projections, which the
 	// objective keeps for the accepted point and the trial.
@@ -409,7 +410,7 @@ func mirrorDescent(ctx context.Context, jt *junctionTree, obj *objective, theta 
 	p, dL := make([]float64, n), make([]float64, n)
 	logZ := bp.run(p, theta)
 	st.OracleCalls++
-	loss := obj.value(p)
+	loss := obj.valueBP(p)
 	obj.accept()
 	st.Loss = loss
 	step, lineSearch := o.StepSize, o.StepSize <= 0
@@ -474,7 +475,7 @@ func mirrorDescent(ctx context.Context, jt *junctionTree, obj *objective, theta 
 			}
 			st.OracleCalls++
 			trials++
-			newLoss = obj.value(p)
+			newLoss = obj.valueBP(p)
 			if !lineSearch || (newLoss <= loss && loss-newLoss >= 0.5*alpha*obj.total*obj.dirDot()) {
 				accepted = true
 				break

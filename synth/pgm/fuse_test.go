@@ -4,21 +4,24 @@ import (
 	"context"
 	"math"
 	"math/rand/v2"
+	"runtime"
 	"slices"
 	"testing"
 )
 
 // TestEstimateFusedMatchesSeparate: runFused folds the gradient broadcast
 // and the deferred update of θ into the first trial's propagation, and the
-// upward pass reduces cliques block by block (upPiece); the fits must equal
-// those of the separate passes (fuseGrad and fuseUp off) bit for bit —
+// upward pass reduces cliques block by block (upPiece), and the downward pass
+// reduces separator marginals and the objective's projections piece by
+// piece (finalize); the fits must equal those of the separate passes
+// (fuseGrad, fuseUp and fuseDown off) bit for bit, on one core or several —
 // potentials, marginals, log Z, step and stats — whatever the chunks, tiles,
 // pieces, block bound, step rule, stopping rule and warm start.
 func TestEstimateFusedMatchesSeparate(t *testing.T) {
 	rng := rand.New(rand.NewPCG(91, 92))
-	type layout struct{ chunk, tile, piece, block int }
-	layouts := []layout{{4096, 1024, 2048, 1 << 15}, {2, 3, 5, 1 << 15}, {3, 1, 1, 4}, {7, 2, 4096, 16}, {1, 5, 64, 1}}
-	blocked := 0
+	type layout struct{ chunk, tile, piece, block, procs int }
+	layouts := []layout{{4096, 1024, 2048, 1 << 15, 1}, {2, 3, 5, 1 << 15, 1}, {3, 1, 1, 4, 1}, {7, 2, 4096, 16, 1}, {1, 5, 64, 1, 1}, {2, 3, 5, 1 << 15, 2}, {3, 2, 7, 64, 3}}
+	blocked, pieced := 0, 0
 	for trial := range 8 {
 		dom := randomDomain(t, rng, 6, 5)
 		ds := randomDataset(t, uint64(100+trial), slices.Clone(dom.sizes), 1500)
@@ -37,10 +40,11 @@ func TestEstimateFusedMatchesSeparate(t *testing.T) {
 		}
 		for oi, o := range opts {
 			fit := func(fuse bool, l layout) (*Model, EstimateStats) {
-				defer func(f, u bool, c, tl, p, b int) {
-					fuseGrad, fuseUp, chunkCells, tileCells, fuseCells, maxUpBlock = f, u, c, tl, p, b
-				}(fuseGrad, fuseUp, chunkCells, tileCells, fuseCells, maxUpBlock)
-				fuseGrad, fuseUp, chunkCells, tileCells, fuseCells, maxUpBlock = fuse, fuse, l.chunk, l.tile, l.piece, l.block
+				defer func(f, u, d bool, c, tl, p, b int) {
+					fuseGrad, fuseUp, fuseDown, chunkCells, tileCells, fuseCells, maxUpBlock = f, u, d, c, tl, p, b
+				}(fuseGrad, fuseUp, fuseDown, chunkCells, tileCells, fuseCells, maxUpBlock)
+				fuseGrad, fuseUp, fuseDown, chunkCells, tileCells, fuseCells, maxUpBlock = fuse, fuse, fuse, l.chunk, l.tile, l.piece, l.block
+				defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(l.procs))
 				var st EstimateStats
 				oo := o
 				oo.Stats = &st
@@ -57,10 +61,15 @@ func TestEstimateFusedMatchesSeparate(t *testing.T) {
 					func() {
 						defer func(b int) { maxUpBlock = b }(maxUpBlock)
 						maxUpBlock = l.block
-						for _, n := range newBPWork(got.jt).upBlock {
+						w := newBPWork(got.jt)
+						for _, n := range w.upBlock {
 							if n > 0 {
 								blocked++
 							}
+						}
+						w.bind(newObjective(got.jt, meas, o.Loss, got.total))
+						for _, f := range w.fin {
+							pieced += len(f.kids) + len(f.meas)
 						}
 					}()
 				}
@@ -78,7 +87,7 @@ func TestEstimateFusedMatchesSeparate(t *testing.T) {
 			}
 		}
 	}
-	if blocked == 0 {
-		t.Fatal("no clique's upward pass went block by block")
+	if blocked == 0 || pieced == 0 {
+		t.Fatalf("%d upward passes went block by block, %d downward reductions piece by piece", blocked, pieced)
 	}
 }

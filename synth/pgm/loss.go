@@ -27,6 +27,7 @@ type compiled struct {
 	r      []float64 // c·(Q·total·x − y)
 	g      []float64 // gradient over attrs, accumulated from dependants
 	pseudo bool      // an unmeasured intermediate table: no loss of its own
+	byBP   bool      // projected by a bound bpWork's propagation (bind), not by valueBP
 	own    []float64 // Qᵀ r (dense queries only)
 	qx     *mat.VecDense
 	xv     *mat.VecDense
@@ -194,15 +195,22 @@ func (o *objective) source(p []float64, m *compiled) []float64 {
 
 // value returns the loss at the clique marginals p (probabilities; the loss
 // sees total·p) and keeps the residuals for grad.
-func (o *objective) value(p []float64) float64 {
+func (o *objective) value(p []float64) float64 { return o.valueOf(p, false) }
+
+// valueBP is value after a propagation by a bpWork bound to o (bind),
+// which has projected the measurements marked byBP already.
+func (o *objective) valueBP(p []float64) float64 { return o.valueOf(p, true) }
+
+func (o *objective) valueOf(p []float64, bp bool) float64 {
 	var loss float64
 	for i := range o.meas {
 		m := &o.meas[i]
-		src := o.source(p, m)
-		if m.red == nil {
-			copy(m.x, src)
-		} else {
-			m.red.SumPar(m.x, src, o.red, o.team.split)
+		switch {
+		case bp && m.byBP:
+		case m.red == nil:
+			copy(m.x, o.source(p, m))
+		default:
+			m.red.SumPar(m.x, o.source(p, m), o.red, o.team.split)
 		}
 		if m.pseudo {
 			continue

@@ -301,3 +301,30 @@ func (r *Reduction) blocks(dst, src []float64, isMax bool) {
 	}
 	reduceAxis(dst, src, step{len(src) / n, st.s, st.inner}, isMax)
 }
+
+// Rows reports whether r is a single step over one block whose rows (of
+// inner cells, inner ≥ 16) are summed in order: SumRows then reduces the
+// table row run by row run, in order, with Sum's arithmetic.
+func (r *Reduction) Rows() (inner int, ok bool) {
+	if len(r.steps) != 1 || r.steps[0].outer != 1 || r.steps[0].inner < 16 {
+		return 0, false
+	}
+	return r.steps[0].inner, true
+}
+
+// SumRows adds the whole rows src (see Rows) into dst in order; first
+// means src starts at row 0, which dst then takes as is. Run over the rows
+// of the table in order, it leaves Sum's result in dst, bit for bit.
+func (r *Reduction) SumRows(dst, src []float64, first bool) {
+	inner := r.steps[0].inner
+	if len(r.steps) != 1 || len(src)%inner != 0 || len(dst) != inner {
+		panic(errLength)
+	}
+	if first && len(src) > 0 {
+		copy(dst, src[:inner])
+		src = src[inner:]
+	}
+	for ; len(src) > 0; src = src[inner:] {
+		axpy(dst, 1, src[:inner])
+	}
+}

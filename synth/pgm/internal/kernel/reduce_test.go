@@ -122,3 +122,47 @@ func TestReductionBlocks(t *testing.T) {
 		}
 	}
 }
+
+// TestReductionRows: summing a one-block table's rows run by run in order
+// gives Sum's result bit for bit.
+func TestReductionRows(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	cases := []struct {
+		sizes, keep []int
+		ok          bool
+	}{
+		{[]int{5, 4, 5}, []int{1, 2}, true},
+		{[]int{3, 7, 2, 16}, []int{2, 3}, true},
+		{[]int{9, 100}, []int{1}, true},
+		{[]int{9, 15}, []int{1}, false}, // narrow rows
+		{[]int{3, 4, 5}, []int{0, 2}, false},
+	}
+	for _, c := range cases {
+		r := NewReduction(c.sizes, c.keep)
+		inner, ok := r.Rows()
+		if ok != c.ok {
+			t.Fatalf("%v keep %v: Rows ok = %v", c.sizes, c.keep, ok)
+		}
+		if !ok {
+			continue
+		}
+		src := make([]float64, r.In())
+		for i := range src {
+			src[i] = rng.NormFloat64() * math.Exp(4*rng.NormFloat64())
+		}
+		want := make([]float64, r.Out())
+		r.Sum(want, src, make([]float64, r.Scratch()))
+		got := make([]float64, r.Out())
+		rows := len(src) / inner
+		for lo := 0; lo < rows; {
+			hi := min(rows, lo+1+rng.IntN(3))
+			r.SumRows(got, src[lo*inner:hi*inner], lo == 0)
+			lo = hi
+		}
+		for i := range want {
+			if math.Float64bits(got[i]) != math.Float64bits(want[i]) {
+				t.Fatalf("%v keep %v: cell %d = %v, want %v", c.sizes, c.keep, i, got[i], want[i])
+			}
+		}
+	}
+}
