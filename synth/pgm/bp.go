@@ -28,9 +28,10 @@ type bpWork struct {
 	// Set by bind: the downward pass's piecewise reductions, whether a
 	// child's separator marginal is among them, and the objective whose
 	// projections are.
-	fin      []finPlan
-	kidFused []bool
-	obj      *objective
+	fin        []finPlan
+	kidFused   []bool
+	obj        *objective
+	finScratch []float64 // scratch of the finItems' rest steps
 }
 
 // fuseDown enables the downward pass's piecewise reductions (bind); tests
@@ -222,29 +223,46 @@ func (w *bpWork) runFused(p, theta []float64, a float64, dir []float64, pend flo
 }
 
 // finPlan is what is reduced from a clique's final marginal piece by piece
-// (see finalize): the separator marginals of kids, the projections of the
-// objective's measurements meas; pieces are whole multiples of align cells.
+// (see finalize); pieces are whole multiples of align cells.
 type finPlan struct {
 	align int
-	kids  []int
-	meas  []int
+	items []finItem
 }
 
-// pieceAlign returns the piece alignment at which r can reduce a table
-// piece by piece (kernel.Reduction Blocks or Rows), or 0. Rows must come in
-// order, so only without a pool (one core): chunks then run in order.
-func (w *bpWork) pieceAlign(r *kernel.Reduction) int {
-	if block, _, ok := r.Blocks(); ok && block <= maxUpBlock {
-		return block
+// finItem is one table reduced piece by piece: a child's separator
+// marginal (kid ≥ 0) or the projection of objective measurement meas. first
+// is the reduction (nil: a copy) or its first step, rest the steps after
+// it (nil if none), run over inter once every piece has been reduced.
+type finItem struct {
+	kid, meas   int
+	first, rest *kernel.Reduction
+	inter       []float64
+}
+
+// maxInter bounds the intermediate table of one multi-step reduction that
+// finalize runs piece by piece (512 KB).
+const maxInter = 1 << 16
+
+// pieceAlign returns the piece alignment at which r's first step can reduce
+// a table piece by piece (kernel.Reduction Blocks or Rows), or 0, with the
+// split of r (see kernel.Reduction.Split). Rows must come in order, so only
+// without a pool (one core): chunks then run in order.
+func (w *bpWork) pieceAlign(r *kernel.Reduction) (align int, first, rest *kernel.Reduction) {
+	first, rest = r.Split()
+	if rest != nil && first.Out() > maxInter {
+		return 0, nil, nil
 	}
-	if inner, ok := r.Rows(); ok && inner <= maxUpBlock && w.team.p == nil {
-		return inner
+	if block, _, ok := first.Blocks(); ok && block <= maxUpBlock {
+		return block, first, rest
 	}
-	return 0
+	if inner, ok := first.Rows(); ok && inner <= maxUpBlock && w.team.p == nil {
+		return inner, first, rest
+	}
+	return 0, nil, nil
 }
 
 // reducePiece reduces b, the cells [lo, lo+len(b)) of a table, into dst
-// with r as pieceAlign allowed.
+// with the single-step r as pieceAlign allowed.
 func reducePiece(r *kernel.Reduction, dst, b []float64, lo int) {
 	if block, inner, ok := r.Blocks(); ok {
 		r.SumBlocks(dst[lo/block*inner:(lo+len(b))/block*inner], b)
@@ -267,38 +285,43 @@ func (w *bpWork) bind(obj *objective) {
 	if !fuseDown {
 		return
 	}
-	for v := range jt.cliques {
+	scratch := 0
+	add := func(v int, it finItem, a int) {
+		if it.rest != nil {
+			it.inter = make([]float64, it.first.Out())
+			scratch = max(scratch, it.rest.Scratch())
+		}
 		f := &w.fin[v]
+		f.align = max(f.align, a)
+		f.items = append(f.items, it)
+	}
+	for v := range jt.cliques {
 		for _, c := range jt.sorted[v] {
 			if jt.nest[c] >= 0 {
 				continue
 			}
-			if a := w.pieceAlign(jt.downRed[c]); a > 0 {
-				f.align = max(f.align, a)
-				f.kids = append(f.kids, c)
+			if a, first, rest := w.pieceAlign(jt.downRed[c]); a > 0 {
+				add(v, finItem{kid: c, meas: -1, first: first, rest: rest}, a)
 				w.kidFused[c] = true
 			}
 		}
 	}
-	if obj == nil {
-		return
-	}
-	for i := range obj.meas {
-		m := &obj.meas[i]
-		if m.src >= 0 {
-			continue
-		}
-		a := 1
-		if m.red != nil {
-			a = w.pieceAlign(m.red)
-		}
-		if a > 0 {
-			f := &w.fin[m.clique]
-			f.align = max(f.align, a)
-			f.meas = append(f.meas, i)
-			m.byBP = true
+	if obj != nil {
+		for i := range obj.meas {
+			m := &obj.meas[i]
+			if m.src >= 0 {
+				continue
+			}
+			if m.red == nil {
+				add(m.clique, finItem{kid: -1, meas: i}, 1)
+				m.byBP = true
+			} else if a, first, rest := w.pieceAlign(m.red); a > 0 {
+				add(m.clique, finItem{kid: -1, meas: i, first: first, rest: rest}, a)
+				m.byBP = true
+			}
 		}
 	}
+	w.finScratch = make([]float64, scratch)
 }
 
 // finalize scales clique v's block of p into its marginal and reduces the
@@ -333,24 +356,42 @@ func (w *bpWork) finalize(v int, p []float64) {
 		w.team.run(len(b), 1, func(lo, hi, _ int) { scale(lo, hi) })
 		return
 	}
+	// dst returns where item it's first step writes.
+	dst := func(it *finItem) []float64 {
+		switch {
+		case it.rest != nil:
+			return it.inter
+		case it.kid >= 0:
+			return w.marg[it.kid]
+		}
+		return w.obj.meas[it.meas].x
+	}
 	piece := max(1, fuseCells/f.align) * f.align
 	w.team.run(len(b), f.align, func(lo, hi, _ int) {
 		for s := lo; s < hi; s += piece {
 			e := min(s+piece, hi)
 			scale(s, e)
-			for _, c := range f.kids {
-				reducePiece(jt.downRed[c], w.marg[c], b[s:e], s)
-			}
-			for _, i := range f.meas {
-				m := &w.obj.meas[i]
-				if m.red == nil {
-					copy(m.x[s:e], b[s:e])
+			for i := range f.items {
+				it := &f.items[i]
+				if it.first == nil {
+					copy(dst(it)[s:e], b[s:e])
 				} else {
-					reducePiece(m.red, m.x, b[s:e], s)
+					reducePiece(it.first, dst(it), b[s:e], s)
 				}
 			}
 		}
 	})
+	for i := range f.items {
+		if it := &f.items[i]; it.rest != nil {
+			var to []float64
+			if it.kid >= 0 {
+				to = w.marg[it.kid]
+			} else {
+				to = w.obj.meas[it.meas].x
+			}
+			it.rest.Sum(to, it.inter, w.finScratch)
+		}
+	}
 }
 
 // expandKids adds into b, the cells [lo, lo+len(b)) of clique v's belief,

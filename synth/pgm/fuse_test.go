@@ -21,7 +21,7 @@ func TestEstimateFusedMatchesSeparate(t *testing.T) {
 	rng := rand.New(rand.NewPCG(91, 92))
 	type layout struct{ chunk, tile, piece, block, procs int }
 	layouts := []layout{{4096, 1024, 2048, 1 << 15, 1}, {2, 3, 5, 1 << 15, 1}, {3, 1, 1, 4, 1}, {7, 2, 4096, 16, 1}, {1, 5, 64, 1, 1}, {2, 3, 5, 1 << 15, 2}, {3, 2, 7, 64, 3}}
-	blocked, pieced := 0, 0
+	blocked, pieced, split := 0, 0, 0
 	for trial := range 8 {
 		dom := randomDomain(t, rng, 6, 5)
 		ds := randomDataset(t, uint64(100+trial), slices.Clone(dom.sizes), 1500)
@@ -69,7 +69,12 @@ func TestEstimateFusedMatchesSeparate(t *testing.T) {
 						}
 						w.bind(newObjective(got.jt, meas, o.Loss, got.total))
 						for _, f := range w.fin {
-							pieced += len(f.kids) + len(f.meas)
+							for _, it := range f.items {
+								pieced++
+								if it.rest != nil {
+									split++
+								}
+							}
 						}
 					}()
 				}
@@ -87,7 +92,7 @@ func TestEstimateFusedMatchesSeparate(t *testing.T) {
 			}
 		}
 	}
-	if blocked == 0 || pieced == 0 {
-		t.Fatalf("%d upward passes went block by block, %d downward reductions piece by piece", blocked, pieced)
+	if blocked == 0 || pieced == 0 || split == 0 {
+		t.Fatalf("%d upward passes went block by block, %d downward reductions piece by piece (%d of several steps)", blocked, pieced, split)
 	}
 }

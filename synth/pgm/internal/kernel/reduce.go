@@ -328,3 +328,18 @@ func (r *Reduction) SumRows(dst, src []float64, first bool) {
 		axpy(dst, 1, src[:inner])
 	}
 }
+
+// Split returns r as its first step and the rest (nil when r has one step
+// or none): rest.Sum of first.Sum's result is r.Sum's result, bit for bit,
+// so a caller can run the first step piece by piece (Blocks, Rows) over a
+// table and the rest, over the smaller intermediate, once at the end.
+func (r *Reduction) Split() (first, rest *Reduction) {
+	if len(r.steps) < 2 {
+		return r, nil
+	}
+	st := r.steps[0]
+	mid := r.in / st.s
+	first = &Reduction{steps: r.steps[:1:1], in: r.in, out: mid}
+	rest = &Reduction{steps: r.steps[1:], in: mid, out: r.out}
+	return first, rest
+}

@@ -166,3 +166,41 @@ func TestReductionRows(t *testing.T) {
 		}
 	}
 }
+
+// TestReductionSplit: the first step, then the rest, is the whole reduction
+// bit for bit.
+func TestReductionSplit(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 10))
+	for trial := range 300 {
+		k := 1 + rng.IntN(5)
+		sizes := make([]int, k)
+		var keep []int
+		for d := range k {
+			sizes[d] = 1 + rng.IntN(9)
+			if rng.IntN(2) == 0 {
+				keep = append(keep, d)
+			}
+		}
+		r := NewReduction(sizes, keep)
+		src := make([]float64, r.In())
+		for i := range src {
+			src[i] = rng.NormFloat64()
+		}
+		want := make([]float64, r.Out())
+		r.Sum(want, src, make([]float64, r.Scratch()))
+		first, rest := r.Split()
+		got := make([]float64, r.Out())
+		if rest == nil {
+			first.Sum(got, src, make([]float64, first.Scratch()))
+		} else {
+			mid := make([]float64, first.Out())
+			first.Sum(mid, src, nil)
+			rest.Sum(got, mid, make([]float64, rest.Scratch()))
+		}
+		for i := range want {
+			if math.Float64bits(got[i]) != math.Float64bits(want[i]) {
+				t.Fatalf("trial %d %v keep %v: cell %d = %v, want %v", trial, sizes, keep, i, got[i], want[i])
+			}
+		}
+	}
+}
