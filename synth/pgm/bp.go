@@ -244,9 +244,11 @@ type finItem struct {
 const maxInter = 1 << 16
 
 // pieceAlign returns the piece alignment at which r's first step can reduce
-// a table piece by piece (kernel.Reduction Blocks or Rows), or 0, with the
-// split of r (see kernel.Reduction.Split). Rows must come in order, so only
-// without a pool (one core): chunks then run in order.
+// a table piece by piece, or 0, with the split of r (see
+// kernel.Reduction.Split): whole blocks (Blocks) when they are small, else
+// pieces of any length (align 1, SumStream) or whole rows (Rows). Streams
+// and rows must come in order, so only without a pool (one core): chunks
+// then run in order.
 func (w *bpWork) pieceAlign(r *kernel.Reduction) (align int, first, rest *kernel.Reduction) {
 	first, rest = r.Split()
 	if rest != nil && first.Out() > maxInter {
@@ -255,7 +257,13 @@ func (w *bpWork) pieceAlign(r *kernel.Reduction) (align int, first, rest *kernel
 	if block, _, ok := first.Blocks(); ok && block <= maxUpBlock {
 		return block, first, rest
 	}
-	if inner, ok := first.Rows(); ok && inner <= maxUpBlock && w.team.p == nil {
+	if w.team.p != nil {
+		return 0, nil, nil
+	}
+	if first.Streams() {
+		return 1, first, rest
+	}
+	if inner, ok := first.Rows(); ok && inner <= maxUpBlock {
 		return inner, first, rest
 	}
 	return 0, nil, nil
@@ -264,8 +272,12 @@ func (w *bpWork) pieceAlign(r *kernel.Reduction) (align int, first, rest *kernel
 // reducePiece reduces b, the cells [lo, lo+len(b)) of a table, into dst
 // with the single-step r as pieceAlign allowed.
 func reducePiece(r *kernel.Reduction, dst, b []float64, lo int) {
-	if block, inner, ok := r.Blocks(); ok {
+	if block, inner, ok := r.Blocks(); ok && len(b)%block == 0 && lo%block == 0 {
 		r.SumBlocks(dst[lo/block*inner:(lo+len(b))/block*inner], b)
+		return
+	}
+	if r.Streams() {
+		r.SumStream(dst, b, lo)
 		return
 	}
 	r.SumRows(dst, b, lo == 0)

@@ -21,11 +21,21 @@ func TestEstimateFusedMatchesSeparate(t *testing.T) {
 	rng := rand.New(rand.NewPCG(91, 92))
 	type layout struct{ chunk, tile, piece, block, procs int }
 	layouts := []layout{{4096, 1024, 2048, 1 << 15, 1}, {2, 3, 5, 1 << 15, 1}, {3, 1, 1, 4, 1}, {7, 2, 4096, 16, 1}, {1, 5, 64, 1, 1}, {2, 3, 5, 1 << 15, 2}, {3, 2, 7, 64, 3}}
-	blocked, pieced, split := 0, 0, 0
-	for trial := range 8 {
-		dom := randomDomain(t, rng, 6, 5)
-		ds := randomDataset(t, uint64(100+trial), slices.Clone(dom.sizes), 1500)
+	blocked, pieced, split, streamed := 0, 0, 0, 0
+	for trial := range 9 {
+		dom := randomDomain(t, rng, 6, 5+4*(trial%2)) // larger tables stream rows
 		sets := dedupe(randomSets(rng, 6, 8, 3))
+		if trial == 8 {
+			// A clique whose one measurement needs two reduction steps
+			// ([1 3]; with two, both would come from an intermediate),
+			// and one whose measurement streams rows of 300 cells ([5]).
+			var err error
+			if dom, err = NewDomain([]string{"a", "b", "c", "d", "e", "f"}, []int{3, 4, 20, 15, 2, 300}); err != nil {
+				t.Fatal(err)
+			}
+			sets = [][]int{{0, 1, 2, 3}, {1, 3}, {3, 4}, {4, 5}, {5}}
+		}
+		ds := randomDataset(t, uint64(100+trial), slices.Clone(dom.sizes), 1500)
 		meas := measure(ds, sets, 10, rng)
 		warm, err := Estimate(context.Background(), dom, meas[:len(meas)/2], &EstimateOptions{Iters: 20, Step: KeepStep})
 		if err != nil {
@@ -74,6 +84,9 @@ func TestEstimateFusedMatchesSeparate(t *testing.T) {
 								if it.rest != nil {
 									split++
 								}
+								if it.first != nil && it.first.Streams() {
+									streamed++
+								}
 							}
 						}
 					}()
@@ -92,7 +105,7 @@ func TestEstimateFusedMatchesSeparate(t *testing.T) {
 			}
 		}
 	}
-	if blocked == 0 || pieced == 0 || split == 0 {
-		t.Fatalf("%d upward passes went block by block, %d downward reductions piece by piece (%d of several steps)", blocked, pieced, split)
+	if blocked == 0 || pieced == 0 || split == 0 || streamed == 0 {
+		t.Fatalf("%d upward passes went block by block, %d downward reductions piece by piece (%d of several steps, %d streamed)", blocked, pieced, split, streamed)
 	}
 }

@@ -343,3 +343,39 @@ func (r *Reduction) Split() (first, rest *Reduction) {
 	rest = &Reduction{steps: r.steps[1:], in: mid, out: r.out}
 	return first, rest
 }
+
+// minStreamRow is the least row length (cells) that SumStream accepts:
+// it makes one kernel call per row segment, and below this the calls cost
+// more than the sweep they save.
+const minStreamRow = 256
+
+// Streams reports whether r is a single step whose rows are long enough
+// for SumStream (at least minStreamRow cells; the row-wise path of
+// reduceAxis and reduceColumns, which adds each block's rows in order).
+func (r *Reduction) Streams() bool {
+	return len(r.steps) == 1 && r.steps[0].inner >= minStreamRow
+}
+
+// SumStream adds src, the cells [lo, lo+len(src)) of the table, into dst,
+// r's whole result: the cells of a block's first row are copied, the
+// others added. Given every cell of the table once, in order, in pieces of
+// any length, it leaves Sum's result in dst, bit for bit.
+func (r *Reduction) SumStream(dst, src []float64, lo int) {
+	if !r.Streams() || len(dst) != r.out || lo < 0 || lo+len(src) > r.in {
+		panic(errLength)
+	}
+	st := r.steps[0]
+	inner, block := st.inner, st.s*st.inner
+	for len(src) > 0 {
+		o, rem := lo/block, lo%block
+		row, col := rem/inner, rem%inner
+		n := min(len(src), inner-col)
+		d := dst[o*inner+col : o*inner+col+n]
+		if row == 0 {
+			copy(d, src[:n])
+		} else {
+			axpy(d, 1, src[:n])
+		}
+		src, lo = src[n:], lo+n
+	}
+}

@@ -204,3 +204,49 @@ func TestReductionSplit(t *testing.T) {
 		}
 	}
 }
+
+// TestReductionStream: a single step with long rows, streamed in pieces of
+// random lengths in order, gives Sum's result bit for bit.
+func TestReductionStream(t *testing.T) {
+	rng := rand.New(rand.NewPCG(11, 12))
+	cases := []struct {
+		sizes, keep []int
+		ok          bool
+	}{
+		{[]int{7, 300}, []int{1}, true},
+		{[]int{3, 5, 16, 20}, []int{0, 2, 3}, true},
+		{[]int{4, 6, 300}, []int{0, 2}, true},
+		{[]int{2, 9, 17, 31}, []int{0, 2, 3}, true},
+		{[]int{40, 100}, []int{0}, false}, // short rows
+		{[]int{3, 4, 300}, []int{1, 2}, true},
+		{[]int{3, 4, 5, 300}, []int{1, 3}, false}, // two steps
+	}
+	for _, c := range cases {
+		r := NewReduction(c.sizes, c.keep)
+		if r.Streams() != c.ok {
+			t.Fatalf("%v keep %v: Streams = %v", c.sizes, c.keep, r.Streams())
+		}
+		if !c.ok {
+			continue
+		}
+		src := make([]float64, r.In())
+		for i := range src {
+			src[i] = rng.NormFloat64() * math.Exp(4*rng.NormFloat64())
+		}
+		want := make([]float64, r.Out())
+		r.Sum(want, src, make([]float64, r.Scratch()))
+		for _, maxPiece := range []int{1, 7, 300, 5000} {
+			got := make([]float64, r.Out())
+			for lo := 0; lo < len(src); {
+				hi := min(len(src), lo+1+rng.IntN(maxPiece))
+				r.SumStream(got, src[lo:hi], lo)
+				lo = hi
+			}
+			for i := range want {
+				if math.Float64bits(got[i]) != math.Float64bits(want[i]) {
+					t.Fatalf("%v keep %v pieces ≤ %d: cell %d = %v, want %v", c.sizes, c.keep, maxPiece, i, got[i], want[i])
+				}
+			}
+		}
+	}
+}
