@@ -32,6 +32,10 @@ type bpWork struct {
 	kidFused   []bool
 	obj        *objective
 	finScratch []float64 // scratch of the finItems' rest steps
+	// up[v], set by bind on one core, streams v's upward reduction
+	// (upStreamed); upScratch is the scratch of its rest steps.
+	up        []*upStream
+	upScratch []float64
 }
 
 // fuseDown enables the downward pass's piecewise reductions (bind); tests
@@ -142,11 +146,19 @@ func (w *bpWork) runFused(p, theta []float64, a float64, dir []float64, pend flo
 		// With upBlock > 0 the upward message is computed block by block
 		// while each is in cache (upPiece) instead of by three sweeps.
 		upBlock := w.upBlock[v]
+		// With up non-nil (one core, bind) the upward maximum is taken
+		// by streaming rows while the belief is built, and the
+		// exponentials and sums in one more sweep (upStream): two sweeps
+		// instead of four.
+		var up *upStream
+		if upBlock == 0 && w.up != nil {
+			up = w.up[v]
+		}
 		align, piece := 1, 0 // piece 0: the chunk at once
 		switch {
 		case upBlock > 0:
 			align, piece = upBlock, max(1, fuseCells/upBlock)*upBlock
-		case obj != nil:
+		case obj != nil || up != nil:
 			piece = fuseCells
 		}
 		var partMax, partSum [maxParts]float64
@@ -172,8 +184,11 @@ func (w *bpWork) runFused(p, theta []float64, a float64, dir []float64, pend flo
 					kernel.AxpyTo(b[s:e], th[s:e], a, dv[s:e])
 				}
 				w.expandKids(v, b[s:e], s)
-				if upBlock > 0 {
+				switch {
+				case upBlock > 0:
 					w.upPiece(v, b[s:e], s)
+				case up != nil:
+					up.first.MaxStream(up.maxTo(w.shift[v]), b[s:e], s)
 				}
 			}
 			if root {
@@ -190,6 +205,8 @@ func (w *bpWork) runFused(p, theta []float64, a float64, dir []float64, pend flo
 			logZ = w.rootScales(partMax[:k], partSum[:k])
 		case upBlock > 0:
 			w.message(v)
+		case up != nil:
+			w.upStreamed(v, b, up)
 		default:
 			w.upward(v, b)
 		}
@@ -294,6 +311,7 @@ func (w *bpWork) bind(obj *objective) {
 	w.obj = obj
 	w.kidFused = make([]bool, len(jt.cliques))
 	w.fin = make([]finPlan, len(jt.cliques))
+	w.bindUp()
 	if !fuseDown {
 		return
 	}
@@ -334,6 +352,33 @@ func (w *bpWork) bind(obj *objective) {
 		}
 	}
 	w.finScratch = make([]float64, scratch)
+}
+
+// bindUp plans the upward reductions streamed by upStreamed; streaming
+// the maximum needs the cliques' pieces in order, so only on one core.
+func (w *bpWork) bindUp() {
+	jt := w.jt
+	if w.team.p != nil || !fuseUp {
+		return
+	}
+	w.up = make([]*upStream, len(jt.cliques))
+	upScratch := 0
+	for v := range jt.cliques {
+		if jt.parent[v] < 0 || w.upBlock[v] > 0 {
+			continue
+		}
+		first, rest := jt.upRed[v].Split()
+		if !first.Streams() || (rest != nil && first.Out() > maxInter) {
+			continue
+		}
+		u := &upStream{first: first, rest: rest}
+		if rest != nil {
+			u.inter = make([]float64, first.Out())
+			upScratch = max(upScratch, rest.Scratch())
+		}
+		w.up[v] = u
+	}
+	w.upScratch = make([]float64, upScratch)
 }
 
 // finalize scales clique v's block of p into its marginal and reduces the
@@ -470,6 +515,45 @@ func (w *bpWork) upPiece(v int, b []float64, lo int) {
 	jt.upRed[v].MaxBlocks(w.shift[v][o0:o1], b)
 	jt.upMap[v].ExpShiftGather(b, w.shift[v], lo)
 	jt.upRed[v].SumBlocks(w.acc[v][o0:o1], b)
+}
+
+// upStream is the upward reduction of a clique whose first step streams
+// rows (kernel.Reduction.Streams): first, and the steps after it (rest, or
+// nil) over inter.
+type upStream struct {
+	first, rest *kernel.Reduction
+	inter       []float64
+}
+
+// maxTo returns where the first step's maximum goes: shift, or inter.
+func (u *upStream) maxTo(shift []float64) []float64 {
+	if u.rest != nil {
+		return u.inter
+	}
+	return shift
+}
+
+// upStreamed finishes upward for clique v whose belief b has been
+// streamed through u.first.MaxStream: the rest of the maximum, then one
+// sweep that exponentiates and streams the sums, then the message; upward's
+// arithmetic bit for bit.
+func (w *bpWork) upStreamed(v int, b []float64, u *upStream) {
+	jt := w.jt
+	shift, acc, idx := w.shift[v], w.acc[v], jt.upMap[v]
+	sumTo := acc
+	if u.rest != nil {
+		u.rest.Max(shift, u.inter, w.upScratch)
+		sumTo = u.inter
+	}
+	for s := 0; s < len(b); s += fuseCells {
+		e := min(s+fuseCells, len(b))
+		idx.ExpShiftGather(b[s:e], shift, s)
+		u.first.SumStream(sumTo, b[s:e], s)
+	}
+	if u.rest != nil {
+		u.rest.Sum(acc, u.inter, w.upScratch)
+	}
+	w.message(v)
 }
 
 // message sets clique v's upward message from its shifts and sums.

@@ -360,7 +360,12 @@ func (r *Reduction) Streams() bool {
 // r's whole result: the cells of a block's first row are copied, the
 // others added. Given every cell of the table once, in order, in pieces of
 // any length, it leaves Sum's result in dst, bit for bit.
-func (r *Reduction) SumStream(dst, src []float64, lo int) {
+func (r *Reduction) SumStream(dst, src []float64, lo int) { r.stream(dst, src, lo, false) }
+
+// MaxStream is SumStream with max instead of +: Max's result, bit for bit.
+func (r *Reduction) MaxStream(dst, src []float64, lo int) { r.stream(dst, src, lo, true) }
+
+func (r *Reduction) stream(dst, src []float64, lo int, isMax bool) {
 	if !r.Streams() || len(dst) != r.out || lo < 0 || lo+len(src) > r.in {
 		panic(errLength)
 	}
@@ -371,9 +376,18 @@ func (r *Reduction) SumStream(dst, src []float64, lo int) {
 		row, col := rem/inner, rem%inner
 		n := min(len(src), inner-col)
 		d := dst[o*inner+col : o*inner+col+n]
-		if row == 0 {
+		switch {
+		case row == 0:
 			copy(d, src[:n])
-		} else {
+		case isMax:
+			// The comparison of reduceAxisGo and reduceColumnsGo, which
+			// the assembly matches (NaNs after the first row skipped).
+			for i, v := range src[:n] {
+				if v > d[i] {
+					d[i] = v
+				}
+			}
+		default:
 			axpy(d, 1, src[:n])
 		}
 		src, lo = src[n:], lo+n

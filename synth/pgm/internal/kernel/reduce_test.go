@@ -206,7 +206,7 @@ func TestReductionSplit(t *testing.T) {
 }
 
 // TestReductionStream: a single step with long rows, streamed in pieces of
-// random lengths in order, gives Sum's result bit for bit.
+// random lengths in order, gives Sum's and Max's results bit for bit.
 func TestReductionStream(t *testing.T) {
 	rng := rand.New(rand.NewPCG(11, 12))
 	cases := []struct {
@@ -233,18 +233,28 @@ func TestReductionStream(t *testing.T) {
 		for i := range src {
 			src[i] = rng.NormFloat64() * math.Exp(4*rng.NormFloat64())
 		}
-		want := make([]float64, r.Out())
-		r.Sum(want, src, make([]float64, r.Scratch()))
-		for _, maxPiece := range []int{1, 7, 300, 5000} {
-			got := make([]float64, r.Out())
-			for lo := 0; lo < len(src); {
-				hi := min(len(src), lo+1+rng.IntN(maxPiece))
-				r.SumStream(got, src[lo:hi], lo)
-				lo = hi
+		for _, isMax := range []bool{false, true} {
+			want := make([]float64, r.Out())
+			if isMax {
+				r.Max(want, src, make([]float64, r.Scratch()))
+			} else {
+				r.Sum(want, src, make([]float64, r.Scratch()))
 			}
-			for i := range want {
-				if math.Float64bits(got[i]) != math.Float64bits(want[i]) {
-					t.Fatalf("%v keep %v pieces ≤ %d: cell %d = %v, want %v", c.sizes, c.keep, maxPiece, i, got[i], want[i])
+			for _, maxPiece := range []int{1, 7, 300, 5000} {
+				got := make([]float64, r.Out())
+				for lo := 0; lo < len(src); {
+					hi := min(len(src), lo+1+rng.IntN(maxPiece))
+					if isMax {
+						r.MaxStream(got, src[lo:hi], lo)
+					} else {
+						r.SumStream(got, src[lo:hi], lo)
+					}
+					lo = hi
+				}
+				for i := range want {
+					if math.Float64bits(got[i]) != math.Float64bits(want[i]) {
+						t.Fatalf("%v keep %v max %v pieces ≤ %d: cell %d = %v, want %v", c.sizes, c.keep, isMax, maxPiece, i, got[i], want[i])
+					}
 				}
 			}
 		}
