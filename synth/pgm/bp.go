@@ -36,6 +36,7 @@ type bpWork struct {
 	// (upStreamed); upScratch is the scratch of its rest steps.
 	up        []*upStream
 	upScratch []float64
+	interLeft int // cells of intermediate tables bind may still allocate
 }
 
 // fuseDown enables the downward pass's piecewise reductions (bind); tests
@@ -257,8 +258,19 @@ type finItem struct {
 }
 
 // maxInter bounds the intermediate table of one multi-step reduction that
-// finalize runs piece by piece (512 KB).
+// is run piece by piece (512 KB).
 const maxInter = 1 << 16
+
+// takeInter reserves n cells of intermediate tables if the budget of the
+// bound work allows: all of them take at most a sixteenth of the model and
+// 8 MB, the fits' memory being the other limit on AIM's models.
+func (w *bpWork) takeInter(n int) bool {
+	if n > maxInter || n > w.interLeft {
+		return false
+	}
+	w.interLeft -= n
+	return true
+}
 
 // pieceAlign returns the piece alignment at which r's first step can reduce
 // a table piece by piece, or 0, with the split of r (see
@@ -272,18 +284,18 @@ func (w *bpWork) pieceAlign(r *kernel.Reduction) (align int, first, rest *kernel
 		return 0, nil, nil
 	}
 	if block, _, ok := first.Blocks(); ok && block <= maxUpBlock {
-		return block, first, rest
+		align = block
+	} else if w.team.p == nil {
+		if first.Streams() {
+			align = 1
+		} else if inner, ok := first.Rows(); ok && inner <= maxUpBlock {
+			align = inner
+		}
 	}
-	if w.team.p != nil {
+	if align == 0 || (rest != nil && !w.takeInter(first.Out())) {
 		return 0, nil, nil
 	}
-	if first.Streams() {
-		return 1, first, rest
-	}
-	if inner, ok := first.Rows(); ok && inner <= maxUpBlock {
-		return inner, first, rest
-	}
-	return 0, nil, nil
+	return align, first, rest
 }
 
 // reducePiece reduces b, the cells [lo, lo+len(b)) of a table, into dst
@@ -311,6 +323,7 @@ func (w *bpWork) bind(obj *objective) {
 	w.obj = obj
 	w.kidFused = make([]bool, len(jt.cliques))
 	w.fin = make([]finPlan, len(jt.cliques))
+	w.interLeft = min(1<<20, jt.total/16)
 	w.bindUp()
 	if !fuseDown {
 		return
@@ -368,7 +381,7 @@ func (w *bpWork) bindUp() {
 			continue
 		}
 		first, rest := jt.upRed[v].Split()
-		if !first.Streams() || (rest != nil && first.Out() > maxInter) {
+		if !first.Streams() || (rest != nil && !w.takeInter(first.Out())) {
 			continue
 		}
 		u := &upStream{first: first, rest: rest}
