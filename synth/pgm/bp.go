@@ -37,7 +37,15 @@ type bpWork struct {
 	up        []*upStream
 	upScratch []float64
 	interLeft int // cells of intermediate tables bind may still allocate
+	// lazy[v], set by bind, leaves clique v's marginal unscaled in p
+	// (finalize reduces a scaled copy of each piece) until materialize;
+	// tmp holds each chunk's piece.
+	lazy []bool
+	tmp  [maxParts][]float64
 }
+
+// fuseLazy enables lazy cliques (bind); tests turn it off to compare.
+var fuseLazy = true
 
 // fuseDown enables the downward pass's piecewise reductions (bind); tests
 // turn it off to compare with the separate sweeps.
@@ -365,6 +373,39 @@ func (w *bpWork) bind(obj *objective) {
 		}
 	}
 	w.finScratch = make([]float64, scratch)
+	if obj == nil || !fuseLazy {
+		return
+	}
+	// A clique is lazy when the downward pass reduces everything read
+	// from its marginal: its non-nested children's separator marginals
+	// and the measurements projected from it.
+	w.lazy = make([]bool, len(jt.cliques))
+	for v := range jt.cliques {
+		w.lazy[v] = true
+		for _, c := range jt.sorted[v] {
+			if jt.nest[c] < 0 && !w.kidFused[c] {
+				w.lazy[v] = false
+			}
+		}
+	}
+	for i := range obj.meas {
+		if m := &obj.meas[i]; m.src < 0 && !m.byBP {
+			w.lazy[m.clique] = false
+		}
+	}
+	piece := 0
+	for v, f := range w.fin {
+		if w.lazy[v] && f.align > 0 {
+			piece = max(piece, max(1, fuseCells/f.align)*f.align)
+		}
+	}
+	for i := range w.tmp {
+		if i == 0 || w.team.p != nil { // on one core the chunks run in turn
+			w.tmp[i] = make([]float64, piece)
+		} else {
+			w.tmp[i] = w.tmp[0]
+		}
+	}
 }
 
 // bindUp plans the upward reductions streamed by upStreamed; streaming
@@ -400,30 +441,35 @@ func (w *bpWork) finalize(v int, p []float64) {
 	jt := w.jt
 	b := jt.block(p, v)
 	root := jt.parent[v] < 0
-	scale := func(lo, hi int) {
+	// scale writes the marginal's cells [lo, lo+len(x)) into x, which
+	// holds their unscaled values.
+	scale := func(x []float64, lo int) {
 		if !root {
-			jt.upMap[v].Scale(b[lo:hi], w.down[v], lo)
+			jt.upMap[v].Scale(x, w.down[v], lo)
 			return
 		}
 		// The root's chunks of the upward pass each have their scale.
 		k := w.team.parts(len(b))
 		step := len(b) / k
-		for lo < hi {
+		for hi := lo + len(x); lo < hi; {
 			c := min(lo/step, k-1)
 			e := hi
 			if c < k-1 {
 				e = min(hi, (c+1)*step)
 			}
-			kernel.ScaleAll(b[lo:e], w.rootScale[c])
-			lo = e
+			kernel.ScaleAll(x[:e-lo], w.rootScale[c])
+			x, lo = x[e-lo:], e
 		}
 	}
 	var f finPlan
 	if w.fin != nil {
 		f = w.fin[v]
 	}
+	lazy := w.lazy != nil && w.lazy[v]
 	if f.align == 0 {
-		w.team.run(len(b), 1, func(lo, hi, _ int) { scale(lo, hi) })
+		if !lazy {
+			w.team.run(len(b), 1, func(lo, hi, _ int) { scale(b[lo:hi], lo) })
+		}
 		return
 	}
 	// dst returns where item it's first step writes.
@@ -437,16 +483,23 @@ func (w *bpWork) finalize(v int, p []float64) {
 		return w.obj.meas[it.meas].x
 	}
 	piece := max(1, fuseCells/f.align) * f.align
-	w.team.run(len(b), f.align, func(lo, hi, _ int) {
+	w.team.run(len(b), f.align, func(lo, hi, part int) {
 		for s := lo; s < hi; s += piece {
 			e := min(s+piece, hi)
-			scale(s, e)
+			x := b[s:e]
+			if lazy {
+				// Nothing else reads the marginal before the next
+				// propagation overwrites it: scale a copy.
+				x = w.tmp[part][:e-s]
+				copy(x, b[s:e])
+			}
+			scale(x, s)
 			for i := range f.items {
 				it := &f.items[i]
 				if it.first == nil {
-					copy(dst(it)[s:e], b[s:e])
+					copy(dst(it)[s:e], x)
 				} else {
-					reducePiece(it.first, dst(it), b[s:e], s)
+					reducePiece(it.first, dst(it), x, s)
 				}
 			}
 		}
@@ -461,6 +514,24 @@ func (w *bpWork) finalize(v int, p []float64) {
 			}
 			it.rest.Sum(to, it.inter, w.finScratch)
 		}
+	}
+}
+
+// materialize scales the blocks of p that the last propagation left
+// unscaled (lazy cliques), so that p holds its marginals, bit for bit
+// those a propagation without lazy cliques writes.
+func (w *bpWork) materialize(p []float64) {
+	jt := w.jt
+	for v, lazy := range w.lazy {
+		if !lazy {
+			continue
+		}
+		b := jt.block(p, v)
+		if jt.parent[v] >= 0 {
+			w.team.run(len(b), 1, func(lo, hi, _ int) { jt.upMap[v].Scale(b[lo:hi], w.down[v], lo) })
+			continue
+		}
+		w.team.run(len(b), 1, func(lo, hi, c int) { kernel.ScaleAll(b[lo:hi], w.rootScale[c]) })
 	}
 }
 

@@ -452,6 +452,7 @@ func mirrorDescent(ctx context.Context, jt *junctionTree, obj *objective, theta 
 			return fitEnd{}, fmt.Errorf("pgm: estimation cancelled: %w", err)
 		}
 		if loss == 0 {
+			bp.materialize(p)
 			return fitEnd{last, p, logZ}, nil
 		}
 		if !fuseGrad {
@@ -507,9 +508,11 @@ func mirrorDescent(ctx context.Context, jt *junctionTree, obj *objective, theta 
 		st.Loss = loss
 		hist[st.Iters%len(hist)] = loss
 		if o.Tol > 0 && st.Iters >= TolWindow && hist[(st.Iters-TolWindow)%len(hist)]-loss < o.Tol*TolWindow*math.Abs(loss) {
+			bp.materialize(p)
 			return fitEnd{last, p, logZ}, nil
 		}
 	}
+	bp.materialize(p)
 	return fitEnd{last, p, logZ}, nil
 }
 

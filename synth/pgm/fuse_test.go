@@ -14,7 +14,8 @@ import (
 // upward pass reduces cliques block by block (upPiece) or streams their rows
 // (upStreamed), and the downward pass
 // reduces separator marginals and the objective's projections piece by
-// piece (finalize); the fits must equal those of the separate passes
+// piece (finalize), leaving cliques unscaled when nothing else reads them
+// (materialize); the fits must equal those of the separate passes
 // (fuseGrad, fuseUp and fuseDown off) bit for bit, on one core or several —
 // potentials, marginals, log Z, step and stats — whatever the chunks, tiles,
 // pieces, block bound, step rule, stopping rule and warm start.
@@ -22,7 +23,7 @@ func TestEstimateFusedMatchesSeparate(t *testing.T) {
 	rng := rand.New(rand.NewPCG(91, 92))
 	type layout struct{ chunk, tile, piece, block, procs int }
 	layouts := []layout{{4096, 1024, 2048, 1 << 15, 1}, {2, 3, 5, 1 << 15, 1}, {3, 1, 1, 4, 1}, {7, 2, 4096, 16, 1}, {1, 5, 64, 1, 1}, {2, 3, 5, 1 << 15, 2}, {3, 2, 7, 64, 3}}
-	blocked, upStreams, pieced, split, streamed := 0, 0, 0, 0, 0
+	blocked, upStreams, pieced, split, streamed, lazy := 0, 0, 0, 0, 0, 0
 	for trial := range 9 {
 		dom := randomDomain(t, rng, 6, 5+4*(trial%2)) // larger tables stream rows
 		sets := dedupe(randomSets(rng, 6, 8, 3))
@@ -52,10 +53,10 @@ func TestEstimateFusedMatchesSeparate(t *testing.T) {
 		}
 		for oi, o := range opts {
 			fit := func(fuse bool, l layout) (*Model, EstimateStats) {
-				defer func(f, u, d bool, c, tl, p, b int) {
-					fuseGrad, fuseUp, fuseDown, chunkCells, tileCells, fuseCells, maxUpBlock = f, u, d, c, tl, p, b
-				}(fuseGrad, fuseUp, fuseDown, chunkCells, tileCells, fuseCells, maxUpBlock)
-				fuseGrad, fuseUp, fuseDown, chunkCells, tileCells, fuseCells, maxUpBlock = fuse, fuse, fuse, l.chunk, l.tile, l.piece, l.block
+				defer func(f, u, d, z bool, c, tl, p, b int) {
+					fuseGrad, fuseUp, fuseDown, fuseLazy, chunkCells, tileCells, fuseCells, maxUpBlock = f, u, d, z, c, tl, p, b
+				}(fuseGrad, fuseUp, fuseDown, fuseLazy, chunkCells, tileCells, fuseCells, maxUpBlock)
+				fuseGrad, fuseUp, fuseDown, fuseLazy, chunkCells, tileCells, fuseCells, maxUpBlock = fuse, fuse, fuse, fuse, l.chunk, l.tile, l.piece, l.block
 				defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(l.procs))
 				var st EstimateStats
 				oo := o
@@ -83,6 +84,11 @@ func TestEstimateFusedMatchesSeparate(t *testing.T) {
 							}
 						}
 						w.bind(newObjective(got.jt, meas, o.Loss, got.total))
+						for _, z := range w.lazy {
+							if z {
+								lazy++
+							}
+						}
 						for _, u := range w.up {
 							if u != nil {
 								upStreams++
@@ -115,7 +121,8 @@ func TestEstimateFusedMatchesSeparate(t *testing.T) {
 			}
 		}
 	}
-	if blocked == 0 || upStreams == 0 || pieced == 0 || split == 0 || streamed == 0 {
-		t.Fatalf("%d upward passes went block by block, %d streamed; %d downward reductions piece by piece (%d of several steps, %d streamed)", blocked, upStreams, pieced, split, streamed)
+	if blocked == 0 || upStreams == 0 || pieced == 0 || split == 0 || streamed == 0 || lazy == 0 {
+		t.Fatalf("%d upward passes went block by block, %d streamed; %d downward reductions piece by piece (%d of several steps, %d streamed); %d lazy cliques",
+			blocked, upStreams, pieced, split, streamed, lazy)
 	}
 }
