@@ -266,7 +266,7 @@ type finItem struct {
 }
 
 // maxInter bounds the intermediate table of one multi-step reduction that
-// is run piece by piece, and the result of a streamed one (512 KB).
+// is run piece by piece (512 KB).
 const maxInter = 1 << 16
 
 // takeInter reserves n cells of intermediate tables if the budget of the
@@ -285,9 +285,7 @@ func (w *bpWork) takeInter(n int) bool {
 // kernel.Reduction.Split): whole blocks (Blocks) when they are small, else
 // pieces of any length (align 1, SumStream) or whole rows (Rows). Streams
 // and rows must come in order, so only without a pool (one core): chunks
-// then run in order. A stream adds every row into its result, so the
-// result must stay in cache (maxInter): from memory that would cost twice
-// the table's traffic where the separate sweep reads it once.
+// then run in order.
 func (w *bpWork) pieceAlign(r *kernel.Reduction) (align int, first, rest *kernel.Reduction) {
 	first, rest = r.Split()
 	if rest != nil && first.Out() > maxInter {
@@ -296,7 +294,7 @@ func (w *bpWork) pieceAlign(r *kernel.Reduction) (align int, first, rest *kernel
 	if block, _, ok := first.Blocks(); ok && block <= maxUpBlock {
 		align = block
 	} else if w.team.p == nil {
-		if first.Streams() && first.Out() <= maxInter {
+		if first.Streams() {
 			align = 1
 		} else if inner, ok := first.Rows(); ok && inner <= maxUpBlock {
 			align = inner
@@ -424,7 +422,7 @@ func (w *bpWork) bindUp() {
 			continue
 		}
 		first, rest := jt.upRed[v].Split()
-		if !first.Streams() || first.Out() > maxInter || (rest != nil && !w.takeInter(first.Out())) {
+		if !first.Streams() || (rest != nil && !w.takeInter(first.Out())) {
 			continue
 		}
 		u := &upStream{first: first, rest: rest}
