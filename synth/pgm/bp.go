@@ -19,7 +19,45 @@ type bpWork struct {
 	msg, shift, acc, comb, marg, down [][]float64
 	// red is the scratch of reductions.
 	red []float64
+	// upBlock[v] > 0 when v's upward reduction goes block by block
+	// (kernel.Reduction.Blocks) with blocks of at most maxUpBlock cells;
+	// upInner[v] is the result cells per block.
+	upBlock, upInner []int
+	// rootScale holds the root's chunk scales between the passes.
+	rootScale [maxParts]float64
+	// Set by bind: the downward pass's piecewise reductions, whether a
+	// child's separator marginal is among them, and the objective whose
+	// projections are.
+	fin        []finPlan
+	kidFused   []bool
+	obj        *objective
+	finScratch []float64 // scratch of the finItems' rest steps
+	// up[v], set by bind on one core, streams v's upward reduction
+	// (upStreamed); upScratch is the scratch of its rest steps.
+	up        []*upStream
+	upScratch []float64
+	interLeft int // cells of intermediate tables bind may still allocate
+	// lazy[v], set by bind, leaves clique v's marginal unscaled in p
+	// (finalize reduces a scaled copy of each piece) until materialize;
+	// tmp holds each chunk's piece.
+	lazy []bool
+	tmp  [maxParts][]float64
 }
+
+// fuseLazy enables lazy cliques (bind); tests turn it off to compare.
+var fuseLazy = true
+
+// fuseDown enables the downward pass's piecewise reductions (bind); tests
+// turn it off to compare with the separate sweeps.
+var fuseDown = true
+
+// maxUpBlock bounds the blocks that the upward pass reduces while in cache
+// (256 KB): larger ones go through upward's three sweeps. Tests lower it.
+var maxUpBlock = 1 << 15
+
+// fuseUp enables the block-by-block upward pass; tests turn it off to
+// compare with upward's sweeps.
+var fuseUp = true
 
 func newBPWork(jt *junctionTree) *bpWork {
 	k := len(jt.cliques)
@@ -39,6 +77,15 @@ func newBPWork(jt *junctionTree) *bpWork {
 		}
 	}
 	w.red = make([]float64, jt.maxScratch)
+	w.upBlock, w.upInner = make([]int, k), make([]int, k)
+	for v := range k {
+		if jt.parent[v] < 0 || !fuseUp {
+			continue
+		}
+		if block, inner, ok := jt.upRed[v].Blocks(); ok && block <= maxUpBlock {
+			w.upBlock[v], w.upInner[v] = block, inner
+		}
+	}
 	return w
 }
 
@@ -64,8 +111,27 @@ func (w *bpWork) run(p, theta []float64) float64 { return w.runStep(p, theta, 0,
 // A line search thereby saves a sweep over the arena per trial step. A nil
 // dir means theta itself.
 func (w *bpWork) runStep(p, theta []float64, a float64, dir []float64) float64 {
+	return w.runFused(p, theta, a, dir, 0, nil)
+}
+
+// fuseCells is the length of the pieces in which runFused prepares a
+// chunk's beliefs: small enough that θ, the gradient and the belief stay in
+// L1 between the kernels that read them.
+var fuseCells = 2048
+
+// runFused is runStep with the mirror-descent bookkeeping that precedes a
+// line search's first trial folded into the propagation's first sweep over
+// each clique: with obj non-nil, dir is first moved to by theta ← theta +
+// pend·dir (the previous iteration's accepted step, deferred; nothing when
+// pend is 0), then overwritten with the gradient of obj's last gradTables
+// call (gradChunk), and the belief starts from theta + a·dir. Each of the
+// three is done piece by piece in the same arithmetic as the separate
+// passes (AxpyTo, grad, AxpyTo), so θ, the gradient and the marginals are
+// theirs bit for bit; an iteration then streams θ and the gradient through
+// memory once instead of four times (accept, clear, broadcast, trial).
+func (w *bpWork) runFused(p, theta []float64, a float64, dir []float64, pend float64, obj *objective) float64 {
 	jt := w.jt
-	if len(p) != jt.total || len(theta) != jt.total || (dir != nil && len(dir) != jt.total) {
+	if len(p) != jt.total || len(theta) != jt.total || (dir != nil && len(dir) != jt.total) || (obj != nil && dir == nil) {
 		panic("pgm: arena length mismatch")
 	}
 	var logZ float64
@@ -86,16 +152,52 @@ func (w *bpWork) runStep(p, theta []float64, a float64, dir []float64) float64 {
 			}
 		}
 		root := jt.parent[v] < 0
+		// With upBlock > 0 the upward message is computed block by block
+		// while each is in cache (upPiece) instead of by three sweeps.
+		upBlock := w.upBlock[v]
+		// With up non-nil (one core, bind) the upward maximum is taken
+		// by streaming rows while the belief is built, and the
+		// exponentials and sums in one more sweep (upStream): two sweeps
+		// instead of four.
+		var up *upStream
+		if upBlock == 0 && w.up != nil {
+			up = w.up[v]
+		}
+		align, piece := 1, 0 // piece 0: the chunk at once
+		switch {
+		case upBlock > 0:
+			align, piece = upBlock, max(1, fuseCells/upBlock)*upBlock
+		case obj != nil || up != nil:
+			piece = fuseCells
+		}
 		var partMax, partSum [maxParts]float64
-		w.team.run(len(b), 1, func(lo, hi, part int) {
-			if dv == nil {
-				copy(b[lo:hi], th[lo:hi])
-			} else {
-				kernel.AxpyTo(b[lo:hi], th[lo:hi], a, dv[lo:hi])
+		w.team.run(len(b), align, func(lo, hi, part int) {
+			step := piece
+			if step == 0 {
+				step = max(1, hi-lo)
 			}
-			for _, c := range kids {
-				if jt.nest[c] < 0 {
-					jt.downMap[c].Expand(b[lo:hi], w.comb[c], lo)
+			for s := lo; s < hi; s += step {
+				e := min(s+step, hi)
+				switch {
+				case obj != nil:
+					// θ, gradient, belief and the children's messages
+					// while the piece is in L1.
+					if pend != 0 {
+						kernel.AxpyTo(th[s:e], th[s:e], pend, dv[s:e])
+					}
+					obj.gradChunk(v, dv[s:e], s)
+					kernel.AxpyTo(b[s:e], th[s:e], a, dv[s:e])
+				case dv == nil:
+					copy(b[s:e], th[s:e])
+				default:
+					kernel.AxpyTo(b[s:e], th[s:e], a, dv[s:e])
+				}
+				w.expandKids(v, b[s:e], s)
+				switch {
+				case upBlock > 0:
+					w.upPiece(v, b[s:e], s)
+				case up != nil:
+					up.first.MaxStream(up.maxTo(w.shift[v]), b[s:e], s)
 				}
 			}
 			if root {
@@ -106,21 +208,31 @@ func (w *bpWork) runStep(p, theta []float64, a float64, dir []float64) float64 {
 				partSum[part] = kernel.ExpShiftTotal(b[lo:hi], partMax[part])
 			}
 		})
-		if root {
+		switch {
+		case root:
 			k := w.team.parts(len(b))
-			logZ = w.normalizeRoot(b, partMax[:k], partSum[:k])
-			continue
+			logZ = w.rootScales(partMax[:k], partSum[:k])
+		case upBlock > 0:
+			w.message(v)
+		case up != nil:
+			w.upStreamed(v, b, up)
+		default:
+			w.upward(v, b)
 		}
-		w.upward(v, b)
 	}
 	for _, v := range slices.Backward(jt.post) {
+		// v's marginal is final once scaled (by the root's chunk scales,
+		// or by its separator's marginal over the upward sums); the
+		// tables that fin[v] plans are reduced from it piece by piece.
+		w.finalize(v, p)
 		pv := jt.block(p, v)
 		for _, c := range jt.sorted[v] {
 			m := w.marg[c]
-			if n := jt.nest[c]; n >= 0 {
+			switch n := jt.nest[c]; {
+			case n >= 0:
 				clear(m)
 				kernel.Project(m, w.marg[n], jt.nestMap[c])
-			} else {
+			case w.kidFused == nil || !w.kidFused[c]:
 				jt.downRed[c].SumPar(m, pv, w.red, w.team.split)
 			}
 			d, acc := w.down[c], w.acc[c]
@@ -131,38 +243,335 @@ func (w *bpWork) runStep(p, theta []float64, a float64, dir []float64) float64 {
 					d[s] = 0
 				}
 			}
-			pc := jt.block(p, c)
-			w.team.run(len(pc), 1, func(lo, hi, _ int) {
-				jt.upMap[c].Scale(pc[lo:hi], d, lo)
-			})
 		}
 	}
 	return logZ
 }
 
-// normalizeRoot turns the root's chunks b, chunk c holding exp(belief −
-// chunkMax[c]) and summing to chunkSum[c], into probabilities and returns
-// log Z.
-func (w *bpWork) normalizeRoot(b, chunkMax, chunkSum []float64) float64 {
+// finPlan is what is reduced from a clique's final marginal piece by piece
+// (see finalize); pieces are whole multiples of align cells.
+type finPlan struct {
+	align int
+	items []finItem
+}
+
+// finItem is one table reduced piece by piece: a child's separator
+// marginal (kid ≥ 0) or the projection of objective measurement meas. first
+// is the reduction (nil: a copy) or its first step, rest the steps after
+// it (nil if none), run over inter once every piece has been reduced.
+type finItem struct {
+	kid, meas   int
+	first, rest *kernel.Reduction
+	inter       []float64
+}
+
+// maxInter bounds the intermediate table of one multi-step reduction that
+// is run piece by piece (512 KB).
+const maxInter = 1 << 16
+
+// takeInter reserves n cells of intermediate tables if the budget of the
+// bound work allows: all of them take at most a sixteenth of the model and
+// 8 MB, the fits' memory being the other limit on AIM's models.
+func (w *bpWork) takeInter(n int) bool {
+	if n > maxInter || n > w.interLeft {
+		return false
+	}
+	w.interLeft -= n
+	return true
+}
+
+// pieceAlign returns the piece alignment at which r's first step can reduce
+// a table piece by piece, or 0, with the split of r (see
+// kernel.Reduction.Split): whole blocks (Blocks) when they are small, else
+// pieces of any length (align 1, SumStream) or whole rows (Rows). Streams
+// and rows must come in order, so only without a pool (one core): chunks
+// then run in order.
+func (w *bpWork) pieceAlign(r *kernel.Reduction) (align int, first, rest *kernel.Reduction) {
+	first, rest = r.Split()
+	if rest != nil && first.Out() > maxInter {
+		return 0, nil, nil
+	}
+	if block, _, ok := first.Blocks(); ok && block <= maxUpBlock {
+		align = block
+	} else if w.team.p == nil {
+		if first.Streams() {
+			align = 1
+		} else if inner, ok := first.Rows(); ok && inner <= maxUpBlock {
+			align = inner
+		}
+	}
+	if align == 0 || (rest != nil && !w.takeInter(first.Out())) {
+		return 0, nil, nil
+	}
+	return align, first, rest
+}
+
+// reducePiece reduces b, the cells [lo, lo+len(b)) of a table, into dst
+// with the single-step r as pieceAlign allowed.
+func reducePiece(r *kernel.Reduction, dst, b []float64, lo int) {
+	if block, inner, ok := r.Blocks(); ok && len(b)%block == 0 && lo%block == 0 {
+		r.SumBlocks(dst[lo/block*inner:(lo+len(b))/block*inner], b)
+		return
+	}
+	if r.Streams() {
+		r.SumStream(dst, b, lo)
+		return
+	}
+	r.SumRows(dst, b, lo == 0)
+}
+
+// bind plans the reductions that the downward pass does piece by piece:
+// children's separator marginals and, when obj is non-nil, the
+// projections of obj's measurements taken from cliques, which obj's
+// valueBP then skips. Call it once the team is set. The alignments of one
+// clique's reductions are suffix products of its axis sizes, so they divide
+// one another and the largest serves all.
+func (w *bpWork) bind(obj *objective) {
+	jt := w.jt
+	w.obj = obj
+	w.kidFused = make([]bool, len(jt.cliques))
+	w.fin = make([]finPlan, len(jt.cliques))
+	w.interLeft = min(1<<20, jt.total/16)
+	w.bindUp()
+	if !fuseDown {
+		return
+	}
+	scratch := 0
+	add := func(v int, it finItem, a int) {
+		if it.rest != nil {
+			it.inter = make([]float64, it.first.Out())
+			scratch = max(scratch, it.rest.Scratch())
+		}
+		f := &w.fin[v]
+		f.align = max(f.align, a)
+		f.items = append(f.items, it)
+	}
+	for v := range jt.cliques {
+		for _, c := range jt.sorted[v] {
+			if jt.nest[c] >= 0 {
+				continue
+			}
+			if a, first, rest := w.pieceAlign(jt.downRed[c]); a > 0 {
+				add(v, finItem{kid: c, meas: -1, first: first, rest: rest}, a)
+				w.kidFused[c] = true
+			}
+		}
+	}
+	if obj != nil {
+		for i := range obj.meas {
+			m := &obj.meas[i]
+			if m.src >= 0 {
+				continue
+			}
+			if m.red == nil {
+				add(m.clique, finItem{kid: -1, meas: i}, 1)
+				m.byBP = true
+			} else if a, first, rest := w.pieceAlign(m.red); a > 0 {
+				add(m.clique, finItem{kid: -1, meas: i, first: first, rest: rest}, a)
+				m.byBP = true
+			}
+		}
+	}
+	w.finScratch = make([]float64, scratch)
+	if obj == nil || !fuseLazy {
+		return
+	}
+	// A clique is lazy when the downward pass reduces everything read
+	// from its marginal: its non-nested children's separator marginals
+	// and the measurements projected from it.
+	w.lazy = make([]bool, len(jt.cliques))
+	for v := range jt.cliques {
+		w.lazy[v] = true
+		for _, c := range jt.sorted[v] {
+			if jt.nest[c] < 0 && !w.kidFused[c] {
+				w.lazy[v] = false
+			}
+		}
+	}
+	for i := range obj.meas {
+		if m := &obj.meas[i]; m.src < 0 && !m.byBP {
+			w.lazy[m.clique] = false
+		}
+	}
+	piece := 0
+	for v, f := range w.fin {
+		if w.lazy[v] && f.align > 0 {
+			piece = max(piece, max(1, fuseCells/f.align)*f.align)
+		}
+	}
+	for i := range w.tmp {
+		if i == 0 || w.team.p != nil { // on one core the chunks run in turn
+			w.tmp[i] = make([]float64, piece)
+		} else {
+			w.tmp[i] = w.tmp[0]
+		}
+	}
+}
+
+// bindUp plans the upward reductions streamed by upStreamed; streaming
+// the maximum needs the cliques' pieces in order, so only on one core.
+func (w *bpWork) bindUp() {
+	jt := w.jt
+	if w.team.p != nil || !fuseUp {
+		return
+	}
+	w.up = make([]*upStream, len(jt.cliques))
+	upScratch := 0
+	for v := range jt.cliques {
+		if jt.parent[v] < 0 || w.upBlock[v] > 0 {
+			continue
+		}
+		first, rest := jt.upRed[v].Split()
+		if !first.Streams() || (rest != nil && !w.takeInter(first.Out())) {
+			continue
+		}
+		u := &upStream{first: first, rest: rest}
+		if rest != nil {
+			u.inter = make([]float64, first.Out())
+			upScratch = max(upScratch, rest.Scratch())
+		}
+		w.up[v] = u
+	}
+	w.upScratch = make([]float64, upScratch)
+}
+
+// finalize scales clique v's block of p into its marginal and reduces the
+// tables of fin[v] from it piece by piece.
+func (w *bpWork) finalize(v int, p []float64) {
+	jt := w.jt
+	b := jt.block(p, v)
+	root := jt.parent[v] < 0
+	// scale writes the marginal's cells [lo, lo+len(x)) into x, which
+	// holds their unscaled values.
+	scale := func(x []float64, lo int) {
+		if !root {
+			jt.upMap[v].Scale(x, w.down[v], lo)
+			return
+		}
+		// The root's chunks of the upward pass each have their scale.
+		k := w.team.parts(len(b))
+		step := len(b) / k
+		for hi := lo + len(x); lo < hi; {
+			c := min(lo/step, k-1)
+			e := hi
+			if c < k-1 {
+				e = min(hi, (c+1)*step)
+			}
+			kernel.ScaleAll(x[:e-lo], w.rootScale[c])
+			x, lo = x[e-lo:], e
+		}
+	}
+	var f finPlan
+	if w.fin != nil {
+		f = w.fin[v]
+	}
+	lazy := w.lazy != nil && w.lazy[v]
+	if f.align == 0 {
+		if !lazy {
+			w.team.run(len(b), 1, func(lo, hi, _ int) { scale(b[lo:hi], lo) })
+		}
+		return
+	}
+	// dst returns where item it's first step writes.
+	dst := func(it *finItem) []float64 {
+		switch {
+		case it.rest != nil:
+			return it.inter
+		case it.kid >= 0:
+			return w.marg[it.kid]
+		}
+		return w.obj.meas[it.meas].x
+	}
+	piece := max(1, fuseCells/f.align) * f.align
+	w.team.run(len(b), f.align, func(lo, hi, part int) {
+		for s := lo; s < hi; s += piece {
+			e := min(s+piece, hi)
+			x := b[s:e]
+			if lazy {
+				// Nothing else reads the marginal before the next
+				// propagation overwrites it: scale a copy.
+				x = w.tmp[part][:e-s]
+				copy(x, b[s:e])
+			}
+			scale(x, s)
+			for i := range f.items {
+				it := &f.items[i]
+				if it.first == nil {
+					copy(dst(it)[s:e], x)
+				} else {
+					reducePiece(it.first, dst(it), x, s)
+				}
+			}
+		}
+	})
+	for i := range f.items {
+		if it := &f.items[i]; it.rest != nil {
+			var to []float64
+			if it.kid >= 0 {
+				to = w.marg[it.kid]
+			} else {
+				to = w.obj.meas[it.meas].x
+			}
+			it.rest.Sum(to, it.inter, w.finScratch)
+		}
+	}
+}
+
+// materialize scales the blocks of p that the last propagation left
+// unscaled (lazy cliques), so that p holds its marginals, bit for bit
+// those a propagation without lazy cliques writes.
+func (w *bpWork) materialize(p []float64) {
+	jt := w.jt
+	for v, lazy := range w.lazy {
+		if !lazy {
+			continue
+		}
+		b := jt.block(p, v)
+		if jt.parent[v] >= 0 {
+			w.team.run(len(b), 1, func(lo, hi, _ int) { jt.upMap[v].Scale(b[lo:hi], w.down[v], lo) })
+			continue
+		}
+		w.team.run(len(b), 1, func(lo, hi, c int) { kernel.ScaleAll(b[lo:hi], w.rootScale[c]) })
+	}
+}
+
+// expandKids adds into b, the cells [lo, lo+len(b)) of clique v's belief,
+// the messages of v's children whose separators are not nested in a
+// sibling's (those are folded into the sibling's message).
+func (w *bpWork) expandKids(v int, b []float64, lo int) {
+	jt := w.jt
+	for _, c := range jt.sorted[v] {
+		if jt.nest[c] < 0 {
+			jt.downMap[c].Expand(b, w.comb[c], lo)
+		}
+	}
+}
+
+// rootScales sets the scales that turn the root's chunks, chunk c holding
+// exp(belief − chunkMax[c]) and summing to chunkSum[c], into probabilities
+// (finalize applies them), and returns log Z.
+func (w *bpWork) rootScales(chunkMax, chunkSum []float64) float64 {
 	mx := math.Inf(-1)
 	for _, x := range chunkMax {
 		mx = math.Max(mx, x)
 	}
 	if math.IsInf(mx, -1) { // every cell has probability 0 (b is all 0)
+		for c := range chunkMax {
+			w.rootScale[c] = 1
+		}
 		return mx
 	}
-	var scale [maxParts]float64
 	var total float64
 	for c, x := range chunkMax {
+		w.rootScale[c] = 0
 		if !math.IsInf(x, -1) {
-			scale[c] = math.Exp(x - mx)
-			total += chunkSum[c] * scale[c]
+			w.rootScale[c] = math.Exp(x - mx)
+			total += chunkSum[c] * w.rootScale[c]
 		}
 	}
 	for c := range chunkMax {
-		scale[c] /= total
+		w.rootScale[c] /= total
 	}
-	w.team.run(len(b), 1, func(lo, hi, c int) { kernel.ScaleAll(b[lo:hi], scale[c]) })
 	return mx + math.Log(total)
 }
 
@@ -176,7 +585,64 @@ func (w *bpWork) upward(v int, b []float64) {
 		idx.ExpShiftGather(b[lo:hi], shift, lo)
 	})
 	jt.upRed[v].SumPar(acc, b, w.red, w.team.split)
-	m := w.msg[v]
+	w.message(v)
+}
+
+// upPiece is upward on the whole blocks (kernel.Reduction.Blocks) of
+// clique v's belief that b holds, from cell lo: each separator cell's shift
+// and sum come from one block, so the piece is reduced, exponentiated and
+// summed while in cache, with upward's arithmetic bit for bit.
+func (w *bpWork) upPiece(v int, b []float64, lo int) {
+	jt := w.jt
+	block, inner := w.upBlock[v], w.upInner[v]
+	o0, o1 := lo/block*inner, (lo+len(b))/block*inner
+	jt.upRed[v].MaxBlocks(w.shift[v][o0:o1], b)
+	jt.upMap[v].ExpShiftGather(b, w.shift[v], lo)
+	jt.upRed[v].SumBlocks(w.acc[v][o0:o1], b)
+}
+
+// upStream is the upward reduction of a clique whose first step streams
+// rows (kernel.Reduction.Streams): first, and the steps after it (rest, or
+// nil) over inter.
+type upStream struct {
+	first, rest *kernel.Reduction
+	inter       []float64
+}
+
+// maxTo returns where the first step's maximum goes: shift, or inter.
+func (u *upStream) maxTo(shift []float64) []float64 {
+	if u.rest != nil {
+		return u.inter
+	}
+	return shift
+}
+
+// upStreamed finishes upward for clique v whose belief b has been
+// streamed through u.first.MaxStream: the rest of the maximum, then one
+// sweep that exponentiates and streams the sums, then the message; upward's
+// arithmetic bit for bit.
+func (w *bpWork) upStreamed(v int, b []float64, u *upStream) {
+	jt := w.jt
+	shift, acc, idx := w.shift[v], w.acc[v], jt.upMap[v]
+	sumTo := acc
+	if u.rest != nil {
+		u.rest.Max(shift, u.inter, w.upScratch)
+		sumTo = u.inter
+	}
+	for s := 0; s < len(b); s += fuseCells {
+		e := min(s+fuseCells, len(b))
+		idx.ExpShiftGather(b[s:e], shift, s)
+		u.first.SumStream(sumTo, b[s:e], s)
+	}
+	if u.rest != nil {
+		u.rest.Sum(acc, u.inter, w.upScratch)
+	}
+	w.message(v)
+}
+
+// message sets clique v's upward message from its shifts and sums.
+func (w *bpWork) message(v int) {
+	shift, acc, m := w.shift[v], w.acc[v], w.msg[v]
 	for s := range m {
 		if math.IsInf(shift[s], -1) {
 			m[s] = math.Inf(-1)

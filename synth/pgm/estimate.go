@@ -426,11 +426,17 @@ type fitEnd struct {
 	logZ float64
 }
 
+// fuseGrad folds each iteration's gradient broadcast and the previous
+// step's update of theta into the first trial's propagation
+// (bpWork.runFused); tests turn it off to compare with the separate passes.
+var fuseGrad = true
+
 // mirrorDescent runs Algorithm 1 with Armijo backtracking, updating theta.
 // warmStep is the last step of the warm start's fit (0 if none).
 func mirrorDescent(ctx context.Context, jt *junctionTree, obj *objective, theta []float64, o *EstimateOptions, warmStep float64, st *EstimateStats) (fitEnd, error) {
 	bp := newBPWork(jt)
 	bp.team = obj.team
+	bp.bind(obj)
 	// One arena of marginals suffices: the loss, its gradient and the
 	// Armijo test work from the measurements' projections, which the
 	// objective keeps for the accepted point and the trial.
@@ -439,7 +445,7 @@ func mirrorDescent(ctx context.Context, jt *junctionTree, obj *objective, theta 
 	p, dL := make([]float64, n), make([]float64, n)
 	logZ := bp.run(p, theta)
 	st.OracleCalls++
-	loss := obj.value(p)
+	loss := obj.valueBP(p)
 	obj.accept()
 	st.Loss = loss
 	step, lineSearch := o.StepSize, o.StepSize <= 0
@@ -460,6 +466,19 @@ func mirrorDescent(ctx context.Context, jt *junctionTree, obj *objective, theta 
 	// hist[k%len(hist)] is the loss after k iterations, for Tol.
 	var hist [TolWindow + 1]float64
 	hist[0] = loss
+	// pend is the accepted step not yet applied to theta: theta ← theta +
+	// pend·dL is folded into the next iteration's first propagation
+	// (runFused), or done by flush when the fit ends.
+	var pend float64
+	flush := func() {
+		if pend != 0 {
+			bp.team.run(n, 1, func(lo, hi, _ int) {
+				kernel.AxpyTo(theta[lo:hi], theta[lo:hi], pend, dL[lo:hi])
+			})
+			pend = 0
+		}
+	}
+	defer flush()
 	for i := range o.Iters {
 		if i > 0 {
 			prog.tick(i, loss)
@@ -468,18 +487,31 @@ func mirrorDescent(ctx context.Context, jt *junctionTree, obj *objective, theta 
 			return fitEnd{}, fmt.Errorf("pgm: estimation cancelled: %w", err)
 		}
 		if loss == 0 {
+			bp.materialize(p)
 			return fitEnd{last, p, logZ}, nil
 		}
-		obj.grad(dL)
+		if !fuseGrad {
+			flush()
+			obj.grad(dL)
+		} else {
+			obj.gradTables()
+		}
 		// theta stays at omega while the trial steps are tried: BP forms
 		// omega − alpha·dL itself, and theta moves once, to the accepted step.
 		var newLoss, trialLogZ float64
 		accepted, trials := false, 0
 		for range maxHalvings {
-			trialLogZ = bp.runStep(p, theta, -alpha, dL)
+			if trials == 0 && fuseGrad {
+				// The first trial also applies the last step to theta
+				// and writes the gradient into dL.
+				trialLogZ = bp.runFused(p, theta, -alpha, dL, pend, obj)
+				pend = 0
+			} else {
+				trialLogZ = bp.runStep(p, theta, -alpha, dL)
+			}
 			st.OracleCalls++
 			trials++
-			newLoss = obj.value(p)
+			newLoss = obj.valueBP(p)
 			if !lineSearch || (newLoss <= loss && loss-newLoss >= 0.5*alpha*obj.total*obj.dirDot()) {
 				accepted = true
 				break
@@ -494,9 +526,7 @@ func mirrorDescent(ctx context.Context, jt *junctionTree, obj *objective, theta 
 			return fitEnd{step: last}, nil
 		}
 		logZ = trialLogZ
-		bp.team.run(n, 1, func(lo, hi, _ int) {
-			kernel.AxpyTo(theta[lo:hi], theta[lo:hi], -alpha, dL[lo:hi])
-		})
+		pend = -alpha
 		obj.accept()
 		last = alpha
 		switch {
@@ -513,9 +543,11 @@ func mirrorDescent(ctx context.Context, jt *junctionTree, obj *objective, theta 
 		st.Loss = loss
 		hist[st.Iters%len(hist)] = loss
 		if o.Tol > 0 && st.Iters >= TolWindow && hist[(st.Iters-TolWindow)%len(hist)]-loss < o.Tol*TolWindow*math.Abs(loss) {
+			bp.materialize(p)
 			return fitEnd{last, p, logZ}, nil
 		}
 	}
+	bp.materialize(p)
 	return fitEnd{last, p, logZ}, nil
 }
 

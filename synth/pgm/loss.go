@@ -27,6 +27,7 @@ type compiled struct {
 	r      []float64 // c·(Q·total·x − y)
 	g      []float64 // gradient over attrs, accumulated from dependants
 	pseudo bool      // an unmeasured intermediate table: no loss of its own
+	byBP   bool      // projected by a bound bpWork's propagation (bind), not by valueBP
 	own    []float64 // Qᵀ r (dense queries only)
 	qx     *mat.VecDense
 	xv     *mat.VecDense
@@ -43,6 +44,9 @@ type objective struct {
 	total float64
 	team  team
 	red   []float64 // reduction scratch
+	// bySrc[k] lists the measurements projected from clique k itself, in
+	// the order their gradients are added into the clique's.
+	bySrc [][]int
 }
 
 func newObjective(jt *junctionTree, meas []Measurement, loss Loss, total float64) *objective {
@@ -107,6 +111,12 @@ func newObjective(jt *junctionTree, meas []Measurement, loss Loss, total float64
 		o.meas[pos] = cm
 	}
 	o.red = make([]float64, scratch)
+	o.bySrc = make([][]int, len(jt.cliques))
+	for i := len(o.meas) - 1; i >= 0; i-- {
+		if m := &o.meas[i]; m.src < 0 {
+			o.bySrc[m.clique] = append(o.bySrc[m.clique], i)
+		}
+	}
 	return o
 }
 
@@ -185,15 +195,22 @@ func (o *objective) source(p []float64, m *compiled) []float64 {
 
 // value returns the loss at the clique marginals p (probabilities; the loss
 // sees total·p) and keeps the residuals for grad.
-func (o *objective) value(p []float64) float64 {
+func (o *objective) value(p []float64) float64 { return o.valueOf(p, false) }
+
+// valueBP is value after a propagation by a bpWork bound to o (bind),
+// which has projected the measurements marked byBP already.
+func (o *objective) valueBP(p []float64) float64 { return o.valueOf(p, true) }
+
+func (o *objective) valueOf(p []float64, bp bool) float64 {
 	var loss float64
 	for i := range o.meas {
 		m := &o.meas[i]
-		src := o.source(p, m)
-		if m.red == nil {
-			copy(m.x, src)
-		} else {
-			m.red.SumPar(m.x, src, o.red, o.team.split)
+		switch {
+		case bp && m.byBP:
+		case m.red == nil:
+			copy(m.x, o.source(p, m))
+		default:
+			m.red.SumPar(m.x, o.source(p, m), o.red, o.team.split)
 		}
 		if m.pseudo {
 			continue
@@ -234,7 +251,19 @@ func (o *objective) value(p []float64) float64 {
 // Gradients flow back along the projection tree: each measurement's
 // gradient is broadcast into its source.
 func (o *objective) grad(dst []float64) {
-	clear(dst)
+	o.gradTables()
+	for k := range o.jt.cliques {
+		b := o.jt.block(dst, k)
+		o.team.run(len(b), 1, func(lo, hi, _ int) { o.gradChunk(k, b[lo:hi], lo) })
+	}
+}
+
+// gradTables is grad's first part: every measurement's gradient over its
+// own attributes (small tables), each accumulated into the intermediate
+// table it is projected from; what remains is the broadcast of the
+// measurements projected from cliques (gradChunk), which a fused
+// propagation does chunk by chunk while the clique is in cache.
+func (o *objective) gradTables() {
 	for i := range o.meas {
 		clear(o.meas[i].g)
 	}
@@ -258,18 +287,32 @@ func (o *objective) grad(dst []float64) {
 			}
 			kernel.Axpy(m.g, 1, m.gOwn)
 		}
-		var to []float64
 		if m.src < 0 {
-			to = o.jt.block(dst, m.clique)
-		} else {
-			to = o.meas[m.src].g
+			continue
 		}
+		to := o.meas[m.src].g
 		if m.idx == nil {
 			kernel.Axpy(to, 1, m.g)
 		} else {
 			o.team.run(len(to), 1, func(lo, hi, _ int) {
 				m.idx.Expand(to[lo:hi], m.g, lo)
 			})
+		}
+	}
+}
+
+// gradChunk writes into dst the cells [lo, lo+len(dst)) of clique k's
+// gradient, from the tables of the last gradTables call: zero plus each
+// measurement projected from the clique, broadcast, in grad's order (the
+// same sums, bit for bit, however the clique is chunked).
+func (o *objective) gradChunk(k int, dst []float64, lo int) {
+	clear(dst)
+	for _, i := range o.bySrc[k] {
+		m := &o.meas[i]
+		if m.idx == nil {
+			kernel.Axpy(dst, 1, m.g[lo:lo+len(dst)])
+		} else {
+			m.idx.Expand(dst, m.g, lo)
 		}
 	}
 }

@@ -269,3 +269,127 @@ func stridedMax(x []float64, n, stride int) float64 {
 	}
 	return math.Max(m0, m1)
 }
+
+// Blocks reports whether r is a single step over two or more blocks: the
+// table is a sequence of blocks of block cells, each reduced on its own to
+// inner cells of the result (block i to result cells [i·inner, (i+1)·inner)).
+// SumBlocks and MaxBlocks then reduce any run of whole blocks, so a caller
+// can reduce a table block by block while each is in cache.
+func (r *Reduction) Blocks() (block, inner int, ok bool) {
+	if len(r.steps) != 1 || r.steps[0].outer < 2 {
+		return 0, 0, false
+	}
+	st := r.steps[0]
+	return st.s * st.inner, st.inner, true
+}
+
+// SumBlocks is Sum over a run of whole blocks (see Blocks): src holds the
+// blocks and dst their results, as Sum computes them, bit for bit.
+func (r *Reduction) SumBlocks(dst, src []float64) { r.blocks(dst, src, false) }
+
+// MaxBlocks is Max over a run of whole blocks (see SumBlocks).
+func (r *Reduction) MaxBlocks(dst, src []float64) { r.blocks(dst, src, true) }
+
+func (r *Reduction) blocks(dst, src []float64, isMax bool) {
+	if len(r.steps) != 1 {
+		panic(errLength)
+	}
+	st := r.steps[0]
+	n := st.s * st.inner
+	if len(src)%n != 0 {
+		panic(errLength)
+	}
+	reduceAxis(dst, src, step{len(src) / n, st.s, st.inner}, isMax)
+}
+
+// Rows reports whether r is a single step over one block whose rows (of
+// inner cells, inner ≥ 16) are summed in order: SumRows then reduces the
+// table row run by row run, in order, with Sum's arithmetic.
+func (r *Reduction) Rows() (inner int, ok bool) {
+	if len(r.steps) != 1 || r.steps[0].outer != 1 || r.steps[0].inner < 16 {
+		return 0, false
+	}
+	return r.steps[0].inner, true
+}
+
+// SumRows adds the whole rows src (see Rows) into dst in order; first
+// means src starts at row 0, which dst then takes as is. Run over the rows
+// of the table in order, it leaves Sum's result in dst, bit for bit.
+func (r *Reduction) SumRows(dst, src []float64, first bool) {
+	inner := r.steps[0].inner
+	if len(r.steps) != 1 || len(src)%inner != 0 || len(dst) != inner {
+		panic(errLength)
+	}
+	if first && len(src) > 0 {
+		copy(dst, src[:inner])
+		src = src[inner:]
+	}
+	for ; len(src) > 0; src = src[inner:] {
+		axpy(dst, 1, src[:inner])
+	}
+}
+
+// Split returns r as its first step and the rest (nil when r has one step
+// or none): rest.Sum of first.Sum's result is r.Sum's result, bit for bit,
+// so a caller can run the first step piece by piece (Blocks, Rows) over a
+// table and the rest, over the smaller intermediate, once at the end.
+func (r *Reduction) Split() (first, rest *Reduction) {
+	if len(r.steps) < 2 {
+		return r, nil
+	}
+	st := r.steps[0]
+	mid := r.in / st.s
+	first = &Reduction{steps: r.steps[:1:1], in: r.in, out: mid}
+	rest = &Reduction{steps: r.steps[1:], in: mid, out: r.out}
+	return first, rest
+}
+
+// minStreamRow is the least row length (cells) that SumStream accepts:
+// it makes one kernel call per row segment, and below this the calls cost
+// more than the sweep they save.
+const minStreamRow = 256
+
+// Streams reports whether r is a single step whose rows are long enough
+// for SumStream (at least minStreamRow cells; the row-wise path of
+// reduceAxis and reduceColumns, which adds each block's rows in order).
+func (r *Reduction) Streams() bool {
+	return len(r.steps) == 1 && r.steps[0].inner >= minStreamRow
+}
+
+// SumStream adds src, the cells [lo, lo+len(src)) of the table, into dst,
+// r's whole result: the cells of a block's first row are copied, the
+// others added. Given every cell of the table once, in order, in pieces of
+// any length, it leaves Sum's result in dst, bit for bit.
+func (r *Reduction) SumStream(dst, src []float64, lo int) { r.stream(dst, src, lo, false) }
+
+// MaxStream is SumStream with max instead of +: Max's result, bit for bit.
+func (r *Reduction) MaxStream(dst, src []float64, lo int) { r.stream(dst, src, lo, true) }
+
+func (r *Reduction) stream(dst, src []float64, lo int, isMax bool) {
+	if !r.Streams() || len(dst) != r.out || lo < 0 || lo+len(src) > r.in {
+		panic(errLength)
+	}
+	st := r.steps[0]
+	inner, block := st.inner, st.s*st.inner
+	for len(src) > 0 {
+		o, rem := lo/block, lo%block
+		row, col := rem/inner, rem%inner
+		n := min(len(src), inner-col)
+		d := dst[o*inner+col : o*inner+col+n]
+		switch {
+		case row == 0:
+			copy(d, src[:n])
+		case isMax:
+			// The comparison of reduceAxisGo and reduceColumnsGo, which
+			// the assembly matches (NaNs after the first row skipped).
+			for i, v := range src[:n] {
+				if v > d[i] {
+					d[i] = v
+				}
+			}
+		default:
+			axpy(d, 1, src[:n])
+		}
+		src, lo = src[n:], lo+n
+	}
+}
