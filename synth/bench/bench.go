@@ -29,6 +29,7 @@ import (
 	"time"
 
 	"github.com/dpsql/dpsql/budget"
+	"github.com/dpsql/dpsql/internal/cputime"
 	"github.com/dpsql/dpsql/synth"
 	"github.com/dpsql/dpsql/synth/hdmm"
 	"github.com/dpsql/dpsql/synth/noise"
@@ -214,7 +215,7 @@ func Execute(ctx context.Context, cfg Config, w io.Writer) ([]Report, error) {
 			Public:   public,
 		}
 		mem := startMemWatch()
-		start, cpu0 := time.Now(), cpuTime()
+		start, cpu0 := time.Now(), cputime.Process()
 		if pw := cfg.Progress; pw != nil {
 			in.Progress = func(s synth.Status) {
 				fmt.Fprintf(pw, "seed %d %6.1fs %-6s round %4d  ρ used %.6g  model %.2f MB\n",
@@ -222,7 +223,7 @@ func Execute(ctx context.Context, cfg Config, w io.Writer) ([]Report, error) {
 			}
 		}
 		res, err := runner.Run(ctx, in)
-		wall, cpu := time.Since(start), cpuTime()-cpu0
+		wall, cpu := time.Since(start), cputime.Process()-cpu0
 		peak, heap := mem.end()
 		if err != nil {
 			return reports, fmt.Errorf("bench: seed %d: %w", seed, err)

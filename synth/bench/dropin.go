@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/dpsql/dpsql/budget"
+	"github.com/dpsql/dpsql/internal/cputime"
 	"github.com/dpsql/dpsql/synth"
 	"github.com/dpsql/dpsql/synth/hdmm"
 	"github.com/dpsql/dpsql/synth/internal/marginal"
@@ -230,9 +231,9 @@ func DropIn(ctx context.Context, cfg DropInConfig, w io.Writer) ([]DropInResult,
 			}
 			in := &synth.Input{Data: synth.NewCache(data), Workload: work, Rho: rho,
 				Noise: noise.Derive(secret, int64(run), "dropin", mech.Name())}
-			start, cpu0 := time.Now(), cpuTime()
+			start, cpu0 := time.Now(), cputime.Process()
 			out, err := runner.Run(rctx, in)
-			wall, cpu := time.Since(start), cpuTime()-cpu0
+			wall, cpu := time.Since(start), cputime.Process()-cpu0
 			cancel()
 			if err != nil {
 				res.Failed = fmt.Sprintf("run %d: %v", run, err)

@@ -11,6 +11,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/dpsql/dpsql/internal/cputime"
 	"github.com/dpsql/dpsql/synth/pgm"
 )
 
@@ -64,14 +65,14 @@ func Scaling(ctx context.Context, ds []int, iters int, w io.Writer) ([]ScaleRow,
 		// the objective (setup grows faster than linearly in d).
 		var st pgm.EstimateStats
 		var heap float64
-		start, cpu0 := time.Now(), cpuTime()
+		start, cpu0 := time.Now(), cputime.Process()
 		if _, err := pgm.Estimate(ctx, dom, meas, &pgm.EstimateOptions{Iters: 1, Method: pgm.Accelerated}); err != nil {
 			return rows, err
 		}
-		setup, setupCPU := time.Since(start), cpuTime()-cpu0
-		start, cpu0 = time.Now(), cpuTime()
+		setup, setupCPU := time.Since(start), cputime.Process()-cpu0
+		start, cpu0 = time.Now(), cputime.Process()
 		model, err := pgm.Estimate(ctx, dom, meas, &pgm.EstimateOptions{Iters: iters + 1, Method: pgm.Accelerated, Stats: &st})
-		el, cpu := time.Since(start)-setup, cpuTime()-cpu0-setupCPU
+		el, cpu := time.Since(start)-setup, cputime.Process()-cpu0-setupCPU
 		if err != nil {
 			return rows, err
 		}

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/dpsql/dpsql/internal/cputime"
 	"github.com/dpsql/dpsql/synth/pgm"
 	"github.com/dpsql/dpsql/synth/pgm/pgmcsv"
 )
@@ -173,13 +174,13 @@ func timeEstimate(ctx context.Context, dom *pgm.Domain, meas []pgm.Measurement, 
 	var best estimateRun
 	for i := range estimateRepeats {
 		var stats pgm.EstimateStats
-		start, cpu := time.Now(), cpuTime()
+		start, cpu := time.Now(), cputime.Process()
 		m, err := pgm.Estimate(ctx, dom, meas, &pgm.EstimateOptions{Iters: Iters, Stats: &stats, Step: step})
 		if err != nil {
 			return best, fmt.Errorf("pgmbench: %w", err)
 		}
 		if d := time.Since(start) / Iters; i == 0 || d < best.iter {
-			best = estimateRun{iter: d, cpu: (cpuTime() - cpu) / Iters, stats: stats, model: m}
+			best = estimateRun{iter: d, cpu: (cputime.Process() - cpu) / Iters, stats: stats, model: m}
 		}
 	}
 	return best, nil

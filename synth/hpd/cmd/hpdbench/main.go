@@ -17,10 +17,10 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/dpsql/dpsql/budget"
+	"github.com/dpsql/dpsql/internal/cputime"
 	"github.com/dpsql/dpsql/internal/hhgen"
 	"github.com/dpsql/dpsql/synth"
 	"github.com/dpsql/dpsql/synth/hpd"
@@ -57,12 +57,6 @@ var hmult = 1
 // qiOnly restricts the methods' workload to Q_I (to compare with the flat
 // baseline, which measures Q_I only).
 var qiOnly bool
-
-func cpu() time.Duration {
-	var ru syscall.Rusage
-	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
 
 // encode turns generated data into typed-order records over the chosen
 // attributes, truncating households to K persons.
@@ -153,7 +147,7 @@ func run(n, K int, reduced, typed bool, methods, flat, epsList string, seeds int
 			}
 			for s := range seeds {
 				ctx, cancel := context.WithTimeout(context.Background(), timeout)
-				w0, c0 := time.Now(), cpu()
+				w0, c0 := time.Now(), cputime.Process()
 				train := sets
 				if qiOnly {
 					train = nil
@@ -170,7 +164,7 @@ func run(n, K int, reduced, typed bool, methods, flat, epsList string, seeds int
 					fmt.Printf("| %s | %g | %d | error: %v |\n", name, eps, s, err)
 					continue
 				}
-				wall, cp := time.Since(w0), cpu()-c0
+				wall, cp := time.Since(w0), cputime.Process()-c0
 				pk, all := hpd.WorkloadErrors(d, recs, res.Households, sets)
 				fmt.Printf("| %s | %g | %d | %.4f | %.5f | %.4f | %.4f | %s | %.5f | %.1f | %.1f |\n", name, eps, s, all.Max, all.Mean,
 					pk[hpd.GroupLevel].Max, pk[hpd.IndivLevel].Max, qr(pk), pk[hpd.IndivLevel].Mean, wall.Seconds(), cp.Seconds())
@@ -181,14 +175,14 @@ func run(n, K int, reduced, typed bool, methods, flat, epsList string, seeds int
 				continue
 			}
 			for s := range seeds {
-				w0, c0 := time.Now(), cpu()
+				w0, c0 := time.Now(), cputime.Process()
 				e, err := flatBaseline(fm, d, recs, sets, rho/float64(K*K), timeout)
 				if err != nil {
 					fmt.Printf("| flat %s ρ/K² | %g | %d | error: %v |\n", fm, eps, s, err)
 					continue
 				}
 				fmt.Printf("| flat %s ρ/K² | %g | %d | – | – | – | %.4f | – | %.5f | %.1f | %.1f |\n", fm, eps, s, e.Max, e.Mean,
-					time.Since(w0).Seconds(), (cpu() - c0).Seconds())
+					time.Since(w0).Seconds(), (cputime.Process() - c0).Seconds())
 			}
 		}
 	}
