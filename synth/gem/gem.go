@@ -265,9 +265,27 @@ func (o *Options) Run(ctx context.Context, in *synth.Input) (*synth.Result, erro
 	}
 	tr := &trainer{stepOffset: -1, o: o, net: net, adam: nn.NewAdam(len(net.Params())), dp: make([]float64, net.B*net.Out())}
 	in.Report(synth.Status{Phase: "init", ModelSize: float64(8*len(net.Params())) / (1 << 20)})
-	if o.Public && o.PretrainIters > 0 {
-		if err := tr.pretrain(ctx, in, w, prodq.NewLayout(sizes), rng); err != nil {
-			return &synth.Result{}, fmt.Errorf("%s: pretraining: %w", name, err)
+	if o.Public {
+		// The public table's workload marginals: the pretraining's targets
+		// and the prior of n̂ (amloop.ScaleEstimate: n̂ from the total of
+		// the selected marginals was 10 % high at ε = 0.1, because GEM^Pub
+		// selects large marginals; docs/gem.md).
+		sets := make([][]int, len(w))
+		for i, m := range w {
+			sets[i] = m.Attrs
+		}
+		pub, err := in.Public.Marginals(ctx, sets)
+		if err != nil {
+			return &synth.Result{}, fmt.Errorf("%s: public marginals: %w", name, err)
+		}
+		cfg.Prior = amloop.NewPrior(pub)
+		if cfg.Prior == nil {
+			return &synth.Result{}, fmt.Errorf("%s: %w: the public table needs at least two rows", name, synth.ErrInvalidInput)
+		}
+		if o.PretrainIters > 0 {
+			if err := tr.pretrain(ctx, sets, cfg.Prior.Shape, prodq.NewLayout(sizes), rng); err != nil {
+				return &synth.Result{}, fmt.Errorf("%s: pretraining: %w", name, err)
+			}
 		}
 	}
 	var ema []float64
@@ -293,7 +311,7 @@ func (o *Options) Run(ctx context.Context, in *synth.Input) (*synth.Result, erro
 	in.Report(synth.Status{Phase: "final", Round: len(res.Rounds), RhoUsed: res.RhoUsed})
 	res.Rows = amloop.SampleBalanced(st.Layout, p, net.B, amloop.OutRows(in, st.NHat), rng)
 	res.Artifact = MarshalGenerator(net.Arch, z, ema)
-	res.Note = fmt.Sprintf("%s: %d rounds, B=%d, %d parameters, n̂=%.0f", name, len(res.Rounds), net.B, len(ema), st.NHat)
+	res.Note = fmt.Sprintf("%s: %d rounds, B=%d, %d parameters, n̂=%.0f (from the totals: %.0f)", name, len(res.Rounds), net.B, len(ema), st.NHat, st.NHatTotal)
 	return res, nil
 }
 
@@ -367,22 +385,9 @@ func (tr *trainer) round(ctx context.Context, st *amloop.State) error {
 	})
 }
 
-// pretrain fits the generator to the public table's workload marginals.
-func (tr *trainer) pretrain(ctx context.Context, in *synth.Input, w []synth.Marginal, l *prodq.Layout, rng *rand.Rand) error {
-	sets := make([][]int, len(w))
-	for i, m := range w {
-		sets[i] = m.Attrs
-	}
-	pub, err := in.Public.Marginals(ctx, sets)
-	if err != nil {
-		return err
-	}
-	n := float64(in.Public.Rows())
-	for _, x := range pub {
-		for i := range x {
-			x[i] /= n
-		}
-	}
+// pretrain fits the generator to the public table's workload marginals
+// pub (normalised, one per set).
+func (tr *trainer) pretrain(ctx context.Context, sets [][]int, pub [][]float64, l *prodq.Layout, rng *rand.Rand) error {
 	tr.adam.Reset()
 	tr.stepOffset = 0 // a constant learning rate
 	defer func() { tr.stepOffset = -1 }()
