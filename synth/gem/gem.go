@@ -30,7 +30,12 @@
 // GEM^Pub (gem_pub) first trains the generator without privacy on the
 // public table's workload marginals (PRETRAIN_ITERS steps of the same
 // update with γ = 0, each on 32 workload marginals drawn afresh, at a
-// constant learning rate), then runs GEM from it.
+// constant learning rate), then runs GEM from it with two changes, both
+// post-processing: every private step's squared loss also holds 16 public
+// marginals drawn afresh, weighted by ANCHOR·(σ/n̂)²·(public rows) per cell
+// (the measurements correct the prior instead of replacing it), and n̂ is
+// the least-squares scale of the noisy counts against the public
+// marginals (amloop.ScaleEstimate) instead of the mean of their totals.
 //
 // Training randomness (initial weights, the latent batch z) is
 // post-processing and comes from in.Post(), so SEED reproduces it given
@@ -59,6 +64,9 @@
 //	EMA_BETA        float, default 0.5: weight EMA over the last T/2 rounds.
 //	PRETRAIN_ITERS  int, default 500 (gem_pub only): steps, each on 32
 //	                workload marginals drawn afresh.
+//	ANCHOR          float, default 1 (gem_pub, LOSS = 2 only): weight of
+//	                the public marginals in the private rounds' loss, in
+//	                units of (σ/n̂)²·(public rows) per cell; 0 turns it off.
 package gem
 
 import (
