@@ -336,3 +336,18 @@ func TestRetargetGuard(t *testing.T) {
 		t.Errorf("n̂ = %v, target %v", st.NHat, st.Target[0][0])
 	}
 }
+
+// TestPriorMismatch: a prior that does not match the workload is refused
+// before anything is measured.
+func TestPriorMismatch(t *testing.T) {
+	w := []synth.Marginal{{Attrs: []int{0, 1}, Weight: 1}, {Attrs: []int{1, 2}, Weight: 1}}
+	in := &synth.Input{Data: testData(), Workload: w, Rho: 1,
+		Noise: noise.Derive([]byte("amloop test secret, 32 bytes long"), 1, "n")}
+	pr := NewPrior([][]float64{{1, 2, 3, 4, 5, 6}})
+	p := []float64{0.5, 0.5, 1. / 3, 1. / 3, 1. / 3, 1. / 3, 1. / 3, 1. / 3}
+	res, _, err := Run(context.Background(), in, Config{Name: "t", Rounds: 2, PerRound: 1, Alpha: 0.5, Prior: pr}, w, &fixed{p},
+		func(context.Context, *State) error { return nil })
+	if err == nil || res.RhoUsed != 0 || len(res.Measurements) != 0 {
+		t.Errorf("mismatched prior: err %v, ρ used %v", err, res.RhoUsed)
+	}
+}
