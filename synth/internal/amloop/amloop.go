@@ -24,8 +24,11 @@
 // still spent.
 //
 // The targets the model is fitted to are post-processing: the noisy counts
-// divided by n̂, the inverse-variance weighted mean of the measured
-// marginals' noisy totals, clipped to [0, 1] (the reference code clips).
+// divided by n̂, clipped to [0, 1] (the reference code clips). Without a
+// prior, n̂ is the inverse-variance weighted mean of the measured
+// marginals' noisy totals; with one (GEM^Pub's public table), the
+// least-squares scale of the noisy counts against the prior's shapes
+// (ScaleEstimate), whose noise does not grow with a marginal's cells.
 package amloop
 
 import (
@@ -59,6 +62,81 @@ type Config struct {
 	Rounds   int     // T
 	PerRound int     // K, marginals selected per round
 	Alpha    float64 // share of ε₀ on selection
+	// Prior, if non-nil, gives n̂ as ScaleEstimate against it; its shapes
+	// are indexed like the workload and must not depend on the private data.
+	Prior *Prior
+}
+
+// Prior is a reference distribution for n̂: for each workload marginal
+// its normalised shape q (Σ_y q_y = 1) and an unbiased estimate of
+// Σ_y p_y², the power of the distribution q estimates.
+type Prior struct {
+	Shape [][]float64
+	Power []float64
+}
+
+// NewPrior builds the prior of a sample's workload marginals (counts of
+// unit-weight rows, one slice per workload marginal): shape = counts/m and
+// power = (m·Σq² − 1)/(m − 1), unbiased for Σp² under multinomial
+// sampling of m rows (Σq² alone is biased up by (1 − Σp²)/m, which would
+// bias n̂ down by several percent for a flat marginal of a small public
+// table). It returns nil if the sample has fewer than two rows.
+func NewPrior(counts [][]float64) *Prior {
+	pr := &Prior{Shape: make([][]float64, len(counts)), Power: make([]float64, len(counts))}
+	for i, c := range counts {
+		m := 0.0
+		for _, v := range c {
+			m += v
+		}
+		if !(m > 1) {
+			return nil
+		}
+		q, sq := make([]float64, len(c)), 0.0
+		for y, v := range c {
+			q[y] = v / m
+			sq += q[y] * q[y]
+		}
+		pr.Shape[i] = q
+		pr.Power[i] = max((m*sq-1)/(m-1), 0)
+	}
+	return pr
+}
+
+// TotalEstimate is n̂ without a prior: the inverse-variance weighted mean
+// of the noisy marginals' totals (all cells have noise σ, so a total's
+// variance is σ² times its cells), and that variance in units of σ².
+func TotalEstimate(noisy [][]float64) (nHat, variance float64) {
+	var num, den float64
+	for _, y := range noisy {
+		tot := 0.0
+		for _, v := range y {
+			tot += v
+		}
+		w := 1 / float64(len(y))
+		num += w * tot
+		den += w
+	}
+	return num / den, 1 / den
+}
+
+// ScaleEstimate is n̂ as the least-squares scale of the noisy counts ỹ_i
+// against the prior's shapes q_i: Σ_i q_i·ỹ_i / Σ_i Σ_y p_y², with the
+// power's unbiased estimate in the denominator. With ỹ = n·p + noise of σ
+// per cell and q an independent sample of p, it is consistent for n, and
+// its noise is σ/sqrt(Σ_i ‖q_i‖²): for a concentrated marginal far below
+// the σ·sqrt(cells) of its total. idx maps each noisy marginal to its
+// workload index. ok is false if the estimate is not positive and finite.
+func ScaleEstimate(noisy [][]float64, idx []int, pr *Prior) (nHat float64, ok bool) {
+	var num, den float64
+	for i, y := range noisy {
+		q := pr.Shape[idx[i]]
+		for c, v := range y {
+			num += q[c] * v
+		}
+		den += pr.Power[idx[i]]
+	}
+	nHat = num / den
+	return nHat, nHat > 0 && !math.IsInf(nHat, 0) && !math.IsNaN(nHat)
 }
 
 // Budget returns ε₀ and the per-selection ε and per-measurement σ for ρ
@@ -91,8 +169,13 @@ type State struct {
 	Target [][]float64
 	NHat   float64
 
+	// NHatTotal is TotalEstimate's n̂, reported for comparison.
+	NHatTotal float64
+
 	Scratch prodq.Scratch
 	sigma   float64
+	prior   *Prior
+	picked  []int // workload index of each measured marginal
 }
 
 // Sigma is the standard deviation of every measurement's noise (counts).
@@ -110,19 +193,22 @@ func (s *State) Answers(dst [][]float64, p []float64) [][]float64 {
 	return dst[:len(s.Attrs)]
 }
 
-// retarget recomputes n̂ and the targets from the noisy counts.
+// retarget recomputes n̂ and the targets from the noisy counts. With a
+// prior, n̂ is ScaleEstimate, kept within 3 standard deviations of
+// TotalEstimate (a guard against a prior far from the data: both are
+// post-processing of the measurements and the prior) and replaced by it
+// if not positive and finite.
 func (s *State) retarget() {
-	var num, den float64
-	for _, y := range s.Noisy {
-		tot := 0.0
-		for _, v := range y {
-			tot += v
+	tot, v := TotalEstimate(s.Noisy)
+	s.NHatTotal = tot
+	s.NHat = tot
+	if s.prior != nil {
+		if ls, ok := ScaleEstimate(s.Noisy, s.picked, s.prior); ok {
+			sd := 3 * s.sigma * math.Sqrt(v)
+			s.NHat = min(max(ls, tot-sd), tot+sd)
 		}
-		w := 1 / float64(len(y)) // all σ are equal: Var(total) ∝ cells
-		num += w * tot
-		den += w
 	}
-	s.NHat = max(num/den, 1)
+	s.NHat = max(s.NHat, 1)
 	for i, y := range s.Noisy {
 		t := s.Target[i][:0]
 		for _, v := range y {
@@ -146,7 +232,10 @@ func Run(ctx context.Context, in *synth.Input, cfg Config, w []synth.Marginal, m
 	}
 	T, K := Shape(cfg.Rounds, cfg.PerRound, len(w))
 	_, eps, sigma := Budget(in.Rho, T, K, cfg.Alpha)
-	st := &State{In: in, Layout: prodq.NewLayout(sizes), Workload: w, Model: model, Rounds: T, sigma: sigma}
+	st := &State{In: in, Layout: prodq.NewLayout(sizes), Workload: w, Model: model, Rounds: T, sigma: sigma, prior: cfg.Prior}
+	if p := cfg.Prior; p != nil && (len(p.Shape) != len(w) || len(p.Power) != len(w)) {
+		return &synth.Result{}, st, fmt.Errorf("%s: prior of %d marginals for a workload of %d", cfg.Name, len(p.Shape), len(w))
+	}
 	res := &synth.Result{}
 	fail := func(err error) (*synth.Result, *State, error) {
 		return res, st, fmt.Errorf("%s: %w", cfg.Name, err)
@@ -200,6 +289,7 @@ func Run(ctx context.Context, in *synth.Input, cfg Config, w []synth.Marginal, m
 			res.RhoUsed += eps*eps/8 + 1/(2*sigma*sigma)
 			st.Attrs = append(st.Attrs, sets[pick])
 			st.Noisy = append(st.Noisy, y)
+			st.picked = append(st.picked, pick)
 			st.Target = append(st.Target, nil)
 			if selected == nil {
 				selected = sets[pick]

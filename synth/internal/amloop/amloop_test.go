@@ -3,6 +3,8 @@ package amloop
 import (
 	"context"
 	"math"
+	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/dpsql/dpsql/synth"
@@ -185,5 +187,167 @@ func TestSampleBalanced(t *testing.T) {
 	out = SampleBalanced(l, []float64{1, 0, 0, 0, 0, 0, 1, 1, 0, 0}, 2, 1, rng)
 	if len(out[0]) != 1 || out[1][0] > 2 {
 		t.Errorf("one row: %v", out)
+	}
+}
+
+// multinomial draws the counts of m rows from p.
+func multinomial(rng *rand.Rand, p []float64, m int) []float64 {
+	cum := make([]float64, len(p))
+	s := 0.0
+	for i, v := range p {
+		s += v
+		cum[i] = s
+	}
+	c := make([]float64, len(p))
+	for range m {
+		i, _ := slices.BinarySearch(cum, rng.Float64()*s)
+		c[min(i, len(p)-1)]++
+	}
+	return c
+}
+
+// concentrated returns a marginal of cells cells with half the mass on one
+// cell and the rest geometric (like adult's 3-way marginals).
+func concentrated(cells int, shift int) []float64 {
+	p := make([]float64, cells)
+	s := 0.0
+	for i := range p {
+		p[i] = math.Pow(0.9, float64(i))
+		s += p[i]
+	}
+	for i := range p {
+		p[i] *= 0.5 / s
+	}
+	p[shift%cells] += 0.5
+	return p
+}
+
+// TestNewPrior: the power is unbiased for Σp² (the plain Σq² of a sample
+// of m rows is high by (1 − Σp²)/m), seeded over many samples.
+func TestNewPrior(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	p := concentrated(50, 0)
+	want := 0.0
+	for _, v := range p {
+		want += v * v
+	}
+	const m, trials = 100, 4000
+	var power, power2, plain float64
+	for range trials {
+		pr := NewPrior([][]float64{multinomial(rng, p, m)})
+		power += pr.Power[0] / trials
+		power2 += pr.Power[0] * pr.Power[0] / trials
+		for _, q := range pr.Shape[0] {
+			plain += q * q / trials
+		}
+	}
+	se := math.Sqrt((power2 - power*power) / trials)
+	t.Logf("mean power %.5f (standard error %.5f), plain Σq² %.5f, Σp² %.5f", power, se, plain, want)
+	// Within four standard errors of Σp², while the plain Σq² is high by
+	// (1 − Σp²)/m ≈ 6.9e-3, about 8 standard errors.
+	if math.Abs(power-want) > 4*se || plain-want < (1-want)/m-4*se {
+		t.Errorf("mean power %.5f (standard error %.5f), plain Σq² %.5f, Σp² %.5f", power, se, plain, want)
+	}
+	if NewPrior([][]float64{{1, 0}}) != nil {
+		t.Error("a prior from one row")
+	}
+}
+
+// TestScaleEstimate: for marginals that each hold half their mass on one
+// cell (the large marginals GEM^Pub selects), the least-squares scale
+// against a public sample's shapes has a root-mean-square error well below
+// the noisy totals' (σ/sqrt(Σ‖q‖²) against σ·sqrt(cells/marginals)), and
+// both are unbiased within their standard errors; on flat marginals the
+// scale is still unbiased.
+func TestScaleEstimate(t *testing.T) {
+	const n, sigma, mPub, trials = 30000.0, 400.0, 3000, 200
+	for _, tc := range []struct {
+		name      string
+		p         func(i int) []float64
+		marginals int
+		gain      float64 // the totals' RMSE over the scale's at least
+	}{
+		{"concentrated", func(i int) []float64 { return concentrated(400+100*i, i) }, 10, 3},
+		{"flat", func(i int) []float64 {
+			p := make([]float64, 20)
+			for y := range p {
+				p[y] = 1. / 20
+			}
+			return p
+		}, 5, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(3, 4))
+			var seLS, seTot, biasLS, biasTot float64
+			idx := make([]int, tc.marginals)
+			for i := range idx {
+				idx[i] = i
+			}
+			for range trials {
+				pub := make([][]float64, tc.marginals)
+				noisy := make([][]float64, tc.marginals)
+				for i := range pub {
+					p := tc.p(i)
+					pub[i] = multinomial(rng, p, mPub)
+					// The private marginal: n·p exactly, plus Gaussian noise.
+					noisy[i] = make([]float64, len(p))
+					for y, v := range p {
+						noisy[i][y] = n*v + sigma*rng.NormFloat64()
+					}
+				}
+				ls, ok := ScaleEstimate(noisy, idx, NewPrior(pub))
+				if !ok {
+					t.Fatal("no estimate")
+				}
+				tot, _ := TotalEstimate(noisy)
+				seLS += (ls - n) * (ls - n) / trials
+				seTot += (tot - n) * (tot - n) / trials
+				biasLS += (ls - n) / trials
+				biasTot += (tot - n) / trials
+			}
+			rmsLS, rmsTot := math.Sqrt(seLS), math.Sqrt(seTot)
+			t.Logf("RMSE: scale %.0f, totals %.0f; bias: scale %.0f, totals %.0f", rmsLS, rmsTot, biasLS, biasTot)
+			if rmsLS*tc.gain > rmsTot {
+				t.Errorf("scale's RMSE %.0f not %v× below the totals' %.0f", rmsLS, tc.gain, rmsTot)
+			}
+			// Four standard errors of the mean (RMSE/sqrt(trials)).
+			if math.Abs(biasLS) > 4*rmsLS/math.Sqrt(trials) {
+				t.Errorf("scale biased: %.0f (RMSE %.0f)", biasLS, rmsLS)
+			}
+		})
+	}
+}
+
+// TestRetargetGuard: a prior far from the data cannot move n̂ more than
+// three standard deviations from the totals' estimate, and a prior that
+// matches the data gives n̂ near n.
+func TestRetargetGuard(t *testing.T) {
+	noisy := [][]float64{{5000, 0, 0, 1000}, {3000, 3000, 0, 0}}
+	st := &State{Noisy: noisy, Target: make([][]float64, 2), picked: []int{0, 1}, sigma: 10}
+	st.prior = &Prior{Shape: [][]float64{{0, 0, 0, 1}, {0, 0, 1, 0}}, Power: []float64{1, 1}}
+	st.retarget()
+	tot, v := TotalEstimate(noisy)
+	if tot != 6000 || math.Abs(st.NHat-(tot-3*10*math.Sqrt(v))) > 1e-9 {
+		t.Errorf("n̂ = %v, totals %v: want the guard's lower end", st.NHat, tot)
+	}
+	st.prior = NewPrior([][]float64{{500, 0, 0, 100}, {300, 300, 0, 0}})
+	st.retarget()
+	if math.Abs(st.NHat-6000) > 6000*0.01 || st.Target[0][0] != 5000/st.NHat {
+		t.Errorf("n̂ = %v, target %v", st.NHat, st.Target[0][0])
+	}
+}
+
+// TestPriorMismatch: a prior that does not match the workload is refused
+// before anything is measured.
+func TestPriorMismatch(t *testing.T) {
+	w := []synth.Marginal{{Attrs: []int{0, 1}, Weight: 1}, {Attrs: []int{1, 2}, Weight: 1}}
+	in := &synth.Input{Data: testData(), Workload: w, Rho: 1,
+		Noise: noise.Derive([]byte("amloop test secret, 32 bytes long"), 1, "n")}
+	pr := NewPrior([][]float64{{1, 2, 3, 4, 5, 6}})
+	p := []float64{0.5, 0.5, 1. / 3, 1. / 3, 1. / 3, 1. / 3, 1. / 3, 1. / 3}
+	res, _, err := Run(context.Background(), in, Config{Name: "t", Rounds: 2, PerRound: 1, Alpha: 0.5, Prior: pr}, w, &fixed{p},
+		func(context.Context, *State) error { return nil })
+	if err == nil || res.RhoUsed != 0 || len(res.Measurements) != 0 {
+		t.Errorf("mismatched prior: err %v, ρ used %v", err, res.RhoUsed)
 	}
 }
