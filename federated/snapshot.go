@@ -362,8 +362,8 @@ func (sn *Snapshot) VisitMarginals(ctx context.Context, sets [][]int, fn func(i 
 	case sn.broken != nil:
 		return fmt.Errorf("federated: snapshot unusable after an earlier failure: %w", sn.broken)
 	}
-	// out[i] is allocated when the scan that computes set i starts adding
-	// to it, and dropped when it has been handed over.
+	// out[i] is allocated when the scan that computes set i starts, and
+	// dropped when it has been handed over.
 	out := make([][]float64, len(sets))
 	type group struct {
 		attrs []int // sorted
@@ -390,8 +390,10 @@ func (sn *Snapshot) VisitMarginals(ctx context.Context, sets [][]int, fn func(i 
 	}
 	// Groups are disjoint in out and each is written by one scan, so
 	// scans running at once need no lock to add; handing over does (fn
-	// runs on one goroutine at a time).
-	alloc := func(g *group) {
+	// runs on one goroutine at a time). begin allocates a group's
+	// marginals when its scan starts (all zeros if no row comes back),
+	// not in the per-row paths.
+	begin := func(g *group) {
 		for _, w := range g.want {
 			if out[w] == nil {
 				out[w] = make([]float64, sn.dom.Cells(sets[w]))
@@ -403,7 +405,6 @@ func (sn *Snapshot) VisitMarginals(ctx context.Context, sets [][]int, fn func(i 
 		fnErr error // fn's error: fn is not called again
 	)
 	done := func(g *group) error {
-		alloc(g) // a marginal with no rows is all zeros
 		fnMu.Lock()
 		defer fnMu.Unlock()
 		for _, w := range g.want {
@@ -418,7 +419,6 @@ func (sn *Snapshot) VisitMarginals(ctx context.Context, sets [][]int, fn func(i 
 	}
 	// add counts n into every requested layout of group g.
 	add := func(g *group, codes map[int]int, n float64) error {
-		alloc(g)
 		for _, w := range g.want {
 			idx := 0
 			for _, a := range sets[w] {
@@ -439,8 +439,7 @@ func (sn *Snapshot) VisitMarginals(ctx context.Context, sets [][]int, fn func(i 
 			gs[i] = g.attrs
 		}
 		var fellBack bool
-		fellBack, err = sn.pgCovered(ctx, gs, func(g int, codes []int32, n float64) {
-			alloc(groups[g])
+		fellBack, err = sn.pgCovered(ctx, gs, func(g int) { begin(groups[g]) }, func(g int, codes []int32, n float64) {
 			for _, w := range groups[g].want {
 				idx := 0
 				for _, a := range sets[w] {
@@ -505,6 +504,9 @@ func (sn *Snapshot) VisitMarginals(ctx context.Context, sets [][]int, fn func(i 
 			for i, g := range b.groups {
 				bsets[i] = g.attrs
 			}
+			for _, g := range b.groups {
+				begin(g)
+			}
 			errs[k] = sn.pgBatch(bctx, conn, b.attrs, bsets, func(set int, codes map[int]int, n float64) error {
 				return add(b.groups[set], codes, n)
 			})
@@ -535,6 +537,7 @@ func (sn *Snapshot) VisitMarginals(ctx context.Context, sets [][]int, fn func(i 
 		}
 	case sn.my != nil:
 		for _, g := range groups {
+			begin(g)
 			if err = sn.myGroup(ctx, g.attrs, func(codes map[int]int, n float64) error {
 				return add(g, codes, n)
 			}); err != nil {
@@ -874,11 +877,12 @@ var errNoTemp = errors.New("federated: no TEMP privilege")
 
 // pgCovered answers the marginals over sets (sorted attribute lists) from
 // the codes table: one plain GROUP BY per fetch set (coverSets), spread
-// over the snapshot's connections, every result row added into each set
-// it covers by fn(set, codes by attribute, count). fellBack reports that
+// over the snapshot's connections: begin(set) for each set a fetch set
+// covers before its scan, every result row added into each of them by
+// fn(set, codes by attribute, count), done(set) after. fellBack reports that
 // the codes table could not be created; the caller then uses batches of
 // GROUPING SETS on the source table.
-func (sn *Snapshot) pgCovered(ctx context.Context, sets [][]int, fn func(set int, codes []int32, n float64), done func(set int) error) (fellBack bool, err error) {
+func (sn *Snapshot) pgCovered(ctx context.Context, sets [][]int, begin func(set int), fn func(set int, codes []int32, n float64), done func(set int) error) (fellBack bool, err error) {
 	// The leads come from the plain cover (the attributes of its largest
 	// hash tables), the fetch sets from the cover that knows them.
 	plain, _ := coverSets(sn.dom, sets, sn.cover, sn.cover, nil)
@@ -911,6 +915,9 @@ func (sn *Snapshot) pgCovered(ctx context.Context, sets [][]int, fn func(set int
 			k := q.next(w)
 			if k < 0 {
 				return
+			}
+			for _, s := range covered[k] {
+				begin(s)
 			}
 			errs[k] = sn.pgGroup(bctx, conns[w], fetch[k], covered[k], fn)
 			for _, s := range covered[k] {
