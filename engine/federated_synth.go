@@ -143,26 +143,12 @@ func (p *remoteProgress) Marginals(ctx context.Context, sets [][]int) ([][]float
 }
 
 // VisitMarginals implements synth.MarginalVisitor, so that the cache above
-// compacts each marginal as the snapshot's scans complete it (a source that
-// cannot visit is read whole, then handed over).
+// compacts each marginal as the snapshot's scans complete it (a snapshot
+// that cannot visit is read whole, then handed over: synth.Visit).
 func (p *remoteProgress) VisitMarginals(ctx context.Context, sets [][]int, fn func(i int, x []float64) error) error {
-	v, ok := p.Data.(synth.MarginalVisitor)
-	if !ok {
-		out, err := p.Marginals(ctx, sets)
-		if err != nil {
-			return err
-		}
-		for i, x := range out {
-			out[i] = nil
-			if err := fn(i, x); err != nil {
-				return err
-			}
-		}
-		return nil
-	}
 	defer p.prog.reading(len(sets))()
 	var fnErr error // an error of fn, not of the source
-	err := v.VisitMarginals(ctx, sets, func(i int, x []float64) error {
+	err := synth.Visit(ctx, p.Data, sets, func(i int, x []float64) error {
 		fnErr = fn(i, x)
 		return fnErr
 	})

@@ -164,8 +164,8 @@ func (c *Cache) has(k string) bool {
 }
 
 // ask asks the source for missing (sorted sets, none held) and keeps each
-// answer compacted. A MarginalVisitor hands each over as it is complete,
-// so that the dense answers are never all held at once.
+// answer compacted as it arrives (Visit): from a MarginalVisitor, the
+// dense answers are never all held at once.
 func (c *Cache) ask(ctx context.Context, missing [][]int) error {
 	keep := func(i int, x []float64) error {
 		s := missing[i]
@@ -181,21 +181,29 @@ func (c *Cache) ask(ctx context.Context, missing [][]int) error {
 		}
 		return nil
 	}
-	if v, ok := c.src.(MarginalVisitor); ok {
-		return v.VisitMarginals(ctx, missing, keep)
+	return Visit(ctx, c.src, missing, keep)
+}
+
+// Visit hands the marginal of each of sets to fn, as
+// MarginalVisitor.VisitMarginals does: through d's own VisitMarginals when
+// d has one, else from one Marginals call, each answer let go once fn has
+// it.
+func Visit(ctx context.Context, d Data, sets [][]int, fn func(i int, x []float64) error) error {
+	if v, ok := d.(MarginalVisitor); ok {
+		return v.VisitMarginals(ctx, sets, fn)
 	}
-	got, err := c.src.Marginals(ctx, missing)
+	got, err := d.Marginals(ctx, sets)
 	if err != nil {
 		return err
 	}
-	if len(got) != len(missing) {
-		return fmt.Errorf("synth: data answered %d marginals for %d sets", len(got), len(missing))
+	if len(got) != len(sets) {
+		return fmt.Errorf("synth: data answered %d marginals for %d sets", len(got), len(sets))
 	}
-	for i := range missing {
-		if err := keep(i, got[i]); err != nil {
+	for i, x := range got {
+		got[i] = nil
+		if err := fn(i, x); err != nil {
 			return err
 		}
-		got[i] = nil // a compacted answer can go now, not after the last
 	}
 	return nil
 }
