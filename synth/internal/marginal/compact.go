@@ -120,32 +120,34 @@ func (c *Compact) nonZero(fn func(i int, v float64)) {
 			fn(int(i), c.val[k])
 		}
 	case c.bits != nil:
-		k, b := 0, 0
+		big, k := c.big, 0
 		for w, word := range c.bits {
 			for word != 0 {
 				i := w*64 + bits.TrailingZeros64(word)
 				word &= word - 1
-				fn(i, c.count(k, &b))
+				var v float64
+				v, big = count(c.cnt[k], big)
 				k++
+				fn(i, v)
 			}
 		}
 	default:
-		b := 0
+		big := c.big
 		for k, i := range c.idx {
-			fn(int(i), c.count(k, &b))
+			var v float64
+			v, big = count(c.cnt[k], big)
+			fn(int(i), v)
 		}
 	}
 }
 
-// count is the k-th non-zero count; *b is the number of big counts before
-// it, advanced past it.
-func (c *Compact) count(k int, b *int) float64 {
-	v := c.cnt[k]
-	if v != bigCount {
-		return float64(v)
+// count is the count held as c in cnt: c itself, or, if it is bigCount, the
+// next of the big counts, which it returns advanced past that one.
+func count(c uint16, big []uint32) (float64, []uint32) {
+	if c != bigCount {
+		return float64(c), big
 	}
-	*b++
-	return float64(c.big[*b-1])
+	return float64(big[0]), big[1:]
 }
 
 // Expand writes the marginal into dst (resized if too small) and returns
@@ -193,10 +195,8 @@ func (c *Compact) L1Total(y []float64, total float64) float64 {
 			for word != 0 {
 				j := bits.TrailingZeros64(word)
 				word &= word - 1
-				v := float64(cnt[k])
-				if cnt[k] == bigCount {
-					v, big = float64(big[0]), big[1:]
-				}
+				var v float64
+				v, big = count(cnt[k], big)
 				k++
 				yi := yw[j]
 				s += math.Abs(v-yi) - yi
@@ -205,10 +205,8 @@ func (c *Compact) L1Total(y []float64, total float64) float64 {
 	default:
 		cnt, big := c.cnt, c.big
 		for k, i := range c.idx {
-			v := float64(cnt[k])
-			if cnt[k] == bigCount {
-				v, big = float64(big[0]), big[1:]
-			}
+			var v float64
+			v, big = count(cnt[k], big)
 			yi := y[i]
 			s += math.Abs(v-yi) - yi
 		}
