@@ -227,14 +227,7 @@ func TestRunPGMAndLLS(t *testing.T) {
 	for seed := range 3 {
 		for _, m := range []synth.Mechanism{Mechanism{}, LLS{}} {
 			in := rangeInput(int64(10+seed), 0.005)
-			r, err := m.New(nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			res, err := r.Run(context.Background(), in)
-			if err != nil {
-				t.Fatal(err)
-			}
+			res := synthtest.MustRun(t, m, nil, in)
 			synthtest.CheckResult(t, m.Output(), in, res)
 			if math.Abs(res.RhoUsed-in.Rho) > 1e-12 {
 				t.Errorf("%s: ρ used %v of %v", m.Name(), res.RhoUsed, in.Rho)

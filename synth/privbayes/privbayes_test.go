@@ -160,14 +160,7 @@ func TestAccounting(t *testing.T) {
 			if m.Name() == "privbayes_pgm" {
 				opts = append(opts, synth.Option{Name: "ITERS", Value: 50})
 			}
-			r, err := m.New(opts)
-			if err != nil {
-				t.Fatal(err)
-			}
-			res, err := r.Run(context.Background(), in)
-			if err != nil {
-				t.Fatal(err)
-			}
+			res := synthtest.MustRun(t, m, opts, in)
 			checkResult(t, m.Output(), in, res)
 			d := in.Data.Domain().Len()
 			sel := d
