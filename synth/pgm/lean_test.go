@@ -31,7 +31,7 @@ func TestModelLean(t *testing.T) {
 		if lean.theta != nil || &lean.p[0] != &m.p[0] || lean.Lean() != lean || lean.Total() != m.Total() || lean.Size() != m.Size() {
 			t.Fatalf("seed %d: lean model holds potentials or not m's marginals", seed)
 		}
-		for _, attrs := range subsetsUpTo(dom.Len(), 3) {
+		for _, attrs := range allSubsets(dom.Len(), 3) {
 			if !slices.Equal(lean.Marginal(attrs), m.Marginal(attrs)) {
 				t.Fatalf("seed %d: lean marginal %v differs", seed, attrs)
 			}
@@ -50,7 +50,7 @@ func TestModelLean(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		sameMarginals(t, dec, m, subsetsUpTo(dom.Len(), 3), 1e-9, fmt.Sprintf("seed %d: decoded lean model", seed))
+		sameMarginals(t, dec, m, allSubsets(dom.Len(), 3), 1e-9, fmt.Sprintf("seed %d: decoded lean model", seed))
 		for k := range len(m.Cliques()) {
 			if len(lean.Potential(k)) != len(m.Potential(k)) {
 				t.Fatalf("seed %d: clique %d potential length differs", seed, k)
@@ -66,7 +66,7 @@ func TestModelLean(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		sameMarginals(t, fb, fa, subsetsUpTo(dom.Len(), 2), 1e-6, fmt.Sprintf("seed %d: fit warm-started from the lean model", seed))
+		sameMarginals(t, fb, fa, allSubsets(dom.Len(), 2), 1e-6, fmt.Sprintf("seed %d: fit warm-started from the lean model", seed))
 		// Only the lean model kept: the potentials are freed.
 		freed := make(chan struct{})
 		runtime.AddCleanup(&m.theta[0], func(ch chan struct{}) { close(ch) }, freed)
@@ -79,25 +79,6 @@ func TestModelLean(t *testing.T) {
 		}
 		runtime.KeepAlive(lean)
 	}
-}
-
-// subsetsUpTo lists the ascending subsets of {0, …, n−1} of 1 to k elements.
-func subsetsUpTo(n, k int) [][]int {
-	var out [][]int
-	var rec func(start int, cur []int)
-	rec = func(start int, cur []int) {
-		if len(cur) > 0 {
-			out = append(out, slices.Clone(cur))
-		}
-		if len(cur) == k {
-			return
-		}
-		for a := start; a < n; a++ {
-			rec(a+1, append(cur, a))
-		}
-	}
-	rec(0, nil)
-	return out
 }
 
 // sameMarginals fails t unless got's marginal on every set is want's to
