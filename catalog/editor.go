@@ -478,21 +478,23 @@ func (e *editor) applyTx(ctx *sql.Context, tx *bbolt.Tx, st *autoIncState) error
 	if err := putCounter(tb, keyCount, count); err != nil {
 		return err
 	}
-	if st != nil {
-		st.mu.Lock()
-		next := st.next
-		st.mu.Unlock()
-		stored, err := getCounter(tb, keyAutoInc, e.m.id)
-		if err != nil {
-			return err
-		}
-		if next > stored {
-			if err := putCounter(tb, keyAutoInc, next); err != nil {
-				return err
-			}
-		}
+	return storeAutoInc(tb, e.m.id, st)
+}
+
+// storeAutoInc moves table id's stored AUTO_INCREMENT counter (in its
+// bucket tb) up to st's, if st is not nil.
+func storeAutoInc(tb *bbolt.Bucket, id uint64, st *autoIncState) error {
+	if st == nil {
+		return nil
 	}
-	return nil
+	st.mu.Lock()
+	next := st.next
+	st.mu.Unlock()
+	stored, err := getCounter(tb, keyAutoInc, id)
+	if err != nil || next <= stored {
+		return err
+	}
+	return putCounter(tb, keyAutoInc, next)
 }
 
 // unindexTx removes the unique-index entries of the stored rows that keys

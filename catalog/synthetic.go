@@ -114,7 +114,9 @@ func syntheticKey(id uint64) []byte { return u64(id) }
 
 // PutSynthetic stores the records of the synthetic table rec.TableID: rec
 // itself, the model (nil for none) and the release. Call it in the
-// transaction that creates the table.
+// transaction that creates the table. It takes model and release over
+// (PutOwned): the caller must not use them, or memory past their length,
+// afterwards.
 func (tx *Tx) PutSynthetic(rec *Synthetic, model, release []byte) error {
 	if rec.TableID == 0 {
 		return fmt.Errorf("catalog: synthetic table %s.%s has no table ID", rec.DB, rec.Name)
@@ -130,11 +132,11 @@ func (tx *Tx) PutSynthetic(rec *Synthetic, model, release []byte) error {
 		return err
 	}
 	if model != nil {
-		if err := tx.Put(BucketSyntheticModel, key, model); err != nil {
+		if err := tx.PutOwned(BucketSyntheticModel, key, model); err != nil {
 			return err
 		}
 	}
-	return tx.Put(BucketSyntheticRelease, key, release)
+	return tx.PutOwned(BucketSyntheticRelease, key, release)
 }
 
 // Synthetic returns the record of synthetic table id; ok is false when id

@@ -3,6 +3,7 @@ package catalog
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"fmt"
 	"io"
 	"strings"
@@ -10,6 +11,8 @@ import (
 	"github.com/dolthub/go-mysql-server/sql"
 	"github.com/dolthub/go-mysql-server/sql/mysql_db"
 	"go.etcd.io/bbolt"
+
+	"github.com/dpsql/dpsql/internal/seal"
 )
 
 var _ mysql_db.MySQLDbPersistence = GrantsPersister{}
@@ -117,6 +120,25 @@ func (tx *Tx) Put(bucket string, key, val []byte) error {
 	return nil
 }
 
+// PutOwned is Put for a value the caller gives up: it is sealed in place
+// (without a copy when it has seal.Size bytes of spare capacity), so a
+// large value is not held twice until the commit.
+func (tx *Tx) PutOwned(bucket string, key, val []byte) error {
+	name, err := metaBucketName(bucket)
+	if err != nil {
+		return err
+	}
+	b, err := tx.tx.CreateBucketIfNotExists(name)
+	if err != nil {
+		return fmt.Errorf("catalog: metadata bucket %s: %w", bucket, err)
+	}
+	key = bytes.Clone(key)
+	if err := b.Put(key, seal.InPlace(key, val)); err != nil {
+		return fmt.Errorf("catalog: put %s/%q: %w", bucket, key, err)
+	}
+	return nil
+}
+
 // Get returns a copy of the value under key in metadata bucket bucket, or
 // nil if there is none.
 func (tx *Tx) Get(bucket string, key []byte) ([]byte, error) {
@@ -216,48 +238,157 @@ func (tx *Tx) CreateTable(db, name string, schema sql.PrimaryKeySchema, collatio
 // DropTable drops table name from database db.
 func (tx *Tx) DropTable(db, name string) error { return tx.s.dropTableTx(tx.tx, db, name) }
 
+// RowSource yields rows one at a time, then io.EOF. The row it returns need
+// only stay valid until the next call: the catalog encodes it first.
+type RowSource func() (sql.Row, error)
+
+// SliceRows is the RowSource of rows.
+func SliceRows(rows []sql.Row) RowSource {
+	i := 0
+	return func() (sql.Row, error) {
+		if i == len(rows) {
+			return nil, io.EOF
+		}
+		i++
+		return rows[i-1], nil
+	}
+}
+
 // InsertRows inserts rows into table db.name. A duplicate primary key fails
 // the call (and, if returned from fn, the whole transaction).
 func (tx *Tx) InsertRows(db, name string, rows []sql.Row) error {
+	_, err := tx.InsertFrom(db, name, SliceRows(rows))
+	return err
+}
+
+// InsertFrom inserts every row of src into table db.name and returns how
+// many it inserted. A duplicate primary key fails the call (and, if
+// returned from fn, the whole transaction). Rows of a table without a
+// primary key go into the transaction as they come, sealed into shared
+// chunks: a large insert (a synthetic table's rows) then holds each row
+// once, encoded, instead of also as a decoded row and a staged copy.
+func (tx *Tx) InsertFrom(db, name string, src RowSource) (int64, error) {
 	m, ok, err := tx.s.resolve(tx.tx, db, name)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	if !ok {
-		return sql.ErrTableNotFound.New(name)
+		return 0, sql.ErrTableNotFound.New(name)
 	}
-	e := (&Table{s: tx.s, db: db, meta: m}).newEditor()
-	for _, r := range rows {
+	t := &Table{s: tx.s, db: db, meta: m}
+	var st *autoIncState
+	if m.autoCol >= 0 {
+		if st, err = t.autoIncTx(tx.tx); err != nil {
+			return 0, err
+		}
+	}
+	var n int64
+	var maxAuto uint64 // 1 + the largest AUTO_INCREMENT value inserted
+	next := func() (sql.Row, error) {
+		r, err := src()
+		if err != nil {
+			return nil, err
+		}
+		n++
+		if m.autoCol >= 0 {
+			if v, ok := asUint64OrInt(r[m.autoCol]); ok && v >= maxAuto {
+				maxAuto = v + 1
+			}
+		}
+		return r, nil
+	}
+	// Move the counter past inserted values so later SQL inserts do not
+	// collide with them.
+	bumpAuto := func() {
+		if st == nil {
+			return
+		}
+		st.mu.Lock()
+		st.next = max(st.next, maxAuto)
+		st.mu.Unlock()
+	}
+	if m.key == nil {
+		err = tx.appendRows(t, next, bumpAuto, st)
+		return n, wrapf(err, "catalog: insert into %s.%s", db, name)
+	}
+	e := t.newEditor()
+	for {
+		r, err := next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return 0, err
+		}
 		key, val, err := e.encode(tx.ctx, r)
 		if err != nil {
-			return err
-		}
-		if m.key == nil {
-			e.inserts = append(e.inserts, val)
-			continue
+			return 0, err
 		}
 		if p, ok := e.pending[key]; ok && p.val != nil {
 			ex, _ := m.rows.decode(tx.ctx, p.val)
-			return e.dupErr(r, ex)
+			return 0, e.dupErr(r, ex)
 		}
 		e.pending[key] = &pendingRow{val: val, mustBeNew: true}
 	}
-	var st *autoIncState
-	if m.autoCol >= 0 {
-		// Move the counter past inserted values so later SQL inserts do not
-		// collide with them.
-		if st, err = e.t.autoIncTx(tx.tx); err != nil {
+	bumpAuto()
+	return n, wrapf(e.applyTx(tx.ctx, tx.tx, st), "catalog: insert into %s.%s", db, name)
+}
+
+// appendChunk is the size of the chunks appendRows seals rows into.
+const appendChunk = 256 << 10
+
+// appendRows appends the rows of next to keyless table t, each under the
+// bucket's next sequence number, then updates its row count and, through
+// bumpAuto, st and the stored counter, its AUTO_INCREMENT counter. The sealed
+// values are carved from shared chunks (bbolt keeps each value it is given
+// until the commit, so a chunk is never reused) rather than allocated row
+// by row.
+func (tx *Tx) appendRows(t *Table, next RowSource, bumpAuto func(), st *autoIncState) error {
+	tb := tableBucket(tx.tx, t.meta.id)
+	if tb == nil {
+		return ErrSchemaChanged
+	}
+	rows := tb.Bucket(rowsBucketName(t.meta.layout))
+	if rows == nil {
+		return ErrSchemaChanged
+	}
+	count, err := getCounter(tb, keyCount, t.meta.id)
+	if err != nil {
+		return err
+	}
+	var payload, chunk []byte
+	key := make([]byte, 8)
+	for {
+		r, err := next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
 			return err
 		}
-		st.mu.Lock()
-		for _, r := range rows {
-			if v, ok := asUint64OrInt(r[m.autoCol]); ok && v >= st.next {
-				st.next = v + 1
-			}
+		if payload, err = t.meta.rows.encode(tx.ctx, payload[:0], r); err != nil {
+			return err
 		}
-		st.mu.Unlock()
+		seq, err := rows.NextSequence()
+		if err != nil {
+			return err
+		}
+		binary.BigEndian.PutUint64(key, seq)
+		if need := len(payload) + seal.Size; cap(chunk)-len(chunk) < need {
+			chunk = make([]byte, 0, max(appendChunk, need))
+		}
+		start := len(chunk)
+		chunk = seal.Append(chunk, key, payload)
+		if err := rows.Put(key, chunk[start:len(chunk):len(chunk)]); err != nil {
+			return err
+		}
+		count++
 	}
-	return wrapf(e.applyTx(tx.ctx, tx.tx, st), "catalog: insert into %s.%s", db, name)
+	if err := putCounter(tb, keyCount, count); err != nil {
+		return err
+	}
+	bumpAuto()
+	return storeAutoInc(tb, t.meta.id, st)
 }
 
 func asUint64OrInt(v any) (uint64, bool) {
@@ -275,19 +406,19 @@ func asUint64OrInt(v any) (uint64, bool) {
 // its rows and any metadata extra writes become visible together or not at
 // all. It returns the new table's stable ID.
 func (s *Store) CreateTableWithRows(ctx context.Context, db, name string, schema sql.PrimaryKeySchema, rows []sql.Row, extra func(*Tx) error) (uint64, error) {
-	return s.CreateCommentedTableWithRows(ctx, db, name, schema, "", rows, extra)
+	return s.CreateTableFrom(ctx, db, name, schema, "", SliceRows(rows), extra)
 }
 
-// CreateCommentedTableWithRows is CreateTableWithRows for a table with a
-// comment (its TABLE_COMMENT, shown by SHOW CREATE TABLE).
-func (s *Store) CreateCommentedTableWithRows(ctx context.Context, db, name string, schema sql.PrimaryKeySchema, comment string, rows []sql.Row, extra func(*Tx) error) (uint64, error) {
+// CreateTableFrom is CreateTableWithRows for a table with a comment (its
+// TABLE_COMMENT, shown by SHOW CREATE TABLE) whose rows come from src.
+func (s *Store) CreateTableFrom(ctx context.Context, db, name string, schema sql.PrimaryKeySchema, comment string, src RowSource, extra func(*Tx) error) (uint64, error) {
 	var id uint64
 	err := s.Update(ctx, func(tx *Tx) error {
 		var err error
 		if id, err = tx.CreateTable(db, name, schema, sql.Collation_Default, comment); err != nil {
 			return err
 		}
-		if err := tx.InsertRows(db, name, rows); err != nil {
+		if _, err := tx.InsertFrom(db, name, src); err != nil {
 			return err
 		}
 		if extra != nil {

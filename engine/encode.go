@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"strings"
 
@@ -129,6 +130,43 @@ func syntheticSchema(src sql.Schema, dom *domain.Table, pos, serial []int) (sql.
 // draw their value inside the bin with rng, which is post-processing
 // randomness.
 func decodeRows(ctx context.Context, codes [][]uint16, dom *domain.Table, pos, serial []int, sch sql.Schema, rng *rand.Rand) ([]sql.Row, error) {
+	d, err := newRowDecoder(ctx, codes, dom, pos, serial, sch, rng)
+	if err != nil {
+		return nil, err
+	}
+	width := len(sch)
+	rows := make([]sql.Row, d.n)
+	vals := make([]any, d.n*width) // one backing array for every row
+	for r := range rows {
+		row, err := d.next()
+		if err != nil {
+			return nil, err
+		}
+		rows[r] = vals[r*width : (r+1)*width : (r+1)*width]
+		copy(rows[r], row)
+	}
+	return rows, nil
+}
+
+// rowDecoder decodes column-major codes into rows one at a time, as
+// decodeRows does, so that a synthetic table's rows can be written without
+// holding them all decoded (a decoded row costs about ten times its codes).
+type rowDecoder struct {
+	ctx    context.Context
+	codes  [][]uint16
+	dom    *domain.Table
+	pos    []int
+	serial []int
+	sch    sql.Schema
+	rng    *rand.Rand
+	n, r   int     // rows in all, rows decoded
+	row    sql.Row // reused by every call of next
+}
+
+// newRowDecoder checks codes against dom — one column of n codes per
+// attribute, each inside its column's domain — so that decoding cannot fail
+// on them later (it runs after the charge is committed).
+func newRowDecoder(ctx context.Context, codes [][]uint16, dom *domain.Table, pos, serial []int, sch sql.Schema, rng *rand.Rand) (*rowDecoder, error) {
 	if len(codes) != len(dom.Columns) {
 		return nil, fmt.Errorf("decoding: %d columns of codes for %d attributes", len(codes), len(dom.Columns))
 	}
@@ -136,36 +174,45 @@ func decodeRows(ctx context.Context, codes [][]uint16, dom *domain.Table, pos, s
 	if len(codes) > 0 {
 		n = len(codes[0])
 	}
-	width := len(sch)
-	rows := make([]sql.Row, n)
-	vals := make([]any, n*width) // one backing array for every row
-	for r := range rows {
-		rows[r] = vals[r*width : (r+1)*width : (r+1)*width]
-	}
-	for j := range dom.Columns {
-		c := &dom.Columns[j]
-		if len(codes[j]) != n {
-			return nil, fmt.Errorf("decoding: column %d has %d codes, want %d", j, len(codes[j]), n)
+	for j, col := range codes {
+		if len(col) != n {
+			return nil, fmt.Errorf("decoding: column %d has %d codes, want %d", j, len(col), n)
 		}
-		p := pos[j]
-		for r, code := range codes[j] {
-			v, err := convertValue(ctx, sch[p], c.Decode(int(code), rng))
-			if err != nil {
-				return nil, err
+		size := dom.Columns[j].Size()
+		for _, code := range col {
+			if int(code) >= size {
+				return nil, fmt.Errorf("decoding: code %d of column %d outside its domain of %d values", code, j, size)
 			}
-			rows[r][p] = v
 		}
 	}
-	for _, p := range serial {
-		for r := range rows {
-			v, err := convertValue(ctx, sch[p], int64(r+1))
-			if err != nil {
-				return nil, err
-			}
-			rows[r][p] = v
-		}
+	return &rowDecoder{ctx: ctx, codes: codes, dom: dom, pos: pos, serial: serial, sch: sch, rng: rng, n: n,
+		row: make(sql.Row, len(sch))}, nil
+}
+
+// next returns the next row, or io.EOF after the last; the row is reused
+// by the following call.
+func (d *rowDecoder) next() (sql.Row, error) {
+	if d.r == d.n {
+		return nil, io.EOF
 	}
-	return rows, nil
+	r := d.r
+	d.r++
+	for j := range d.dom.Columns {
+		p := d.pos[j]
+		v, err := convertValue(d.ctx, d.sch[p], d.dom.Columns[j].Decode(int(d.codes[j][r]), d.rng))
+		if err != nil {
+			return nil, err
+		}
+		d.row[p] = v
+	}
+	for _, p := range d.serial {
+		v, err := convertValue(d.ctx, d.sch[p], int64(r+1))
+		if err != nil {
+			return nil, err
+		}
+		d.row[p] = v
+	}
+	return d.row, nil
 }
 
 // convertValue converts a decoded domain value to col's SQL type.

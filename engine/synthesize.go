@@ -736,6 +736,10 @@ func (e *Engine) runSynthetic(ctx *sql.Context, r *synthRequest) (_ *catalog.Syn
 		return nil, e.failReservation(res, touched(), why("preparing the release failed"), classify(ctx, err, ErrInternal))
 	}
 	rec.Rho, rec.LedgerEntry = res.Rho(), res.ID()
+	// The model and the release are encoded: let the model's arenas, the
+	// measurements and the snapshots go before the write. The rows' codes
+	// stay (rows decodes them).
+	out.Model, out.Measurements, out.Snapshots, out.Artifact = nil, nil, nil, nil
 
 	// Another statement may have created the target meanwhile: fail (the
 	// data was read) rather than commit a charge for nothing.
@@ -760,7 +764,7 @@ func (e *Engine) runSynthetic(ctx *sql.Context, r *synthRequest) (_ *catalog.Syn
 	if err := res.Commit(note); err != nil {
 		return nil, e.ledgerError(err)
 	}
-	id, err := e.dp.cat.CreateCommentedTableWithRows(wctx, r.target.DB, r.target.Name, sql.NewPrimaryKeySchema(sch), syntheticComment(r), rows, func(tx *catalog.Tx) error {
+	id, err := e.dp.cat.CreateTableFrom(wctx, r.target.DB, r.target.Name, sql.NewPrimaryKeySchema(sch), syntheticComment(r), rows, func(tx *catalog.Tx) error {
 		id, ok := tx.TableID(r.target.DB, r.target.Name)
 		if !ok {
 			return fmt.Errorf("new table %s not found in its own transaction", target)
@@ -857,10 +861,16 @@ func classify(ctx context.Context, err error, kind *Kind) error {
 // prepareRelease turns a mechanism's result into what phase 3 writes: the
 // record, the rows and schema of the table, the model and the release
 // encodings. It is post-processing only.
-func (e *Engine) prepareRelease(ctx context.Context, r *synthRequest, out *synth.Result, decodeNoise *noise.Source) (rec *catalog.Synthetic, rows []sql.Row, sch sql.Schema, model, release []byte, err error) {
+//
+// The rows of a model's or a rows-only mechanism's table are decoded while
+// they are written (rows), not before: a decoded row costs about ten times
+// its codes, and the transaction holds each row once, encoded. Their codes
+// are checked here, before the charge is committed.
+func (e *Engine) prepareRelease(ctx context.Context, r *synthRequest, out *synth.Result, decodeNoise *noise.Source) (rec *catalog.Synthetic, rows catalog.RowSource, sch sql.Schema, model, release []byte, err error) {
 	if sch, err = releaseSchema(r); err != nil {
 		return
 	}
+	var nrows int
 	switch r.mech.Output() {
 	case synth.AnswersOnly:
 		// hdmm_lls releases Kronecker measurements: the table holds their
@@ -869,23 +879,29 @@ func (e *Engine) prepareRelease(ctx context.Context, r *synthRequest, out *synth
 		if ans, err = hdmm.LeastSquares(out.Measurements, r.dom.Sizes()); err != nil {
 			return
 		}
-		if rows, err = answerRows(ctx, ans, r.dom, sch); err != nil {
+		var all []sql.Row
+		if all, err = answerRows(ctx, ans, r.dom, sch); err != nil {
 			return
 		}
+		rows, nrows = catalog.SliceRows(all), len(all)
 	case synth.RowsOnly:
 		// No model: the table's rows are the release, and queries on it
 		// read them (answer.go treats the table as a plain one).
-		if rows, err = decodeRows(ctx, out.Rows, r.dom, r.pos, r.serial, sch, decodeNoise.Rand()); err != nil {
+		var d *rowDecoder
+		if d, err = newRowDecoder(ctx, out.Rows, r.dom, r.pos, r.serial, sch, decodeNoise.Rand()); err != nil {
 			return
 		}
+		rows, nrows = d.next, d.n
 	default:
 		if out.Model == nil {
 			err = errors.New("mechanism returned no model")
 			return
 		}
-		if rows, err = decodeRows(ctx, out.Rows, r.dom, r.pos, r.serial, sch, decodeNoise.Rand()); err != nil {
+		var d *rowDecoder
+		if d, err = newRowDecoder(ctx, out.Rows, r.dom, r.pos, r.serial, sch, decodeNoise.Rand()); err != nil {
 			return
 		}
+		rows, nrows = d.next, d.n
 		if model, err = out.Model.MarshalBinary(); err != nil {
 			err = fmt.Errorf("encoding the model: %w", err)
 			return
@@ -899,7 +915,7 @@ func (e *Engine) prepareRelease(ctx context.Context, r *synthRequest, out *synth
 		SourceID: r.src.ID, SourceDB: r.src.DB, SourceName: r.src.Name,
 		Mechanism: r.mech.Name(), Output: r.mech.Output().String(), Options: r.mechOpts, Seed: r.seed,
 		Epsilon: r.epsilon, Delta: r.delta, RhoUsed: out.RhoUsed,
-		Rows: int64(len(rows)), Rounds: len(out.Rounds),
+		Rows: int64(nrows), Rounds: len(out.Rounds),
 		CreatedAt: time.Now().UTC(), User: r.user, Statement: r.stmt.String(),
 		Domain: *r.dom,
 	}

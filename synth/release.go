@@ -48,13 +48,56 @@ const (
 // ErrRelease is wrapped by UnmarshalRelease's errors for malformed input.
 var ErrRelease = errors.New("synth: malformed release encoding")
 
+// sizeHint is a little more than the length of r's encoding, so that the
+// encoder allocates its buffer once instead of growing it through copies
+// (a release at a large ε holds megabytes of floats). Integers are counted
+// at their longest varint; a model at its potentials plus its structure.
+func sizeHint(r *Result) int {
+	const word, intLen = 8, binary.MaxVarintLen64
+	ints := func(s []int) int { return intLen * (1 + len(s)) }
+	matrix := func(m *mat.Dense) int {
+		if m == nil {
+			return intLen
+		}
+		rows, cols := m.Dims()
+		return 2*intLen + word*rows*cols
+	}
+	n := 64 + 2*intLen + len(r.Note) + len(r.Artifact)
+	for i := range r.Measurements {
+		m := &r.Measurements[i]
+		n += ints(m.Attrs) + 3*intLen + intLen + word*len(m.Y) + matrix(m.Query) + intLen
+		for _, c := range m.Coarse {
+			n += ints(c)
+		}
+		for _, f := range m.Kron {
+			n += matrix(f)
+		}
+	}
+	for _, rd := range r.Rounds {
+		n += 8*intLen + ints(rd.Selected)
+	}
+	for _, c := range r.LastCandidate {
+		n += ints(c.Attrs) + intLen
+	}
+	for _, sn := range r.Snapshots {
+		n += 3 * intLen
+		if sn.Model != nil {
+			n += sn.Model.EncodedSizeHint()
+		}
+		for _, m := range sn.Marginals {
+			n += ints(m.Attrs) + intLen + word*len(m.X)
+		}
+	}
+	return n
+}
+
 // MarshalRelease encodes r's release: everything but Model and Rows.
 func MarshalRelease(r *Result) ([]byte, error) { return marshalRelease(r, releaseVersion) }
 
 // marshalRelease writes r in the layout of the given version (tests write
 // old versions with it, to check that they still decode).
 func marshalRelease(r *Result, version uint64) ([]byte, error) {
-	w := releaseWriter{b: append([]byte(nil), releaseMagic...)}
+	w := releaseWriter{b: append(make([]byte, 0, sizeHint(r)), releaseMagic...)}
 	w.uint(version)
 	w.float(r.RhoUsed)
 	w.uint(uint64(len(r.Measurements)))

@@ -91,6 +91,10 @@ func TestReleaseRoundTrip(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			// The buffer was sized once: never outgrown.
+			if hint := sizeHint(tt.r); len(b) > hint || cap(b) != hint {
+				t.Errorf("encoding of %d bytes, capacity %d, sizeHint %d", len(b), cap(b), hint)
+			}
 			got, err := UnmarshalRelease(b)
 			if err != nil {
 				t.Fatal(err)

@@ -28,9 +28,20 @@ func sum(key, payload []byte) uint32 {
 // Seal returns a new slice holding payload followed by the checksum of key
 // and payload.
 func Seal(key, payload []byte) []byte {
-	out := make([]byte, len(payload), len(payload)+Size)
-	copy(out, payload)
-	return binary.BigEndian.AppendUint32(out, sum(key, payload))
+	return Append(make([]byte, 0, len(payload)+Size), key, payload)
+}
+
+// InPlace seals payload under key by appending the checksum to it: no copy
+// when payload has the room, so the caller gives payload up.
+func InPlace(key, payload []byte) []byte {
+	return binary.BigEndian.AppendUint32(payload, sum(key, payload))
+}
+
+// Append appends payload, sealed under key, to dst and returns the extended
+// slice (payload may not overlap dst's spare capacity).
+func Append(dst, key, payload []byte) []byte {
+	dst = append(dst, payload...)
+	return binary.BigEndian.AppendUint32(dst, sum(key, payload))
 }
 
 // Open returns the payload of the sealed value stored under key (a

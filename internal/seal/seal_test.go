@@ -23,6 +23,14 @@ func TestSealOpen(t *testing.T) {
 		if _, ok := Open([]byte("kez"), s); ok {
 			t.Error("a value opened under another key")
 		}
+		if in := InPlace([]byte("key"), bytes.Clone(payload)); !bytes.Equal(in, s) {
+			t.Fatalf("InPlace = %q, want %q", in, s)
+		}
+		// Append seals after what dst holds, leaving it intact.
+		a := Append([]byte("head"), []byte("key"), payload)
+		if !bytes.Equal(a[:4], []byte("head")) || !bytes.Equal(a[4:], s) {
+			t.Fatalf("Append = %q, want head + %q", a, s)
+		}
 		for i := range s {
 			d := bytes.Clone(s)
 			d[i] ^= 1

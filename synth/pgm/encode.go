@@ -39,10 +39,23 @@ var (
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
+// EncodedSizeHint is the length of MarshalBinary's encoding, so that an
+// encoder that embeds it can size its buffer once.
+func (m *Model) EncodedSizeHint() int {
+	n := len(modelMagic) + 4 + 4 + 8 + 4*len(m.jt.order) + 4 + 8*m.jt.total + 4
+	for i := range m.dom.Len() {
+		n += 8 + len(m.dom.names[i])
+	}
+	for _, c := range m.jt.cliques {
+		n += 4 + 4*len(c)
+	}
+	return n
+}
+
 // MarshalBinary encodes the model in a versioned binary format.
 func (m *Model) MarshalBinary() ([]byte, error) {
 	theta := m.potentials()
-	b := make([]byte, 0, 64+8*len(theta))
+	b := make([]byte, 0, m.EncodedSizeHint())
 	b = append(b, modelMagic...)
 	b = binary.LittleEndian.AppendUint32(b, modelVersion)
 	b = binary.LittleEndian.AppendUint32(b, uint32(m.dom.Len()))

@@ -19,6 +19,9 @@ func TestEncodeRoundTrip(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		if len(b) != m.EncodedSizeHint() || cap(b) != len(b) {
+			t.Fatalf("trial %d: encoding of %d bytes (capacity %d), EncodedSizeHint %d", trial, len(b), cap(b), m.EncodedSizeHint())
+		}
 		got, err := UnmarshalModel(b)
 		if err != nil {
 			t.Fatalf("trial %d: %v", trial, err)
