@@ -306,6 +306,12 @@ func TestCreateTableFromStreams(t *testing.T) {
 	if _, err := s.CreateTableFrom(ctx, "pub", "big", sch, "streamed", source(-1), nil); err != nil {
 		t.Fatal(err)
 	}
+	// The file grew from nothing to megabytes without a re-map, which
+	// would have copied every row of the commit into the heap.
+	if st := s.db.Stats(); st.TxStats.GetNodeDeref() != 0 {
+		d := st.TxStats.GetNodeDeref()
+		t.Errorf("%d nodes dereferenced: the commit re-mapped the file", d)
+	}
 	next := int64(1)
 	if err := s.ScanTable(ctx, "pub", "big", func(r sql.Row) error {
 		want := any(strings.Repeat("v", int(next)%40))
