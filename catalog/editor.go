@@ -385,15 +385,7 @@ func (e *editor) flush(ctx *sql.Context) error {
 }
 
 func (e *editor) applyTx(ctx *sql.Context, tx *bbolt.Tx, st *autoIncState) error {
-	tb := tableBucket(tx, e.m.id)
-	if tb == nil {
-		return ErrSchemaChanged
-	}
-	rows := tb.Bucket(rowsBucketName(e.m.layout))
-	if rows == nil {
-		return ErrSchemaChanged
-	}
-	count, err := getCounter(tb, keyCount, e.m.id)
+	tb, rows, count, err := openRows(tx, e.m)
 	if err != nil {
 		return err
 	}
@@ -479,6 +471,18 @@ func (e *editor) applyTx(ctx *sql.Context, tx *bbolt.Tx, st *autoIncState) error
 		return err
 	}
 	return storeAutoInc(tb, e.m.id, st)
+}
+
+// openRows returns table m's bucket, its rows bucket and its row count.
+func openRows(tx *bbolt.Tx, m *tableMeta) (tb, rows *bbolt.Bucket, count uint64, err error) {
+	if tb = tableBucket(tx, m.id); tb == nil {
+		return nil, nil, 0, ErrSchemaChanged
+	}
+	if rows = tb.Bucket(rowsBucketName(m.layout)); rows == nil {
+		return nil, nil, 0, ErrSchemaChanged
+	}
+	count, err = getCounter(tb, keyCount, m.id)
+	return tb, rows, count, err
 }
 
 // storeAutoInc moves table id's stored AUTO_INCREMENT counter (in its

@@ -106,24 +106,18 @@ func (tx *Tx) metaBucket(bucket string) (*bbolt.Bucket, error) {
 // Put stores val under key in metadata bucket "meta_"+bucket, creating the
 // bucket if needed.
 func (tx *Tx) Put(bucket string, key, val []byte) error {
-	name, err := metaBucketName(bucket)
-	if err != nil {
-		return err
-	}
-	b, err := tx.tx.CreateBucketIfNotExists(name)
-	if err != nil {
-		return fmt.Errorf("catalog: metadata bucket %s: %w", bucket, err)
-	}
-	if err := putV(b, bytes.Clone(key), val); err != nil {
-		return fmt.Errorf("catalog: put %s/%q: %w", bucket, key, err)
-	}
-	return nil
+	return tx.put(bucket, key, func(key []byte) []byte { return seal.Seal(key, val) })
 }
 
 // PutOwned is Put for a value the caller gives up: it is sealed in place
 // (without a copy when it has seal.Size bytes of spare capacity), so a
 // large value is not held twice until the commit.
 func (tx *Tx) PutOwned(bucket string, key, val []byte) error {
+	return tx.put(bucket, key, func(key []byte) []byte { return seal.InPlace(key, val) })
+}
+
+// put stores sealed(key) under a copy of key in metadata bucket bucket.
+func (tx *Tx) put(bucket string, key []byte, sealed func(key []byte) []byte) error {
 	name, err := metaBucketName(bucket)
 	if err != nil {
 		return err
@@ -133,7 +127,7 @@ func (tx *Tx) PutOwned(bucket string, key, val []byte) error {
 		return fmt.Errorf("catalog: metadata bucket %s: %w", bucket, err)
 	}
 	key = bytes.Clone(key)
-	if err := b.Put(key, seal.InPlace(key, val)); err != nil {
+	if err := b.Put(key, sealed(key)); err != nil {
 		return fmt.Errorf("catalog: put %s/%q: %w", bucket, key, err)
 	}
 	return nil
@@ -344,15 +338,7 @@ const appendChunk = 256 << 10
 // until the commit, so a chunk is never reused) rather than allocated row
 // by row.
 func (tx *Tx) appendRows(t *Table, next RowSource, bumpAuto func(), st *autoIncState) error {
-	tb := tableBucket(tx.tx, t.meta.id)
-	if tb == nil {
-		return ErrSchemaChanged
-	}
-	rows := tb.Bucket(rowsBucketName(t.meta.layout))
-	if rows == nil {
-		return ErrSchemaChanged
-	}
-	count, err := getCounter(tb, keyCount, t.meta.id)
+	tb, rows, count, err := openRows(tx.tx, t.meta)
 	if err != nil {
 		return err
 	}
