@@ -568,7 +568,7 @@ func shareStep(sweep float64, out int) bool {
 
 // minShareSweep is the sweep (cells) from which a step is shared. A
 // variable so that tests can share the steps of small models.
-var minShareSweep = float64(1 << 15)
+var minShareSweep = float64(1 << 12)
 
 // stepKey names the step that sums the product of with down to out, or
 // returns "" when a factor has no key.
