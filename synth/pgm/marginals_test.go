@@ -394,3 +394,133 @@ func TestVisitBuffersNotRetained(t *testing.T) {
 		t.Fatalf("live heap grew by %d bytes after visiting a %d-cell marginal: its buffer is kept", grown, cells)
 	}
 }
+
+// TestProductSumLargeTables is TestProductSumBruteForce on tables larger
+// than L2 (innerCost then weighs strided reads as cache misses, and picks
+// another innermost dimension than on small tables), with wide attributes
+// as on wide30.
+func TestProductSumLargeTables(t *testing.T) {
+	rng := rand.New(rand.NewPCG(53, 54))
+	sizes := []int{38, 6, 38, 2, 7, 38}
+	names := []string{"a", "b", "c", "d", "e", "f"}
+	dom, err := NewDomain(names, sizes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	over := []int{0, 1, 2, 3, 4, 5}
+	for trial := range 6 {
+		var fs []factor
+		for range 2 + rng.IntN(3) {
+			var attrs []int
+			for _, a := range over {
+				if rng.IntN(3) > 0 {
+					attrs = append(attrs, a)
+				}
+			}
+			vals := make([]float64, dom.Cells(attrs))
+			for i := range vals {
+				vals[i] = rng.Float64()
+			}
+			fs = append(fs, factor{attrs: attrs, vals: vals})
+		}
+		var out []int
+		for _, a := range over {
+			if rng.IntN(2) == 0 {
+				out = append(out, a)
+			}
+		}
+		got := productSum(dom, fs, over, out)
+		want := make([]float64, dom.Cells(out))
+		forEachCell(dom, func(x []int) {
+			p := 1.0
+			for _, f := range fs {
+				p *= f.vals[cellIndex(dom, f.attrs, x)]
+			}
+			want[cellIndex(dom, out, x)] += p
+		})
+		for i := range want {
+			if !near(got.vals[i], want[i], 1e-12) {
+				t.Fatalf("trial %d: cell %d = %v, want %v (factors %d, out %v)", trial, i, got.vals[i], want[i], len(fs), out)
+			}
+		}
+	}
+}
+
+// TestCoalesce checks that the merged loop visits the same offsets, in the
+// same order, as the original one, for every table, on random loops whose
+// tables are contiguous across some adjacent dimensions and not others.
+func TestCoalesce(t *testing.T) {
+	rng := rand.New(rand.NewPCG(59, 60))
+	visit := func(sizes []int, strides [][]int) [][]int {
+		var seq [][]int
+		digit := make([]int, len(sizes))
+		for {
+			offs := make([]int, len(strides))
+			for j, st := range strides {
+				for i, d := range digit {
+					offs[j] += d * st[i]
+				}
+			}
+			seq = append(seq, offs)
+			i := len(sizes) - 1
+			for ; i >= 0; i-- {
+				if digit[i]++; digit[i] < sizes[i] {
+					break
+				}
+				digit[i] = 0
+			}
+			if i < 0 {
+				return seq
+			}
+		}
+	}
+	merged := 0
+	for trial := range 500 {
+		k := 1 + rng.IntN(5)
+		sizes := make([]int, k)
+		for i := range sizes {
+			sizes[i] = 1 + rng.IntN(4)
+		}
+		strides := make([][]int, 1+rng.IntN(3))
+		for j := range strides {
+			st := make([]int, k)
+			s := 1
+			for i := k - 1; i >= 0; i-- {
+				switch rng.IntN(4) {
+				case 0:
+					st[i] = 0
+				case 1:
+					st[i] = s * (1 + rng.IntN(3)) // a gap: not mergeable
+					s = st[i] * sizes[i]
+				default:
+					st[i] = s
+					s *= sizes[i]
+				}
+			}
+			strides[j] = st
+		}
+		want := visit(sizes, strides)
+		cs, cst := coalesce(slices.Clone(sizes), func() [][]int {
+			c := make([][]int, len(strides))
+			for j := range strides {
+				c[j] = slices.Clone(strides[j])
+			}
+			return c
+		}())
+		if len(cs) < k {
+			merged++
+		}
+		got := visit(cs, cst)
+		if len(got) != len(want) {
+			t.Fatalf("trial %d: %d cells visited, want %d", trial, len(got), len(want))
+		}
+		for i := range want {
+			if !slices.Equal(got[i], want[i]) {
+				t.Fatalf("trial %d: sizes %v strides %v → %v %v: cell %d at %v, want %v", trial, sizes, strides, cs, cst, i, got[i], want[i])
+			}
+		}
+	}
+	if merged < 50 {
+		t.Fatalf("only %d of 500 loops merged any dimension: the test does not exercise coalesce", merged)
+	}
+}
