@@ -69,6 +69,13 @@ func newReduceCache(jt *junctionTree, budget int) *reduceCache {
 		// wide30 the steps its triples repeat are the root clique's
 		// sweeps, each near the root's size.
 		c.pairMax = min(max(4*budget, pairMinBudget), pairMaxBudget)
+		if budget/2 > pairMaxBudget/2 {
+			// A model of more than 16 MB: its fit's arenas, several
+			// times its size, set the peak, and scoring is a small share
+			// of its rounds' time. Half the cache keeps AIM at ε = 3
+			// (19.6 MB models) within 4 × the model + 100 MB.
+			c.pairMax = pairMaxBudget / 2
+		}
 		c.pairBudget = c.pairMax
 	}
 	if jt != nil {

@@ -60,3 +60,24 @@ func TestSharedSteps(t *testing.T) {
 	}
 	t.Logf("%d steps found in the cache", hits)
 }
+
+// TestPairBudget checks the scoring cache's budget for shared steps and
+// pair tables against a model's size (cells): 4 × the reduction budget
+// (2 × the model) within [8 MB, 32 MB], and 16 MB for models above 16 MB.
+func TestPairBudget(t *testing.T) {
+	for _, tt := range []struct{ model, want int }{
+		{1 << 10, pairMinBudget},           // a small model: the floor
+		{1 << 18, pairMinBudget * 2},       // 8 × its cells
+		{1 << 20, pairMaxBudget},           // 8 MB: the cap
+		{pairMaxBudget / 2, pairMaxBudget}, // 16 MB: still the cap
+		{pairMaxBudget/2 + 1, pairMaxBudget / 2},
+		{1 << 23, pairMaxBudget / 2}, // ε = 10's models
+	} {
+		if got := newReduceCache(nil, 2*tt.model).pairMax; got != tt.want {
+			t.Errorf("model of %d cells: pair budget %d, want %d", tt.model, got, tt.want)
+		}
+	}
+	if got := newReduceCache(nil, 0).pairMax; got != 0 {
+		t.Errorf("no budget: pair budget %d, want 0", got)
+	}
+}
