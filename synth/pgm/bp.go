@@ -42,6 +42,9 @@ type bpWork struct {
 	// tmp holds each chunk's piece.
 	lazy []bool
 	tmp  [maxParts][]float64
+	// gbuf holds each chunk's piece of the gradient when runFused gathers
+	// it from the objective's tables (set by bind with an objective).
+	gbuf [maxParts][]float64
 }
 
 // fuseLazy enables lazy cliques (bind); tests turn it off to compare.
@@ -119,19 +122,21 @@ func (w *bpWork) runStep(p, theta []float64, a float64, dir []float64) float64 {
 // L1 between the kernels that read them.
 var fuseCells = 2048
 
-// runFused is runStep with the mirror-descent bookkeeping that precedes a
-// line search's first trial folded into the propagation's first sweep over
-// each clique: with obj non-nil, dir is first moved to by theta ← theta +
-// pend·dir (the previous iteration's accepted step, deferred; nothing when
-// pend is 0), then overwritten with the gradient of obj's last gradTables
-// call (gradChunk), and the belief starts from theta + a·dir. Each of the
-// three is done piece by piece in the same arithmetic as the separate
-// passes (AxpyTo, grad, AxpyTo), so θ, the gradient and the marginals are
-// theirs bit for bit; an iteration then streams θ and the gradient through
-// memory once instead of four times (accept, clear, broadcast, trial).
+// runFused is runStep with the mirror-descent bookkeeping folded into the
+// propagation's first sweep over each clique, and without a gradient
+// arena: with obj non-nil (dir must then be nil) the direction is obj's
+// gradient, broadcast piece by piece from the tables of its last
+// gradTables call (gradChunk) while the piece is in cache, and with pend
+// non-zero theta is first moved by theta ← theta + pend·g' for g' the
+// gradient of the gradTables call before (gradChunkPrev: the previous
+// iteration's accepted step, deferred). Each is done in the same
+// arithmetic as the separate passes (AxpyTo, grad, AxpyTo), so θ and the
+// marginals are theirs bit for bit; an iteration then streams θ through
+// memory once and never stores nor re-reads the gradient, a model-sized
+// arena (accept, clear, broadcast, trials: four streams of it before).
 func (w *bpWork) runFused(p, theta []float64, a float64, dir []float64, pend float64, obj *objective) float64 {
 	jt := w.jt
-	if len(p) != jt.total || len(theta) != jt.total || (dir != nil && len(dir) != jt.total) || (obj != nil && dir == nil) {
+	if len(p) != jt.total || len(theta) != jt.total || (dir != nil && len(dir) != jt.total) || (obj != nil && (dir != nil || w.gbuf[0] == nil)) {
 		panic("pgm: arena length mismatch")
 	}
 	var logZ float64
@@ -182,11 +187,13 @@ func (w *bpWork) runFused(p, theta []float64, a float64, dir []float64, pend flo
 				case obj != nil:
 					// θ, gradient, belief and the children's messages
 					// while the piece is in L1.
+					g := w.gbuf[part][:e-s]
 					if pend != 0 {
-						kernel.AxpyTo(th[s:e], th[s:e], pend, dv[s:e])
+						obj.gradChunkPrev(v, g, s)
+						kernel.AxpyTo(th[s:e], th[s:e], pend, g)
 					}
-					obj.gradChunk(v, dv[s:e], s)
-					kernel.AxpyTo(b[s:e], th[s:e], a, dv[s:e])
+					obj.gradChunk(v, g, s)
+					kernel.AxpyTo(b[s:e], th[s:e], a, g)
 				case dv == nil:
 					copy(b[s:e], th[s:e])
 				default:
@@ -333,6 +340,22 @@ func (w *bpWork) bind(obj *objective) {
 	w.fin = make([]finPlan, len(jt.cliques))
 	w.interLeft = min(1<<20, jt.total/16)
 	w.bindUp()
+	if obj != nil {
+		// runFused's pieces: fuseCells, or whole upward blocks.
+		piece := fuseCells
+		for v := range jt.cliques {
+			if n := w.upBlock[v]; n > 0 {
+				piece = max(piece, max(1, fuseCells/n)*n)
+			}
+		}
+		for i := range w.gbuf {
+			if i == 0 || w.team.p != nil { // on one core the chunks run in turn
+				w.gbuf[i] = make([]float64, piece)
+			} else {
+				w.gbuf[i] = w.gbuf[0]
+			}
+		}
+	}
 	if !fuseDown {
 		return
 	}

@@ -441,8 +441,17 @@ func mirrorDescent(ctx context.Context, jt *junctionTree, obj *objective, theta 
 	// Armijo test work from the measurements' projections, which the
 	// objective keeps for the accepted point and the trial.
 	n := jt.total
-	// Separate arenas: p may become the model's, and dL is then garbage.
-	p, dL := make([]float64, n), make([]float64, n)
+	p := make([]float64, n)
+	// The fused path keeps no gradient arena: the propagations gather the
+	// gradient piece by piece from the measurements' tables (runFused), so
+	// a fit holds two model-sized arenas, θ and p. The separate passes
+	// (tests) broadcast it into dL.
+	var dL []float64
+	if fuseGrad {
+		obj.keepPrevGrad()
+	} else {
+		dL = make([]float64, n)
+	}
 	logZ := bp.run(p, theta)
 	st.OracleCalls++
 	loss := obj.valueBP(p)
@@ -467,16 +476,32 @@ func mirrorDescent(ctx context.Context, jt *junctionTree, obj *objective, theta 
 	var hist [TolWindow + 1]float64
 	hist[0] = loss
 	// pend is the accepted step not yet applied to theta: theta ← theta +
-	// pend·dL is folded into the next iteration's first propagation
-	// (runFused), or done by flush when the fit ends.
+	// pend·∇L is folded into the next iteration's first propagation
+	// (runFused), or done by flush when the fit ends — in the fused path
+	// with the gradient of the last gradTables call, gathered per piece.
 	var pend float64
 	flush := func() {
-		if pend != 0 {
+		if pend == 0 {
+			return
+		}
+		if !fuseGrad {
 			bp.team.run(n, 1, func(lo, hi, _ int) {
 				kernel.AxpyTo(theta[lo:hi], theta[lo:hi], pend, dL[lo:hi])
 			})
-			pend = 0
+		} else {
+			for k := range jt.cliques {
+				th := jt.block(theta, k)
+				bp.team.run(len(th), 1, func(lo, hi, part int) {
+					g := bp.gbuf[part]
+					for s := lo; s < hi; s += len(g) {
+						e := min(s+len(g), hi)
+						obj.gradChunk(k, g[:e-s], s)
+						kernel.AxpyTo(th[s:e], th[s:e], pend, g[:e-s])
+					}
+				})
+			}
 		}
+		pend = 0
 	}
 	defer flush()
 	for i := range o.Iters {
@@ -501,13 +526,15 @@ func mirrorDescent(ctx context.Context, jt *junctionTree, obj *objective, theta 
 		var newLoss, trialLogZ float64
 		accepted, trials := false, 0
 		for range maxHalvings {
-			if trials == 0 && fuseGrad {
-				// The first trial also applies the last step to theta
-				// and writes the gradient into dL.
-				trialLogZ = bp.runFused(p, theta, -alpha, dL, pend, obj)
-				pend = 0
-			} else {
+			switch {
+			case !fuseGrad:
 				trialLogZ = bp.runStep(p, theta, -alpha, dL)
+			case trials == 0:
+				// The first trial also applies the last step to theta.
+				trialLogZ = bp.runFused(p, theta, -alpha, nil, pend, obj)
+				pend = 0
+			default:
+				trialLogZ = bp.runFused(p, theta, -alpha, nil, 0, obj)
 			}
 			st.OracleCalls++
 			trials++

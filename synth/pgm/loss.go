@@ -26,6 +26,10 @@ type compiled struct {
 	gOwn   []float64 // c·Qᵀr at the point of the last grad call (real measurements)
 	r      []float64 // c·(Q·total·x − y)
 	g      []float64 // gradient over attrs, accumulated from dependants
+	// gPrev is g as the gradTables call before the last one left it, for
+	// measurements projected from their clique once keepPrevGrad is set:
+	// the deferred step of a fit without a gradient arena reads it.
+	gPrev []float64
 	pseudo bool      // an unmeasured intermediate table: no loss of its own
 	byBP   bool      // projected by a bound bpWork's propagation (bind), not by valueBP
 	own    []float64 // Qᵀ r (dense queries only)
@@ -47,6 +51,9 @@ type objective struct {
 	// bySrc[k] lists the measurements projected from clique k itself, in
 	// the order their gradients are added into the clique's.
 	bySrc [][]int
+	// keepPrev: gradTables keeps the previous tables of bySrc's
+	// measurements (gPrev); see keepPrevGrad.
+	keepPrev bool
 }
 
 func newObjective(jt *junctionTree, meas []Measurement, loss Loss, total float64) *objective {
@@ -265,7 +272,11 @@ func (o *objective) grad(dst []float64) {
 // propagation does chunk by chunk while the clique is in cache.
 func (o *objective) gradTables() {
 	for i := range o.meas {
-		clear(o.meas[i].g)
+		m := &o.meas[i]
+		if o.keepPrev && m.src < 0 {
+			m.g, m.gPrev = m.gPrev, m.g
+		}
+		clear(m.g)
 	}
 	for i := len(o.meas) - 1; i >= 0; i-- {
 		m := &o.meas[i]
@@ -305,14 +316,42 @@ func (o *objective) gradTables() {
 // gradient, from the tables of the last gradTables call: zero plus each
 // measurement projected from the clique, broadcast, in grad's order (the
 // same sums, bit for bit, however the clique is chunked).
-func (o *objective) gradChunk(k int, dst []float64, lo int) {
+func (o *objective) gradChunk(k int, dst []float64, lo int) { o.gradChunkOf(k, dst, lo, false) }
+
+// gradChunkPrev is gradChunk from the tables of the gradTables call
+// before the last one (keepPrevGrad).
+func (o *objective) gradChunkPrev(k int, dst []float64, lo int) { o.gradChunkOf(k, dst, lo, true) }
+
+func (o *objective) gradChunkOf(k int, dst []float64, lo int, prev bool) {
 	clear(dst)
 	for _, i := range o.bySrc[k] {
 		m := &o.meas[i]
+		g := m.g
+		if prev {
+			g = m.gPrev
+		}
 		if m.idx == nil {
-			kernel.Axpy(dst, 1, m.g[lo:lo+len(dst)])
+			kernel.Axpy(dst, 1, g[lo:lo+len(dst)])
 		} else {
-			m.idx.Expand(dst, m.g, lo)
+			m.idx.Expand(dst, g, lo)
+		}
+	}
+}
+
+// keepPrevGrad makes every later gradTables call keep the tables it
+// replaces, so that gradChunkPrev can broadcast the gradient of the
+// iteration before: a fit that gathers its gradient per piece instead of
+// storing it in an arena applies its deferred step with it. Only the
+// tables of measurements projected from cliques are kept (bySrc's): the
+// measurements' own sizes, not the model's.
+func (o *objective) keepPrevGrad() {
+	if o.keepPrev {
+		return
+	}
+	o.keepPrev = true
+	for i := range o.meas {
+		if m := &o.meas[i]; m.src < 0 {
+			m.gPrev = make([]float64, len(m.g))
 		}
 	}
 }
