@@ -82,6 +82,12 @@ type driftSource struct {
 	old, m             *Model
 	nested             bool
 	oldCache, newCache *reduceCache
+	// reuse: each clique's marginals are written into pbuf and qbuf,
+	// which the next clique overwrites (DriftBounds, which drops them
+	// after each clique); otherwise each is a new table (NewDrift keeps
+	// them all).
+	reuse      bool
+	pbuf, qbuf []float64
 }
 
 // newDriftBase is NewDrift without the clique marginals: the tree, the
@@ -120,8 +126,16 @@ func newDriftBase(old, m *Model) (*Drift, *driftSource, error) {
 // sets d.cd[v]. The cliques must be asked for in order: the caches' state,
 // which a pair route's choice reads, follows it.
 func (s *driftSource) clique(d *Drift, v int) (p, q []float64) {
-	prob := func(x *Model, c []int, cache *reduceCache) []float64 {
-		t := x.marginal(c, nil, cache, nil)
+	prob := func(x *Model, c []int, cache *reduceCache, buf *[]float64) []float64 {
+		var dst []float64
+		if s.reuse {
+			// c is ascending: marginal writes into a large enough dst.
+			dst = resize(*buf, d.dom.Cells(c))
+		}
+		t := x.marginal(c, nil, cache, dst)
+		if s.reuse && cap(t) > cap(*buf) {
+			*buf = t
+		}
 		if x.total > 0 {
 			for i := range t {
 				t[i] /= x.total
@@ -130,11 +144,11 @@ func (s *driftSource) clique(d *Drift, v int) (p, q []float64) {
 		return t
 	}
 	c := d.jt.cliques[v]
-	q = prob(s.old, c, s.oldCache)
+	q = prob(s.old, c, s.oldCache, &s.qbuf)
 	if s.nested {
 		p = d.jt.block(s.m.p, v)
 	} else {
-		p = prob(s.m, c, s.newCache)
+		p = prob(s.m, c, s.newCache, &s.pbuf)
 	}
 	for i, x := range p {
 		d.cd[v] += math.Abs(x - q[i])
@@ -154,6 +168,9 @@ func DriftBounds(ctx context.Context, old, m *Model, sets [][]int, want func(i i
 	if d == nil || err != nil {
 		return false, err
 	}
+	// One clique's marginals at a time, in the same two buffers: a new
+	// table per clique added up to a model of garbage per call.
+	src.reuse = true
 	jt := d.jt
 	k := len(jt.cliques)
 	type query struct {

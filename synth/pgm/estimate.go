@@ -272,34 +272,41 @@ func Estimate(ctx context.Context, dom *Domain, meas []Measurement, opts *Estima
 	}
 	var theta []float64
 	var warmStep float64 // the step the warm start's own fit ended with
-	collect := false
 	inPlace := false
-	if ws := o.WarmStart; ws != nil && o.TakeWarmStart && ws.theta != nil && ws.dom.Equal(jt.dom) && sameCliques(ws.jt, jt) {
+	ws := o.WarmStart
+	// A warm-started fit of a large model collects before each arena it
+	// allocates while the garbage of the caller's previous phases (a
+	// round's scoring, its drift bounds; the warm start's own potentials
+	// once copied) could still fill the heap: the pacer lets the heap grow
+	// to twice what was live at the last collection before it collects by
+	// itself, and the arenas would be added on top. A collection of these
+	// heaps of float arrays (nothing to scan) takes about a millisecond.
+	collect := ws != nil && jt.total >= gcCells
+	if ws != nil && o.TakeWarmStart && ws.theta != nil && ws.dom.Equal(jt.dom) && sameCliques(ws.jt, jt) {
 		// warmStart would add each clique's potential into a zero arena
 		// laid out alike: theta is the warm start's, bit for bit.
 		theta, inPlace = ws.theta, true
 	} else {
+		if collect {
+			runtime.GC()
+		}
 		theta = make([]float64, jt.total)
 	}
-	if ws := o.WarmStart; ws != nil {
+	if ws != nil {
 		if !inPlace {
 			if err := warmStart(theta, jt, ws); err != nil {
 				return nil, err
 			}
 		}
 		warmStep = ws.step
-		collect = jt.total >= gcCells
 		// The fit does not read the previous model again: dropping it here
 		// lets a caller that passed its only reference free it.
-		o.WarmStart = nil
+		o.WarmStart, ws = nil, nil
 	}
 	if collect {
-		// Collect before the fit allocates its arenas (marginals and
-		// gradient, two model sizes): what a caller's previous fits left
-		// (their gradient arenas, the model now replaced) is garbage, and
-		// the pacer would otherwise let the heap grow to twice the live
-		// size, holding it. A collection of these heaps of float arrays
-		// (nothing to scan) takes about a millisecond.
+		// Before the marginals' arena: what the warm start leaves
+		// (its potentials when copied, its marginals unless a caller
+		// holds them) and what the caller's phases left is garbage.
 		runtime.GC()
 	}
 	obj := newObjective(jt, meas, o.Loss, total)
