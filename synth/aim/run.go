@@ -252,6 +252,10 @@ func (r *run) loop(ctx context.Context, sigma0 []float64) (*synth.Result, error)
 		}
 		pick := eligible[k]
 		sel := r.cands[pick]
+		// Scoring's tables (the batch's reduced cliques, up to twice the
+		// model) are garbage now: collected before the snapshots'
+		// compaction and the fit add theirs.
+		r.collect()
 		r.tracker.Round(t, eligible, r.model)
 
 		before := r.coarseMarginal(sel)
@@ -318,10 +322,10 @@ func (r *run) loop(ctx context.Context, sigma0 []float64) (*synth.Result, error)
 }
 
 // collect runs a collection when the model is collectMB or more. AIM
-// calls it where model-sized arrays have just died: after a round's fit
-// (its gradient arena and objective), after the lazy selection's drift
-// bound (its copies of the previous model's marginals over the new tree)
-// and before sampling. The collector's pacer lets the heap grow to twice
+// calls it where model-sized arrays have just died: after a round's
+// selection (scoring's reduced cliques), after its fit (the objective),
+// after the lazy selection's drift bound (the previous model's marginals
+// over the new tree, its elimination cache) and before sampling. The collector's pacer lets the heap grow to twice
 // what was live at the last collection, and a collection that ran while
 // such arrays were live set that mark at several models; collected here,
 // the next phase's garbage (scoring's tables, the next fit's arenas,
