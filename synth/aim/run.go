@@ -149,6 +149,13 @@ func (r *run) filter(dst []int, limit, twinLimit float64) []int {
 // KeepStep in the rounds (before lazy selection) made a 30-attribute table
 // run more and costlier rounds, measured there too.
 func (r *run) estimate(ctx context.Context, iters int, tol float64, step pgm.StepRule, progress func(pgm.EstimateProgress)) error {
+	return r.estimateLean(ctx, iters, tol, step, progress, false)
+}
+
+// estimateLean is estimate, with pgm.EstimateOptions.LeanGradient set to
+// lean: the fit keeps no gradient arena (one model size less memory, more
+// CPU per iteration; the same model bit for bit).
+func (r *run) estimateLean(ctx context.Context, iters int, tol float64, step pgm.StepRule, progress func(pgm.EstimateProgress), lean bool) error {
 	// The previous model is handed over, not kept: Estimate drops it after
 	// the warm start and collects, so a model that no round snapshot holds
 	// is freed before the new fit's arenas are allocated (peak memory).
@@ -157,7 +164,7 @@ func (r *run) estimate(ctx context.Context, iters int, tol float64, step pgm.Ste
 	// when the cliques are unchanged, as in the final fit.
 	ws := r.model
 	r.model = nil
-	m, err := pgm.Estimate(ctx, r.dom, r.meas, &pgm.EstimateOptions{Iters: iters, Tol: max(tol, 0), WarmStart: ws, TakeWarmStart: true, Step: step, Progress: progress})
+	m, err := pgm.Estimate(ctx, r.dom, r.meas, &pgm.EstimateOptions{Iters: iters, Tol: max(tol, 0), WarmStart: ws, TakeWarmStart: true, Step: step, Progress: progress, LeanGradient: lean})
 	if err != nil {
 		return err
 	}
@@ -297,8 +304,13 @@ func (r *run) loop(ctx context.Context, sigma0 []float64) (*synth.Result, error)
 		}
 	}
 
-	// Final estimation and sampling: post-processing only.
-	if err := r.estimate(ctx, r.opt.FinalIters, r.opt.FinalTol, pgm.KeepStep, r.in.FinalProgress(len(res.Rounds), r.sched.used)); err != nil {
+	// Final estimation and sampling: post-processing only. The final fit
+	// is lean: it holds the model's potentials and marginals beside the
+	// last round's snapshot (up to a model) and the compacted snapshots,
+	// and a gradient arena would make that four models and more; its
+	// gathers cost a fraction of the run (docs/aim-performance.md, Issue
+	// 19, sixth pass).
+	if err := r.estimateLean(ctx, r.opt.FinalIters, r.opt.FinalTol, pgm.KeepStep, r.in.FinalProgress(len(res.Rounds), r.sched.used), true); err != nil {
 		return fail(fmt.Errorf("final estimation: %w", err))
 	}
 	r.in.Report(synth.Status{Phase: "final", Round: len(res.Rounds), RhoUsed: r.sched.used, ModelSize: r.model.Size()})

@@ -122,21 +122,25 @@ func (w *bpWork) runStep(p, theta []float64, a float64, dir []float64) float64 {
 // L1 between the kernels that read them.
 var fuseCells = 2048
 
-// runFused is runStep with the mirror-descent bookkeeping folded into the
-// propagation's first sweep over each clique, and without a gradient
-// arena: with obj non-nil (dir must then be nil) the direction is obj's
-// gradient, broadcast piece by piece from the tables of its last
-// gradTables call (gradChunk) while the piece is in cache, and with pend
-// non-zero theta is first moved by theta ← theta + pend·g' for g' the
-// gradient of the gradTables call before (gradChunkPrev: the previous
-// iteration's accepted step, deferred). Each is done in the same
-// arithmetic as the separate passes (AxpyTo, grad, AxpyTo), so θ and the
-// marginals are theirs bit for bit; an iteration then streams θ through
-// memory once and never stores nor re-reads the gradient, a model-sized
-// arena (accept, clear, broadcast, trials: four streams of it before).
+// runFused is runStep with the mirror-descent bookkeeping that precedes a
+// line search's first trial folded into the propagation's first sweep over
+// each clique: with obj non-nil, dir is first moved to by theta ← theta +
+// pend·dir (the previous iteration's accepted step, deferred; nothing when
+// pend is 0), then overwritten with the gradient of obj's last gradTables
+// call (gradChunk), and the belief starts from theta + a·dir. Each of the
+// three is done piece by piece in the same arithmetic as the separate
+// passes (AxpyTo, grad, AxpyTo), so θ, the gradient and the marginals are
+// theirs bit for bit; an iteration then streams θ and the gradient through
+// memory once instead of four times (accept, clear, broadcast, trial).
+//
+// With obj non-nil and dir nil there is no gradient arena (a lean fit,
+// EstimateOptions.LeanGradient): the direction is obj's gradient gathered
+// piece by piece from its tables (gradChunk) in every trial, and the
+// deferred step uses the tables of the gradTables call before the last
+// (gradChunkPrev); the same numbers again, bit for bit.
 func (w *bpWork) runFused(p, theta []float64, a float64, dir []float64, pend float64, obj *objective) float64 {
 	jt := w.jt
-	if len(p) != jt.total || len(theta) != jt.total || (dir != nil && len(dir) != jt.total) || (obj != nil && (dir != nil || w.gbuf[0] == nil)) {
+	if len(p) != jt.total || len(theta) != jt.total || (dir != nil && len(dir) != jt.total) || (obj != nil && dir == nil && w.gbuf[0] == nil) {
 		panic("pgm: arena length mismatch")
 	}
 	var logZ float64
@@ -184,9 +188,17 @@ func (w *bpWork) runFused(p, theta []float64, a float64, dir []float64, pend flo
 			for s := lo; s < hi; s += step {
 				e := min(s+step, hi)
 				switch {
-				case obj != nil:
+				case obj != nil && dv != nil:
 					// θ, gradient, belief and the children's messages
 					// while the piece is in L1.
+					if pend != 0 {
+						kernel.AxpyTo(th[s:e], th[s:e], pend, dv[s:e])
+					}
+					obj.gradChunk(v, dv[s:e], s)
+					kernel.AxpyTo(b[s:e], th[s:e], a, dv[s:e])
+				case obj != nil:
+					// The same without the arena: the gradients gathered
+					// into the chunk's piece.
 					g := w.gbuf[part][:e-s]
 					if pend != 0 {
 						obj.gradChunkPrev(v, g, s)

@@ -82,6 +82,15 @@ type EstimateOptions struct {
 	TakeWarmStart bool
 	// ExtraCliques are added to the model structure even if not measured.
 	ExtraCliques [][]int
+	// LeanGradient makes MirrorDescent keep no gradient arena: each
+	// propagation gathers the gradient piece by piece from the
+	// measurements' tables instead of reading it from a model-sized array
+	// written once per iteration, so the fit holds two model-sized arenas
+	// (potentials and marginals) instead of three, at the cost of more
+	// work per iteration (on adult's ε = 10 models, whose measurements'
+	// broadcasts are gathers, about 15 % more CPU:
+	// docs/aim-performance.md). The fit is the same bit for bit.
+	LeanGradient bool
 	// Stats, if non-nil, receives a summary of the run.
 	Stats *EstimateStats
 	// Step selects where each MirrorDescent line search starts.
@@ -449,12 +458,14 @@ func mirrorDescent(ctx context.Context, jt *junctionTree, obj *objective, theta 
 	// objective keeps for the accepted point and the trial.
 	n := jt.total
 	p := make([]float64, n)
-	// The fused path keeps no gradient arena: the propagations gather the
+	// A lean fit keeps no gradient arena: the propagations gather the
 	// gradient piece by piece from the measurements' tables (runFused), so
-	// a fit holds two model-sized arenas, θ and p. The separate passes
-	// (tests) broadcast it into dL.
+	// it holds two model-sized arenas, θ and p. Otherwise the first trial
+	// of each iteration broadcasts it into dL (the separate passes, in
+	// tests, by obj.grad), and the other trials read it there.
+	lean := fuseGrad && o.LeanGradient
 	var dL []float64
-	if fuseGrad {
+	if lean {
 		obj.keepPrevGrad()
 	} else {
 		dL = make([]float64, n)
@@ -484,14 +495,14 @@ func mirrorDescent(ctx context.Context, jt *junctionTree, obj *objective, theta 
 	hist[0] = loss
 	// pend is the accepted step not yet applied to theta: theta ← theta +
 	// pend·∇L is folded into the next iteration's first propagation
-	// (runFused), or done by flush when the fit ends — in the fused path
+	// (runFused), or done by flush when the fit ends — in a lean fit
 	// with the gradient of the last gradTables call, gathered per piece.
 	var pend float64
 	flush := func() {
 		if pend == 0 {
 			return
 		}
-		if !fuseGrad {
+		if !lean {
 			bp.team.run(n, 1, func(lo, hi, _ int) {
 				kernel.AxpyTo(theta[lo:hi], theta[lo:hi], pend, dL[lo:hi])
 			})
@@ -534,11 +545,12 @@ func mirrorDescent(ctx context.Context, jt *junctionTree, obj *objective, theta 
 		accepted, trials := false, 0
 		for range maxHalvings {
 			switch {
-			case !fuseGrad:
+			case !fuseGrad || (trials > 0 && !lean):
 				trialLogZ = bp.runStep(p, theta, -alpha, dL)
 			case trials == 0:
-				// The first trial also applies the last step to theta.
-				trialLogZ = bp.runFused(p, theta, -alpha, nil, pend, obj)
+				// The first trial also applies the last step to theta
+				// (and writes the gradient into dL unless lean).
+				trialLogZ = bp.runFused(p, theta, -alpha, dL, pend, obj)
 				pend = 0
 			default:
 				trialLogZ = bp.runFused(p, theta, -alpha, nil, 0, obj)
