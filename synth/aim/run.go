@@ -279,7 +279,10 @@ func (r *run) loop(ctx context.Context, sigma0 []float64) (*synth.Result, error)
 		// The drift bounds read only prev's marginals: its lean view lets
 		// the fit free its potentials (TestRoundFitFreesPrevious).
 		prev := r.model.Lean()
-		if err := r.estimate(ctx, r.opt.PGMIters, r.opt.roundTol, r.opt.roundStep, testRoundFit); err != nil {
+		// The last round's fit is lean, like the final fit: it is often
+		// the one that grows the model most, beside the snapshot of the
+		// model it replaces.
+		if err := r.estimateLean(ctx, r.opt.PGMIters, r.opt.roundTol, r.opt.roundStep, testRoundFit, last); err != nil {
 			return fail(fmt.Errorf("round %d estimation: %w", t, err))
 		}
 		r.collect()
@@ -307,9 +310,10 @@ func (r *run) loop(ctx context.Context, sigma0 []float64) (*synth.Result, error)
 	// Final estimation and sampling: post-processing only. The final fit
 	// is lean: it holds the model's potentials and marginals beside the
 	// last round's snapshot (up to a model) and the compacted snapshots,
-	// and a gradient arena would make that four models and more; its
-	// gathers cost a fraction of the run (docs/aim-performance.md, Issue
-	// 19, sixth pass).
+	// and a gradient arena would make that four models and more. Lean
+	// fits cost more CPU per iteration (the gradient gathered in every
+	// trial), so only the last two, the largest, are (docs/aim-performance.md,
+	// Issue 19, sixth pass).
 	if err := r.estimateLean(ctx, r.opt.FinalIters, r.opt.FinalTol, pgm.KeepStep, r.in.FinalProgress(len(res.Rounds), r.sched.used), true); err != nil {
 		return fail(fmt.Errorf("final estimation: %w", err))
 	}
