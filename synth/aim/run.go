@@ -164,6 +164,9 @@ func (r *run) estimateLean(ctx context.Context, iters int, tol float64, step pgm
 	// when the cliques are unchanged, as in the final fit.
 	ws := r.model
 	r.model = nil
+	if testLean != nil {
+		testLean(lean)
+	}
 	m, err := pgm.Estimate(ctx, r.dom, r.meas, &pgm.EstimateOptions{Iters: iters, Tol: max(tol, 0), WarmStart: ws, TakeWarmStart: true, Step: step, Progress: progress, LeanGradient: lean})
 	if err != nil {
 		return err
@@ -176,9 +179,11 @@ func (r *run) estimateLean(ctx context.Context, iters int, tol float64, step pgm
 }
 
 // Test hooks, nil outside tests: testFitted sees every fitted model,
-// testRoundFit is the progress callback of the rounds' fits, and
-// testAnswers sees the candidates' true answers once they are computed.
+// testRoundFit is the progress callback of the rounds' fits, testAnswers
+// sees the candidates' true answers once they are computed, and testLean
+// whether each fit is lean, in order.
 var (
+	testLean     func(bool)
 	testFitted   func(*pgm.Model)
 	testRoundFit func(pgm.EstimateProgress)
 	testAnswers  func([]answer)
