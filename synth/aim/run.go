@@ -149,6 +149,13 @@ func (r *run) filter(dst []int, limit, twinLimit float64) []int {
 // KeepStep in the rounds (before lazy selection) made a 30-attribute table
 // run more and costlier rounds, measured there too.
 func (r *run) estimate(ctx context.Context, iters int, tol float64, step pgm.StepRule, progress func(pgm.EstimateProgress)) error {
+	return r.estimateLean(ctx, iters, tol, step, progress, false)
+}
+
+// estimateLean is estimate, with pgm.EstimateOptions.LeanGradient set to
+// lean: the fit keeps no gradient arena (one model size less memory, more
+// CPU per iteration; the same model bit for bit).
+func (r *run) estimateLean(ctx context.Context, iters int, tol float64, step pgm.StepRule, progress func(pgm.EstimateProgress), lean bool) error {
 	// The previous model is handed over, not kept: Estimate drops it after
 	// the warm start and collects, so a model that no round snapshot holds
 	// is freed before the new fit's arenas are allocated (peak memory).
@@ -157,7 +164,10 @@ func (r *run) estimate(ctx context.Context, iters int, tol float64, step pgm.Ste
 	// when the cliques are unchanged, as in the final fit.
 	ws := r.model
 	r.model = nil
-	m, err := pgm.Estimate(ctx, r.dom, r.meas, &pgm.EstimateOptions{Iters: iters, Tol: max(tol, 0), WarmStart: ws, TakeWarmStart: true, Step: step, Progress: progress})
+	if testLean != nil {
+		testLean(lean)
+	}
+	m, err := pgm.Estimate(ctx, r.dom, r.meas, &pgm.EstimateOptions{Iters: iters, Tol: max(tol, 0), WarmStart: ws, TakeWarmStart: true, Step: step, Progress: progress, LeanGradient: lean})
 	if err != nil {
 		return err
 	}
@@ -169,9 +179,11 @@ func (r *run) estimate(ctx context.Context, iters int, tol float64, step pgm.Ste
 }
 
 // Test hooks, nil outside tests: testFitted sees every fitted model,
-// testRoundFit is the progress callback of the rounds' fits, and
-// testAnswers sees the candidates' true answers once they are computed.
+// testRoundFit is the progress callback of the rounds' fits, testAnswers
+// sees the candidates' true answers once they are computed, and testLean
+// whether each fit is lean, in order.
 var (
+	testLean     func(bool)
 	testFitted   func(*pgm.Model)
 	testRoundFit func(pgm.EstimateProgress)
 	testAnswers  func([]answer)
@@ -252,6 +264,10 @@ func (r *run) loop(ctx context.Context, sigma0 []float64) (*synth.Result, error)
 		}
 		pick := eligible[k]
 		sel := r.cands[pick]
+		// Scoring's tables (the batch's reduced cliques, up to twice the
+		// model) are garbage now: collected before the snapshots'
+		// compaction and the fit add theirs.
+		r.collect()
 		r.tracker.Round(t, eligible, r.model)
 
 		before := r.coarseMarginal(sel)
@@ -268,7 +284,10 @@ func (r *run) loop(ctx context.Context, sigma0 []float64) (*synth.Result, error)
 		// The drift bounds read only prev's marginals: its lean view lets
 		// the fit free its potentials (TestRoundFitFreesPrevious).
 		prev := r.model.Lean()
-		if err := r.estimate(ctx, r.opt.PGMIters, r.opt.roundTol, r.opt.roundStep, testRoundFit); err != nil {
+		// The last round's fit is lean, like the final fit: it is often
+		// the one that grows the model most, beside the snapshot of the
+		// model it replaces.
+		if err := r.estimateLean(ctx, r.opt.PGMIters, r.opt.roundTol, r.opt.roundStep, testRoundFit, last); err != nil {
 			return fail(fmt.Errorf("round %d estimation: %w", t, err))
 		}
 		r.collect()
@@ -293,8 +312,14 @@ func (r *run) loop(ctx context.Context, sigma0 []float64) (*synth.Result, error)
 		}
 	}
 
-	// Final estimation and sampling: post-processing only.
-	if err := r.estimate(ctx, r.opt.FinalIters, r.opt.FinalTol, pgm.KeepStep, r.in.FinalProgress(len(res.Rounds), r.sched.used)); err != nil {
+	// Final estimation and sampling: post-processing only. The final fit
+	// is lean: it holds the model's potentials and marginals beside the
+	// last round's snapshot (up to a model) and the compacted snapshots,
+	// and a gradient arena would make that four models and more. Lean
+	// fits cost more CPU per iteration (the gradient gathered in every
+	// trial), so only the last two, the largest, are (docs/aim-performance.md,
+	// Issue 19, sixth pass).
+	if err := r.estimateLean(ctx, r.opt.FinalIters, r.opt.FinalTol, pgm.KeepStep, r.in.FinalProgress(len(res.Rounds), r.sched.used), true); err != nil {
 		return fail(fmt.Errorf("final estimation: %w", err))
 	}
 	r.in.Report(synth.Status{Phase: "final", Round: len(res.Rounds), RhoUsed: r.sched.used, ModelSize: r.model.Size()})
@@ -318,10 +343,10 @@ func (r *run) loop(ctx context.Context, sigma0 []float64) (*synth.Result, error)
 }
 
 // collect runs a collection when the model is collectMB or more. AIM
-// calls it where model-sized arrays have just died: after a round's fit
-// (its gradient arena and objective), after the lazy selection's drift
-// bound (its copies of the previous model's marginals over the new tree)
-// and before sampling. The collector's pacer lets the heap grow to twice
+// calls it where model-sized arrays have just died: after a round's
+// selection (scoring's reduced cliques), after its fit (the objective),
+// after the lazy selection's drift bound (the previous model's marginals
+// over the new tree, its elimination cache) and before sampling. The collector's pacer lets the heap grow to twice
 // what was live at the last collection, and a collection that ran while
 // such arrays were live set that mark at several models; collected here,
 // the next phase's garbage (scoring's tables, the next fit's arenas,

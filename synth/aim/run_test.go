@@ -345,3 +345,22 @@ func TestLastFitsDropAnswers(t *testing.T) {
 		t.Error("the candidates' answers were still reachable when the final fit ended")
 	}
 }
+
+// TestLeanFits: the last round's fit and the final fit, the largest of a
+// run, keep no gradient arena (pgm.EstimateOptions.LeanGradient); the
+// others keep it, since gathering the gradient costs CPU.
+func TestLeanFits(t *testing.T) {
+	var lean []bool
+	testLean = func(l bool) { lean = append(lean, l) }
+	defer func() { testLean = nil }()
+	res := synthtest.MustRun(t, Mechanism{}, []synth.Option{{Name: "PGM_ITERS", Value: 20}, {Name: "FINAL_ITERS", Value: 20}}, testInput(3))
+	// The initial fit, one per round, the final fit.
+	if want := len(res.Rounds) + 2; len(lean) != want || len(res.Rounds) < 2 {
+		t.Fatalf("%d fits for %d rounds, want %d", len(lean), len(res.Rounds), want)
+	}
+	for i, l := range lean {
+		if want := i >= len(lean)-2; l != want {
+			t.Errorf("fit %d of %d: lean %v, want %v", i, len(lean), l, want)
+		}
+	}
+}

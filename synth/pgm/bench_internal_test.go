@@ -124,7 +124,13 @@ func largeShaped(b *testing.B) (*Domain, []Measurement) {
 // random selections, for the kernels that dominate adult at ε = 10. It
 // reports CPU per iteration and the final loss, which a change exact to
 // round-off keeps.
-func BenchmarkFitLarge(b *testing.B) {
+func BenchmarkFitLarge(b *testing.B) { benchFitLarge(b, false) }
+
+// BenchmarkFitLargeLean is BenchmarkFitLarge without the gradient arena
+// (EstimateOptions.LeanGradient): the same fit, bit for bit.
+func BenchmarkFitLargeLean(b *testing.B) { benchFitLarge(b, true) }
+
+func benchFitLarge(b *testing.B, lean bool) {
 	dom, meas := largeShaped(b)
 	warm, err := Estimate(context.Background(), dom, meas, &EstimateOptions{Iters: 20, Step: KeepStep})
 	if err != nil {
@@ -134,7 +140,7 @@ func BenchmarkFitLarge(b *testing.B) {
 	var st EstimateStats
 	cpu0 := cputime.Process()
 	for b.Loop() {
-		if _, err := Estimate(context.Background(), dom, meas, &EstimateOptions{Iters: iters, Step: KeepStep, WarmStart: warm, Stats: &st}); err != nil {
+		if _, err := Estimate(context.Background(), dom, meas, &EstimateOptions{Iters: iters, Step: KeepStep, WarmStart: warm, Stats: &st, LeanGradient: lean}); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -42,6 +42,9 @@ type bpWork struct {
 	// tmp holds each chunk's piece.
 	lazy []bool
 	tmp  [maxParts][]float64
+	// gbuf holds each chunk's piece of the gradient when runFused gathers
+	// it from the objective's tables (set by bind with an objective).
+	gbuf [maxParts][]float64
 }
 
 // fuseLazy enables lazy cliques (bind); tests turn it off to compare.
@@ -129,9 +132,15 @@ var fuseCells = 2048
 // passes (AxpyTo, grad, AxpyTo), so θ, the gradient and the marginals are
 // theirs bit for bit; an iteration then streams θ and the gradient through
 // memory once instead of four times (accept, clear, broadcast, trial).
+//
+// With obj non-nil and dir nil there is no gradient arena (a lean fit,
+// EstimateOptions.LeanGradient): the direction is obj's gradient gathered
+// piece by piece from its tables (gradChunk) in every trial, and the
+// deferred step uses the tables of the gradTables call before the last
+// (gradChunkPrev); the same numbers again, bit for bit.
 func (w *bpWork) runFused(p, theta []float64, a float64, dir []float64, pend float64, obj *objective) float64 {
 	jt := w.jt
-	if len(p) != jt.total || len(theta) != jt.total || (dir != nil && len(dir) != jt.total) || (obj != nil && dir == nil) {
+	if len(p) != jt.total || len(theta) != jt.total || (dir != nil && len(dir) != jt.total) || (obj != nil && dir == nil && w.gbuf[0] == nil) {
 		panic("pgm: arena length mismatch")
 	}
 	var logZ float64
@@ -179,7 +188,7 @@ func (w *bpWork) runFused(p, theta []float64, a float64, dir []float64, pend flo
 			for s := lo; s < hi; s += step {
 				e := min(s+step, hi)
 				switch {
-				case obj != nil:
+				case obj != nil && dv != nil:
 					// θ, gradient, belief and the children's messages
 					// while the piece is in L1.
 					if pend != 0 {
@@ -187,6 +196,16 @@ func (w *bpWork) runFused(p, theta []float64, a float64, dir []float64, pend flo
 					}
 					obj.gradChunk(v, dv[s:e], s)
 					kernel.AxpyTo(b[s:e], th[s:e], a, dv[s:e])
+				case obj != nil:
+					// The same without the arena: the gradients gathered
+					// into the chunk's piece.
+					g := w.gbuf[part][:e-s]
+					if pend != 0 {
+						obj.gradChunkPrev(v, g, s)
+						kernel.AxpyTo(th[s:e], th[s:e], pend, g)
+					}
+					obj.gradChunk(v, g, s)
+					kernel.AxpyTo(b[s:e], th[s:e], a, g)
 				case dv == nil:
 					copy(b[s:e], th[s:e])
 				default:
@@ -333,6 +352,22 @@ func (w *bpWork) bind(obj *objective) {
 	w.fin = make([]finPlan, len(jt.cliques))
 	w.interLeft = min(1<<20, jt.total/16)
 	w.bindUp()
+	if obj != nil {
+		// runFused's pieces: fuseCells, or whole upward blocks.
+		piece := fuseCells
+		for v := range jt.cliques {
+			if n := w.upBlock[v]; n > 0 {
+				piece = max(piece, max(1, fuseCells/n)*n)
+			}
+		}
+		for i := range w.gbuf {
+			if i == 0 || w.team.p != nil { // on one core the chunks run in turn
+				w.gbuf[i] = make([]float64, piece)
+			} else {
+				w.gbuf[i] = w.gbuf[0]
+			}
+		}
+	}
 	if !fuseDown {
 		return
 	}

@@ -82,6 +82,12 @@ type driftSource struct {
 	old, m             *Model
 	nested             bool
 	oldCache, newCache *reduceCache
+	// reuse: each clique's marginals are written into pbuf and qbuf,
+	// which the next clique overwrites (DriftBounds, which drops them
+	// after each clique); otherwise each is a new table (NewDrift keeps
+	// them all).
+	reuse      bool
+	pbuf, qbuf []float64
 }
 
 // newDriftBase is NewDrift without the clique marginals: the tree, the
@@ -120,8 +126,16 @@ func newDriftBase(old, m *Model) (*Drift, *driftSource, error) {
 // sets d.cd[v]. The cliques must be asked for in order: the caches' state,
 // which a pair route's choice reads, follows it.
 func (s *driftSource) clique(d *Drift, v int) (p, q []float64) {
-	prob := func(x *Model, c []int, cache *reduceCache) []float64 {
-		t := x.marginal(c, nil, cache, nil)
+	prob := func(x *Model, c []int, cache *reduceCache, buf *[]float64) []float64 {
+		var dst []float64
+		if s.reuse {
+			// c is ascending: marginal writes into a large enough dst.
+			dst = resize(*buf, d.dom.Cells(c))
+		}
+		t := x.marginal(c, nil, cache, dst)
+		if s.reuse && cap(t) > cap(*buf) {
+			*buf = t
+		}
 		if x.total > 0 {
 			for i := range t {
 				t[i] /= x.total
@@ -130,11 +144,11 @@ func (s *driftSource) clique(d *Drift, v int) (p, q []float64) {
 		return t
 	}
 	c := d.jt.cliques[v]
-	q = prob(s.old, c, s.oldCache)
+	q = prob(s.old, c, s.oldCache, &s.qbuf)
 	if s.nested {
 		p = d.jt.block(s.m.p, v)
 	} else {
-		p = prob(s.m, c, s.newCache)
+		p = prob(s.m, c, s.newCache, &s.pbuf)
 	}
 	for i, x := range p {
 		d.cd[v] += math.Abs(x - q[i])
@@ -154,6 +168,9 @@ func DriftBounds(ctx context.Context, old, m *Model, sets [][]int, want func(i i
 	if d == nil || err != nil {
 		return false, err
 	}
+	// One clique's marginals at a time, in the same two buffers: a new
+	// table per clique added up to a model of garbage per call.
+	src.reuse = true
 	jt := d.jt
 	k := len(jt.cliques)
 	type query struct {
@@ -272,21 +289,23 @@ func (d *Drift) change(v int, top bool) float64 {
 	if x, ok := d.reduced[key]; ok {
 		return x
 	}
-	n := d.dom.Cells(sub)
-	d.pa, d.qa = resize(d.pa, n), resize(d.qa, n)
-	if len(sub) == len(c) {
-		copy(d.pa, d.p[v])
-		copy(d.qa, d.q[v])
-	} else {
+	// The clique's own marginals when nothing is summed out: copies would
+	// be two cliques' worth (up to 80 MB on adult at ε = 10) held through
+	// DriftBounds.
+	pa, qa := d.p[v], d.q[v]
+	if len(sub) != len(c) {
+		n := d.dom.Cells(sub)
+		d.pa, d.qa = resize(d.pa, n), resize(d.qa, n)
 		red := kernel.NewReduction(jt.sizesOf(c), positions(c, sub))
 		scratch := make([]float64, red.Scratch())
 		red.Sum(d.pa, d.p[v], scratch)
 		red.Sum(d.qa, d.q[v], scratch)
+		pa, qa = d.pa, d.qa
 	}
 	var x float64
 	if top {
-		for i, p := range d.pa {
-			x += math.Abs(p - d.qa[i])
+		for i, p := range pa {
+			x += math.Abs(p - qa[i])
 		}
 	} else {
 		sep := jt.sep[v]
@@ -295,16 +314,19 @@ func (d *Drift) change(v int, top bool) float64 {
 		ps, qs := make([]float64, ns), make([]float64, ns)
 		red := kernel.NewReduction(d.dom.sizesOf(sub), dims)
 		scratch := make([]float64, red.Scratch())
-		red.Sum(ps, d.pa, scratch)
-		red.Sum(qs, d.qa, scratch)
-		idx := kernel.Map(d.dom.sizesOf(sub), dims)
+		red.Sum(ps, pa, scratch)
+		red.Sum(qs, qa, scratch)
 		per := make([]float64, ns) // Σ_x |p(x|s) − q(x|s)| per s
-		for i, p := range d.pa {
-			s := idx[i]
-			if ps[s] > 0 && qs[s] > 0 {
-				per[s] += math.Abs(p/ps[s] - d.qa[i]/qs[s])
+		// Each cell's separator cell from a tiled map, in cell order: a
+		// full map would be 4 bytes a cell of garbage per call.
+		kernel.NewTiled(d.dom.sizesOf(sub), dims, tileCells).Each(0, len(pa), func(at, base int, idx []int32) {
+			for j, s0 := range idx {
+				s, i := base+int(s0), at+j
+				if ps[s] > 0 && qs[s] > 0 {
+					per[s] += math.Abs(pa[i]/ps[s] - qa[i]/qs[s])
+				}
 			}
-		}
+		})
 		for s, w := range per {
 			x += qs[s] * w
 		}

@@ -5,6 +5,8 @@ import (
 	"math"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/dpsql/dpsql/synth/pgm/internal/kernel"
 )
 
 // TestDriftBound checks Drift.Bound against the exact L1 change of every
@@ -91,6 +93,7 @@ func TestDriftBound(t *testing.T) {
 				t.Fatalf("trial %d: DriftBounds wrote %v for %v, not asked for", trial, streamed[i], s)
 			}
 		}
+		checkChangeRef(t, dr, subsets)
 		checked++
 		if !covered {
 			uncovered++
@@ -169,4 +172,87 @@ func allSubsets(d, k int) [][]int {
 	}
 	rec(0, nil)
 	return out
+}
+
+// checkChangeRef compares every clique term the bounds of sets read
+// (Drift.change, which reads the clique marginals in place and each cell's
+// separator cell through a tiled map) with changeRef, the same sums over
+// copies and a full index map, bit for bit, with tiles that end inside rows
+// too.
+func checkChangeRef(t *testing.T, d *Drift, sets [][]int) {
+	t.Helper()
+	defer func(n int) { tileCells = n }(tileCells)
+	for _, tile := range []int{3, 1024} {
+		tileCells = tile
+		for _, s := range sets {
+			need := bitsetOf(d.dom.Len(), s)
+			kept, top := d.jt.subtree(need)
+			for v := range d.jt.cliques {
+				if top < 0 || !kept[v] || !d.below(v, top) {
+					continue
+				}
+				d.setKeep(need, kept, v, top)
+				clear(d.reduced)
+				got, want := d.change(v, v == top), changeRef(d, v, v == top)
+				if math.Float64bits(got) != math.Float64bits(want) {
+					t.Fatalf("set %v clique %v (tile %d): term %v, reference %v", s, d.jt.cliques[v], tile, got, want)
+				}
+			}
+		}
+	}
+	clear(d.reduced)
+}
+
+// changeRef is Drift.change as first written: the reduced (or copied)
+// marginals and a full map from each cell to its separator cell.
+func changeRef(d *Drift, v int, top bool) float64 {
+	jt := d.jt
+	c := jt.cliques[v]
+	var sub []int
+	for _, a := range c {
+		if d.keep.has(a) {
+			sub = append(sub, a)
+		}
+	}
+	if top && len(sub) == len(c) {
+		return d.cd[v]
+	}
+	n := d.dom.Cells(sub)
+	pa, qa := make([]float64, n), make([]float64, n)
+	if len(sub) == len(c) {
+		copy(pa, d.p[v])
+		copy(qa, d.q[v])
+	} else {
+		red := kernel.NewReduction(jt.sizesOf(c), positions(c, sub))
+		scratch := make([]float64, red.Scratch())
+		red.Sum(pa, d.p[v], scratch)
+		red.Sum(qa, d.q[v], scratch)
+	}
+	var x float64
+	if top {
+		for i, p := range pa {
+			x += math.Abs(p - qa[i])
+		}
+		return x
+	}
+	sep := jt.sep[v]
+	dims := positions(sub, sep)
+	ns := d.dom.Cells(sep)
+	ps, qs := make([]float64, ns), make([]float64, ns)
+	red := kernel.NewReduction(d.dom.sizesOf(sub), dims)
+	scratch := make([]float64, red.Scratch())
+	red.Sum(ps, pa, scratch)
+	red.Sum(qs, qa, scratch)
+	idx := kernel.Map(d.dom.sizesOf(sub), dims)
+	per := make([]float64, ns)
+	for i, p := range pa {
+		s := idx[i]
+		if ps[s] > 0 && qs[s] > 0 {
+			per[s] += math.Abs(p/ps[s] - qa[i]/qs[s])
+		}
+	}
+	for s, w := range per {
+		x += qs[s] * w
+	}
+	return x
 }

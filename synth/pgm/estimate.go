@@ -82,6 +82,15 @@ type EstimateOptions struct {
 	TakeWarmStart bool
 	// ExtraCliques are added to the model structure even if not measured.
 	ExtraCliques [][]int
+	// LeanGradient makes MirrorDescent keep no gradient arena: each
+	// propagation gathers the gradient piece by piece from the
+	// measurements' tables instead of reading it from a model-sized array
+	// written once per iteration, so the fit holds two model-sized arenas
+	// (potentials and marginals) instead of three, at the cost of more
+	// work per iteration (on adult's ε = 10 models, whose measurements'
+	// broadcasts are gathers, about 15 % more CPU:
+	// docs/aim-performance.md). The fit is the same bit for bit.
+	LeanGradient bool
 	// Stats, if non-nil, receives a summary of the run.
 	Stats *EstimateStats
 	// Step selects where each MirrorDescent line search starts.
@@ -272,34 +281,41 @@ func Estimate(ctx context.Context, dom *Domain, meas []Measurement, opts *Estima
 	}
 	var theta []float64
 	var warmStep float64 // the step the warm start's own fit ended with
-	collect := false
 	inPlace := false
-	if ws := o.WarmStart; ws != nil && o.TakeWarmStart && ws.theta != nil && ws.dom.Equal(jt.dom) && sameCliques(ws.jt, jt) {
+	ws := o.WarmStart
+	// A warm-started fit of a large model collects before each arena it
+	// allocates while the garbage of the caller's previous phases (a
+	// round's scoring, its drift bounds; the warm start's own potentials
+	// once copied) could still fill the heap: the pacer lets the heap grow
+	// to twice what was live at the last collection before it collects by
+	// itself, and the arenas would be added on top. A collection of these
+	// heaps of float arrays (nothing to scan) takes about a millisecond.
+	collect := ws != nil && jt.total >= gcCells
+	if ws != nil && o.TakeWarmStart && ws.theta != nil && ws.dom.Equal(jt.dom) && sameCliques(ws.jt, jt) {
 		// warmStart would add each clique's potential into a zero arena
 		// laid out alike: theta is the warm start's, bit for bit.
 		theta, inPlace = ws.theta, true
 	} else {
+		if collect {
+			runtime.GC()
+		}
 		theta = make([]float64, jt.total)
 	}
-	if ws := o.WarmStart; ws != nil {
+	if ws != nil {
 		if !inPlace {
 			if err := warmStart(theta, jt, ws); err != nil {
 				return nil, err
 			}
 		}
 		warmStep = ws.step
-		collect = jt.total >= gcCells
 		// The fit does not read the previous model again: dropping it here
 		// lets a caller that passed its only reference free it.
-		o.WarmStart = nil
+		o.WarmStart, ws = nil, nil
 	}
 	if collect {
-		// Collect before the fit allocates its arenas (marginals and
-		// gradient, two model sizes): what a caller's previous fits left
-		// (their gradient arenas, the model now replaced) is garbage, and
-		// the pacer would otherwise let the heap grow to twice the live
-		// size, holding it. A collection of these heaps of float arrays
-		// (nothing to scan) takes about a millisecond.
+		// Before the marginals' arena: what the warm start leaves
+		// (its potentials when copied, its marginals unless a caller
+		// holds them) and what the caller's phases left is garbage.
 		runtime.GC()
 	}
 	obj := newObjective(jt, meas, o.Loss, total)
@@ -441,8 +457,19 @@ func mirrorDescent(ctx context.Context, jt *junctionTree, obj *objective, theta 
 	// Armijo test work from the measurements' projections, which the
 	// objective keeps for the accepted point and the trial.
 	n := jt.total
-	// Separate arenas: p may become the model's, and dL is then garbage.
-	p, dL := make([]float64, n), make([]float64, n)
+	p := make([]float64, n)
+	// A lean fit keeps no gradient arena: the propagations gather the
+	// gradient piece by piece from the measurements' tables (runFused), so
+	// it holds two model-sized arenas, θ and p. Otherwise the first trial
+	// of each iteration broadcasts it into dL (the separate passes, in
+	// tests, by obj.grad), and the other trials read it there.
+	lean := fuseGrad && o.LeanGradient
+	var dL []float64
+	if lean {
+		obj.keepPrevGrad()
+	} else {
+		dL = make([]float64, n)
+	}
 	logZ := bp.run(p, theta)
 	st.OracleCalls++
 	loss := obj.valueBP(p)
@@ -467,16 +494,32 @@ func mirrorDescent(ctx context.Context, jt *junctionTree, obj *objective, theta 
 	var hist [TolWindow + 1]float64
 	hist[0] = loss
 	// pend is the accepted step not yet applied to theta: theta ← theta +
-	// pend·dL is folded into the next iteration's first propagation
-	// (runFused), or done by flush when the fit ends.
+	// pend·∇L is folded into the next iteration's first propagation
+	// (runFused), or done by flush when the fit ends — in a lean fit
+	// with the gradient of the last gradTables call, gathered per piece.
 	var pend float64
 	flush := func() {
-		if pend != 0 {
+		if pend == 0 {
+			return
+		}
+		if !lean {
 			bp.team.run(n, 1, func(lo, hi, _ int) {
 				kernel.AxpyTo(theta[lo:hi], theta[lo:hi], pend, dL[lo:hi])
 			})
-			pend = 0
+		} else {
+			for k := range jt.cliques {
+				th := jt.block(theta, k)
+				bp.team.run(len(th), 1, func(lo, hi, part int) {
+					g := bp.gbuf[part]
+					for s := lo; s < hi; s += len(g) {
+						e := min(s+len(g), hi)
+						obj.gradChunk(k, g[:e-s], s)
+						kernel.AxpyTo(th[s:e], th[s:e], pend, g[:e-s])
+					}
+				})
+			}
 		}
+		pend = 0
 	}
 	defer flush()
 	for i := range o.Iters {
@@ -501,13 +544,16 @@ func mirrorDescent(ctx context.Context, jt *junctionTree, obj *objective, theta 
 		var newLoss, trialLogZ float64
 		accepted, trials := false, 0
 		for range maxHalvings {
-			if trials == 0 && fuseGrad {
+			switch {
+			case !fuseGrad || (trials > 0 && !lean):
+				trialLogZ = bp.runStep(p, theta, -alpha, dL)
+			case trials == 0:
 				// The first trial also applies the last step to theta
-				// and writes the gradient into dL.
+				// (and writes the gradient into dL unless lean).
 				trialLogZ = bp.runFused(p, theta, -alpha, dL, pend, obj)
 				pend = 0
-			} else {
-				trialLogZ = bp.runStep(p, theta, -alpha, dL)
+			default:
+				trialLogZ = bp.runFused(p, theta, -alpha, nil, 0, obj)
 			}
 			st.OracleCalls++
 			trials++

@@ -822,3 +822,47 @@ func setsOf(meas []Measurement) [][]int {
 	}
 	return out
 }
+
+// TestEstimateArenas: a mirror-descent fit holds three model-sized arenas,
+// the potentials, the marginals and the gradient, and a lean one
+// (LeanGradient) two: its propagations gather the gradient per piece from
+// the measurements' tables. A fit that takes its warm start's potentials
+// in place then allocates two arenas, or one when lean, and little else.
+// The model is one clique of 24⁴ cells (2.5 MB, below the size at which
+// Estimate collects) with 1-way measurements, so the objective's own
+// tables are small.
+func TestEstimateArenas(t *testing.T) {
+	rng := rand.New(rand.NewPCG(49, 50))
+	ctx := context.Background()
+	dom, err := NewDomain([]string{"a", "b", "c", "d"}, []int{24, 24, 24, 24})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ds := randomDataset(t, 500, slices.Clone(dom.sizes), 3000)
+	meas := measure(ds, [][]int{{0}, {1}, {2}, {3}}, 5, rng)
+	extra := [][]int{{0, 1, 2, 3}}
+	for _, lean := range []bool{false, true} {
+		ws, err := Estimate(ctx, dom, meas, &EstimateOptions{Iters: 10, Step: KeepStep, ExtraCliques: extra})
+		if err != nil {
+			t.Fatal(err)
+		}
+		arena := float64(ws.jt.total * 8)
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		m, err := Estimate(ctx, dom, meas, &EstimateOptions{Iters: 10, Step: KeepStep, ExtraCliques: extra, WarmStart: ws, TakeWarmStart: true, LeanGradient: lean})
+		runtime.ReadMemStats(&after)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if &m.theta[0] != &ws.theta[0] {
+			t.Fatal("the fit did not take its warm start's potentials in place")
+		}
+		want := 2.0 // the marginals and the gradient
+		if lean {
+			want = 1
+		}
+		if got := float64(after.TotalAlloc-before.TotalAlloc) / arena; got < want || got > want+0.5 {
+			t.Errorf("lean %v: a fit in place allocated %.2f arenas of %.0f bytes, want %v", lean, got, arena, want)
+		}
+	}
+}

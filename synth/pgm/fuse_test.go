@@ -18,7 +18,8 @@ import (
 // (materialize); the fits must equal those of the separate passes
 // (fuseGrad, fuseUp and fuseDown off) bit for bit, on one core or several —
 // potentials, marginals, log Z, step and stats — whatever the chunks, tiles,
-// pieces, block bound, step rule, stopping rule and warm start.
+// pieces, block bound, step rule, stopping rule and warm start, with a
+// gradient arena and without (LeanGradient).
 func TestEstimateFusedMatchesSeparate(t *testing.T) {
 	rng := rand.New(rand.NewPCG(91, 92))
 	type layout struct{ chunk, tile, piece, block, procs int }
@@ -52,7 +53,7 @@ func TestEstimateFusedMatchesSeparate(t *testing.T) {
 			{Iters: 25, Loss: L1, StepSize: 0.01},
 		}
 		for oi, o := range opts {
-			fit := func(fuse bool, l layout) (*Model, EstimateStats) {
+			fit := func(fuse, lean bool, l layout) (*Model, EstimateStats) {
 				defer func(f, u, d, z bool, c, tl, p, b int) {
 					fuseGrad, fuseUp, fuseDown, fuseLazy, chunkCells, tileCells, fuseCells, maxUpBlock = f, u, d, z, c, tl, p, b
 				}(fuseGrad, fuseUp, fuseDown, fuseLazy, chunkCells, tileCells, fuseCells, maxUpBlock)
@@ -61,6 +62,7 @@ func TestEstimateFusedMatchesSeparate(t *testing.T) {
 				var st EstimateStats
 				oo := o
 				oo.Stats = &st
+				oo.LeanGradient = lean
 				m, err := Estimate(context.Background(), dom, meas, &oo)
 				if err != nil {
 					t.Fatal(err)
@@ -71,51 +73,53 @@ func TestEstimateFusedMatchesSeparate(t *testing.T) {
 				if trial == 8 && (l.piece == 1 || oi == 3) {
 					continue // one-cell pieces and 300 iterations: slow on its tables
 				}
-				want, wst := fit(false, l)
-				got, gst := fit(true, l)
-				if l.block > 1 {
-					func() {
-						defer func(b int) { maxUpBlock = b }(maxUpBlock)
-						maxUpBlock = l.block
-						w := newBPWork(got.jt)
-						for _, n := range w.upBlock {
-							if n > 0 {
-								blocked++
-							}
-						}
-						w.bind(newObjective(got.jt, meas, o.Loss, got.total))
-						for _, z := range w.lazy {
-							if z {
-								lazy++
-							}
-						}
-						for _, u := range w.up {
-							if u != nil {
-								upStreams++
-							}
-						}
-						for _, f := range w.fin {
-							for _, it := range f.items {
-								pieced++
-								if it.rest != nil {
-									split++
-								}
-								if it.first != nil && it.first.Streams() {
-									streamed++
+				want, wst := fit(false, false, l)
+				for _, lean := range []bool{false, true} {
+					got, gst := fit(true, lean, l)
+					if l.block > 1 {
+						func() {
+							defer func(b int) { maxUpBlock = b }(maxUpBlock)
+							maxUpBlock = l.block
+							w := newBPWork(got.jt)
+							for _, n := range w.upBlock {
+								if n > 0 {
+									blocked++
 								}
 							}
+							w.bind(newObjective(got.jt, meas, o.Loss, got.total))
+							for _, z := range w.lazy {
+								if z {
+									lazy++
+								}
+							}
+							for _, u := range w.up {
+								if u != nil {
+									upStreams++
+								}
+							}
+							for _, f := range w.fin {
+								for _, it := range f.items {
+									pieced++
+									if it.rest != nil {
+										split++
+									}
+									if it.first != nil && it.first.Streams() {
+										streamed++
+									}
+								}
+							}
+						}()
+					}
+					if gst != wst || gst.Iters == 0 {
+						t.Fatalf("trial %d options %d layout %v: stats %+v, separate passes %+v", trial, oi, l, gst, wst)
+					}
+					if math.Float64bits(got.step) != math.Float64bits(want.step) || math.Float64bits(got.logZ) != math.Float64bits(want.logZ) {
+						t.Fatalf("trial %d options %d layout %v: step, log Z %v %v, separate passes %v %v", trial, oi, l, got.step, got.logZ, want.step, want.logZ)
+					}
+					for i := range want.theta {
+						if math.Float64bits(got.theta[i]) != math.Float64bits(want.theta[i]) || math.Float64bits(got.p[i]) != math.Float64bits(want.p[i]) {
+							t.Fatalf("trial %d options %d layout %v lean %v: cell %d θ, p = %v, %v; separate passes %v, %v", trial, oi, l, lean, i, got.theta[i], got.p[i], want.theta[i], want.p[i])
 						}
-					}()
-				}
-				if gst != wst || gst.Iters == 0 {
-					t.Fatalf("trial %d options %d layout %v: stats %+v, separate passes %+v", trial, oi, l, gst, wst)
-				}
-				if math.Float64bits(got.step) != math.Float64bits(want.step) || math.Float64bits(got.logZ) != math.Float64bits(want.logZ) {
-					t.Fatalf("trial %d options %d layout %v: step, log Z %v %v, separate passes %v %v", trial, oi, l, got.step, got.logZ, want.step, want.logZ)
-				}
-				for i := range want.theta {
-					if math.Float64bits(got.theta[i]) != math.Float64bits(want.theta[i]) || math.Float64bits(got.p[i]) != math.Float64bits(want.p[i]) {
-						t.Fatalf("trial %d options %d layout %v: cell %d θ, p = %v, %v; separate passes %v, %v", trial, oi, l, i, got.theta[i], got.p[i], want.theta[i], want.p[i])
 					}
 				}
 			}

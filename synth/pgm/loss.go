@@ -16,6 +16,12 @@ type compiled struct {
 	clique int
 	src    int               // index of the source measurement, -1 for the clique
 	idx    *kernel.Tiled     // source → attrs map; nil when the source has the same attributes
+	// With run ≥ minRun (measurements projected from their clique): the
+	// source's trailing axes, run cells, are all kept, so each run of the
+	// source maps to a contiguous run of attrs' table, at outer[r]·run
+	// for run r; gradChunk then adds runs (Axpy) instead of gathering.
+	run   int
+	outer []int32
 	red    *kernel.Reduction // source → attrs reduction; nil with idx
 	c      float64           // 1/σ
 	q      *mat.Dense
@@ -26,6 +32,10 @@ type compiled struct {
 	gOwn   []float64 // c·Qᵀr at the point of the last grad call (real measurements)
 	r      []float64 // c·(Q·total·x − y)
 	g      []float64 // gradient over attrs, accumulated from dependants
+	// gPrev is g as the gradTables call before the last one left it, for
+	// measurements projected from their clique once keepPrevGrad is set:
+	// the deferred step of a fit without a gradient arena reads it.
+	gPrev []float64
 	pseudo bool      // an unmeasured intermediate table: no loss of its own
 	byBP   bool      // projected by a bound bpWork's propagation (bind), not by valueBP
 	own    []float64 // Qᵀ r (dense queries only)
@@ -47,6 +57,9 @@ type objective struct {
 	// bySrc[k] lists the measurements projected from clique k itself, in
 	// the order their gradients are added into the clique's.
 	bySrc [][]int
+	// keepPrev: gradTables keeps the previous tables of bySrc's
+	// measurements (gPrev); see keepPrevGrad.
+	keepPrev bool
 }
 
 func newObjective(jt *junctionTree, meas []Measurement, loss Loss, total float64) *objective {
@@ -92,6 +105,9 @@ func newObjective(jt *junctionTree, meas []Measurement, loss Loss, total float64
 			// measured set, and full int32 maps were three times the
 			// model on adult at ε = 3 (57 MB against 19 MB).
 			cm.idx = kernel.NewTiled(sizes, keep, tileCells)
+			if cm.src < 0 {
+				cm.run, cm.outer = runsOf(sizes, keep)
+			}
 			cm.red = kernel.NewReduction(sizes, keep)
 			scratch = max(scratch, cm.red.Scratch())
 		}
@@ -265,7 +281,11 @@ func (o *objective) grad(dst []float64) {
 // propagation does chunk by chunk while the clique is in cache.
 func (o *objective) gradTables() {
 	for i := range o.meas {
-		clear(o.meas[i].g)
+		m := &o.meas[i]
+		if o.keepPrev && m.src < 0 {
+			m.g, m.gPrev = m.gPrev, m.g
+		}
+		clear(m.g)
 	}
 	for i := len(o.meas) - 1; i >= 0; i-- {
 		m := &o.meas[i]
@@ -305,14 +325,76 @@ func (o *objective) gradTables() {
 // gradient, from the tables of the last gradTables call: zero plus each
 // measurement projected from the clique, broadcast, in grad's order (the
 // same sums, bit for bit, however the clique is chunked).
-func (o *objective) gradChunk(k int, dst []float64, lo int) {
+func (o *objective) gradChunk(k int, dst []float64, lo int) { o.gradChunkOf(k, dst, lo, false) }
+
+// gradChunkPrev is gradChunk from the tables of the gradTables call
+// before the last one (keepPrevGrad).
+func (o *objective) gradChunkPrev(k int, dst []float64, lo int) { o.gradChunkOf(k, dst, lo, true) }
+
+func (o *objective) gradChunkOf(k int, dst []float64, lo int, prev bool) {
 	clear(dst)
 	for _, i := range o.bySrc[k] {
 		m := &o.meas[i]
-		if m.idx == nil {
-			kernel.Axpy(dst, 1, m.g[lo:lo+len(dst)])
-		} else {
-			m.idx.Expand(dst, m.g, lo)
+		g := m.g
+		if prev {
+			g = m.gPrev
+		}
+		switch {
+		case m.idx == nil:
+			kernel.Axpy(dst, 1, g[lo:lo+len(dst)])
+		case m.run >= minRun:
+			// dst[i] += g[idx[lo+i]] run by run: the same additions
+			// (Axpy by 1 adds x exactly as Expand does).
+			for at := 0; at < len(dst); {
+				r, off := (lo+at)/m.run, (lo+at)%m.run
+				n := min(m.run-off, len(dst)-at)
+				base := int(m.outer[r])*m.run + off
+				kernel.Axpy(dst[at:at+n], 1, g[base:base+n])
+				at += n
+			}
+		default:
+			m.idx.Expand(dst, g, lo)
+		}
+	}
+}
+
+// minRun is the shortest run gradChunk adds with Axpy rather than
+// gathering through the index map: a call costs what gathering a few dozen
+// cells does. Tests lower it.
+var minRun = 64
+
+// runsOf returns, for the map from a table over sizes to its sub-table
+// over the ascending positions keep, the cells of the table's longest
+// suffix of axes that are all kept (run) and, per run of the table, the
+// index of its run in the sub-table (the map of the other axes, 4 bytes
+// per run); 0 and nil when runs are shorter than minRun.
+func runsOf(sizes, keep []int) (run int, outer []int32) {
+	n, t := len(sizes), 0
+	run = 1
+	for t < len(keep) && keep[len(keep)-1-t] == n-1-t {
+		run *= sizes[n-1-t]
+		t++
+	}
+	if t == 0 || run < minRun {
+		return 0, nil
+	}
+	return run, kernel.Map(sizes[:n-t], keep[:len(keep)-t])
+}
+
+// keepPrevGrad makes every later gradTables call keep the tables it
+// replaces, so that gradChunkPrev can broadcast the gradient of the
+// iteration before: a fit that gathers its gradient per piece instead of
+// storing it in an arena applies its deferred step with it. Only the
+// tables of measurements projected from cliques are kept (bySrc's): the
+// measurements' own sizes, not the model's.
+func (o *objective) keepPrevGrad() {
+	if o.keepPrev {
+		return
+	}
+	o.keepPrev = true
+	for i := range o.meas {
+		if m := &o.meas[i]; m.src < 0 {
+			m.gPrev = make([]float64, len(m.g))
 		}
 	}
 }

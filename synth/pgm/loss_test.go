@@ -3,6 +3,7 @@ package pgm
 import (
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/dpsql/dpsql/synth/pgm/internal/kernel"
@@ -106,5 +107,63 @@ func TestObjectiveAgainstNaive(t *testing.T) {
 	}
 	if pseudo == 0 || nested == 0 {
 		t.Errorf("paths not exercised: %d intermediate tables, %d nested projections", pseudo, nested)
+	}
+}
+
+// TestGradChunkRuns: gradChunk adds the broadcast of a measurement whose
+// kept axes end its clique's run by run (Axpy) instead of gathering
+// through its index map; the clique gradient must be the gathered one bit
+// for bit, whatever pieces it is asked for in.
+func TestGradChunkRuns(t *testing.T) {
+	defer func(r int) { minRun = r }(minRun)
+	rng := rand.New(rand.NewPCG(71, 72))
+	runs := 0
+	for trial := range 30 {
+		minRun = []int{1, 2, 5}[trial%3]
+		d := 3 + rng.IntN(4)
+		dom := randomDomain(t, rng, d, 5)
+		ds := randomDataset(t, uint64(700+trial), slices.Clone(dom.sizes), 500)
+		meas := measure(ds, dedupe(randomSets(rng, d, 2+rng.IntN(4), 3)), 3, rng)
+		jt, err := newJunctionTree(dom, setsOf(meas), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		theta := make([]float64, jt.total)
+		for i := range theta {
+			theta[i] = rng.NormFloat64()
+		}
+		p := make([]float64, jt.total)
+		newBPWork(jt).run(p, theta)
+		obj := newObjective(jt, meas, L2, 500)
+		obj.value(p)
+		obj.gradTables()
+		for k := range jt.cliques {
+			want := make([]float64, jt.cells[k])
+			for _, i := range obj.bySrc[k] {
+				m := &obj.meas[i]
+				if m.run > 0 {
+					runs++
+				}
+				if m.idx == nil {
+					kernel.Axpy(want, 1, m.g)
+				} else {
+					m.idx.Expand(want, m.g, 0)
+				}
+			}
+			got := make([]float64, len(want))
+			for lo := 0; lo < len(got); {
+				hi := min(len(got), lo+1+rng.IntN(40))
+				obj.gradChunk(k, got[lo:hi], lo)
+				lo = hi
+			}
+			for i := range want {
+				if math.Float64bits(got[i]) != math.Float64bits(want[i]) {
+					t.Fatalf("trial %d clique %v cell %d: %v, gathered %v", trial, jt.cliques[k], i, got[i], want[i])
+				}
+			}
+		}
+	}
+	if runs < 10 {
+		t.Fatalf("only %d measurements were broadcast by runs", runs)
 	}
 }

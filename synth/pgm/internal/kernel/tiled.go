@@ -87,6 +87,12 @@ func (t *Tiled) each(lo, n int, f func(at, base int, idx []int32)) {
 	}
 }
 
+// Each calls f for the tile pieces covering the cells [lo, lo+n) of the
+// table, in order: cell lo+at+j maps to base + idx[j] of the sub-table
+// (what Map gives it), for j in [0, len(idx)). It lets a loop that needs
+// each cell's sub-table index run without a full map (4 bytes a cell).
+func (t *Tiled) Each(lo, n int, f func(at, base int, idx []int32)) { t.each(lo, n, f) }
+
 // Expand is the Expand of the map over the cells [lo, lo+len(dst)) of the
 // table, dst holding those cells:
 //
