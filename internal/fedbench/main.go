@@ -10,8 +10,10 @@
 // For each way it reports the wall time of the data phase (CREATE TABLE …
 // ENGINE = FEDERATED, or dpsql import), of CREATE SYNTHETIC TABLE … USING
 // aim WITH EPSILON = 1 WORKLOAD ALL 3-WAY, the remote statistics the
-// ledger note gives, the server's peak resident memory (VmHWM), and the
-// workload error of the synthetic table against the generated rows (mean
+// ledger note gives, the server's peak resident memory (VmHWM) and its
+// peak anonymous memory (RssAnon, sampled: the heap, stacks and runtime,
+// without the binary's text, which the kernel may map with 2 MB pages as
+// it goes), and the workload error of the synthetic table against the generated rows (mean
 // and max over the 364 3-way marginals of ‖p − p̂‖₁).
 package main
 
@@ -30,6 +32,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/go-sql-driver/mysql"
@@ -106,8 +109,8 @@ func run(ctx context.Context, c config) error {
 		if err != nil {
 			return err
 		}
-		fmt.Printf("%-9s rows=%d data=%.1fs synth=%.1fs total=%.1fs peak_rss=%.0fMB err_mean=%.4f err_max=%.4f %s\n  note: %s\n",
-			way, c.rows, r.data.Seconds(), r.synth.Seconds(), (r.data + r.synth).Seconds(), r.peakMB, mean, maxe, r.model, r.note)
+		fmt.Printf("%-9s rows=%d data=%.1fs synth=%.1fs total=%.1fs peak_rss=%.0fMB peak_anon=%.0fMB err_mean=%.4f err_max=%.4f %s\n  note: %s\n",
+			way, c.rows, r.data.Seconds(), r.synth.Seconds(), (r.data + r.synth).Seconds(), r.peakMB, r.anonMB, mean, maxe, r.model, r.note)
 	}
 	return nil
 }
@@ -169,6 +172,7 @@ func dataset(dom domain.Table, cols [][]uint16) (*pgm.Dataset, error) {
 type result struct {
 	data, synth time.Duration
 	peakMB      float64
+	anonMB      float64 // peak RssAnon, sampled
 	note        string
 	model       string // "rounds=… model_mb=…" from the server's log
 	syn         *pgm.Dataset
@@ -183,6 +187,11 @@ type server struct {
 	debugAddr string // metrics and pprof listener, when profiling
 	pw        string
 	db        *sql.DB
+
+	anonStop chan struct{} // closed (once, by stopAnon) to end the RssAnon sampler
+	anonDone chan struct{}
+	anonOnce sync.Once
+	anonMB   float64 // peak RssAnon seen by the sampler; read after anonStop
 }
 
 // freePort returns a TCP port that was free a moment ago.
@@ -228,6 +237,8 @@ func startServer(ctx context.Context, bin string, profile bool) (*server, error)
 	if err := s.cmd.Start(); err != nil {
 		return nil, err
 	}
+	s.anonStop, s.anonDone = make(chan struct{}), make(chan struct{})
+	go s.sampleAnon()
 	cfg := mysql.NewConfig()
 	cfg.User, cfg.Passwd, cfg.Net, cfg.Addr = "root", s.pw, "tcp", s.addr
 	cfg.MultiStatements = false
@@ -267,6 +278,36 @@ func firstLine(q string) string {
 
 // peakMB is the server's peak resident set size.
 func (s *server) peakMB() float64 { return s.status("VmHWM:") }
+
+// sampleAnon keeps the highest RssAnon of the server, read every 20 ms,
+// until anonStop is closed. The kernel keeps no high-water mark of it.
+func (s *server) sampleAnon() {
+	defer close(s.anonDone)
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		if v := s.status("RssAnon:"); v > s.anonMB {
+			s.anonMB = v
+		}
+		select {
+		case <-s.anonStop:
+			return
+		case <-tick.C:
+		}
+	}
+}
+
+// peakAnonMB stops the sampler and returns the peak it saw.
+func (s *server) peakAnonMB() float64 {
+	s.stopAnon()
+	return s.anonMB
+}
+
+// stopAnon ends the RssAnon sampler and waits for it.
+func (s *server) stopAnon() {
+	s.anonOnce.Do(func() { close(s.anonStop) })
+	<-s.anonDone
+}
 
 // status reads one memory line of the server's /proc status, in MB.
 func (s *server) status(key string) float64 {
@@ -334,6 +375,7 @@ func (s *server) modelLine() string {
 }
 
 func (s *server) stop() {
+	s.stopAnon()
 	if s.db != nil {
 		s.db.Close()
 	}
@@ -362,6 +404,7 @@ func (s *server) synthesize(ctx context.Context, c config, r *result) error {
 	}
 	r.synth = time.Since(start)
 	r.peakMB = s.peakMB()
+	r.anonMB = s.peakAnonMB()
 	r.model = s.modelLine()
 	rows, err := s.db.QueryContext(ctx, "SHOW PRIVACY LEDGER FOR census.big")
 	if err != nil {
