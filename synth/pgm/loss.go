@@ -14,28 +14,28 @@ import (
 // clique itself.
 type compiled struct {
 	clique int
-	src    int               // index of the source measurement, -1 for the clique
-	idx    *kernel.Tiled     // source → attrs map; nil when the source has the same attributes
+	src    int           // index of the source measurement, -1 for the clique
+	idx    *kernel.Tiled // source → attrs map; nil when the source has the same attributes
 	// With run ≥ minRun (measurements projected from their clique): the
 	// source's trailing axes, run cells, are all kept, so each run of the
 	// source maps to a contiguous run of attrs' table, at outer[r]·run
 	// for run r; gradChunk then adds runs (Axpy) instead of gathering.
 	run   int
 	outer []int32
-	red    *kernel.Reduction // source → attrs reduction; nil with idx
-	c      float64           // 1/σ
-	q      *mat.Dense
-	kq     *kronOp // Kronecker query (Measurement.Kron), or nil
-	y      []float64
-	x      []float64 // projected marginal (probabilities)
-	xAcc   []float64 // x at the last accepted point (see accept)
-	gOwn   []float64 // c·Qᵀr at the point of the last grad call (real measurements)
-	r      []float64 // c·(Q·total·x − y)
-	g      []float64 // gradient over attrs, accumulated from dependants
+	red   *kernel.Reduction // source → attrs reduction; nil with idx
+	c     float64           // 1/σ
+	q     *mat.Dense
+	kq    *kronOp // Kronecker query (Measurement.Kron), or nil
+	y     []float64
+	x     []float64 // projected marginal (probabilities)
+	xAcc  []float64 // x at the last accepted point (see accept)
+	gOwn  []float64 // c·Qᵀr at the point of the last grad call (real measurements)
+	r     []float64 // c·(Q·total·x − y)
+	g     []float64 // gradient over attrs, accumulated from dependants
 	// gPrev is g as the gradTables call before the last one left it, for
 	// measurements projected from their clique once keepPrevGrad is set:
 	// the deferred step of a fit without a gradient arena reads it.
-	gPrev []float64
+	gPrev  []float64
 	pseudo bool      // an unmeasured intermediate table: no loss of its own
 	byBP   bool      // projected by a bound bpWork's propagation (bind), not by valueBP
 	own    []float64 // Qᵀ r (dense queries only)

@@ -52,16 +52,7 @@ func TestObjectiveAgainstNaive(t *testing.T) {
 			}
 			meas = append(meas, Measurement{Attrs: s, Y: y, Sigma: 0.5 + rng.Float64()})
 		}
-		jt, err := newJunctionTree(dom, sets, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		theta := make([]float64, jt.total)
-		for i := range theta {
-			theta[i] = rng.NormFloat64()
-		}
-		p := make([]float64, jt.total)
-		newBPWork(jt).run(p, theta)
+		jt, theta, p := randomMarginals(t, rng, dom, sets)
 		obj := newObjective(jt, meas, L2, 300)
 		for _, m := range obj.meas {
 			if m.pseudo {
@@ -124,16 +115,7 @@ func TestGradChunkRuns(t *testing.T) {
 		dom := randomDomain(t, rng, d, 5)
 		ds := randomDataset(t, uint64(700+trial), slices.Clone(dom.sizes), 500)
 		meas := measure(ds, dedupe(randomSets(rng, d, 2+rng.IntN(4), 3)), 3, rng)
-		jt, err := newJunctionTree(dom, setsOf(meas), nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		theta := make([]float64, jt.total)
-		for i := range theta {
-			theta[i] = rng.NormFloat64()
-		}
-		p := make([]float64, jt.total)
-		newBPWork(jt).run(p, theta)
+		jt, _, p := randomMarginals(t, rng, dom, setsOf(meas))
 		obj := newObjective(jt, meas, L2, 500)
 		obj.value(p)
 		obj.gradTables()
@@ -166,4 +148,21 @@ func TestGradChunkRuns(t *testing.T) {
 	if runs < 10 {
 		t.Fatalf("only %d measurements were broadcast by runs", runs)
 	}
+}
+
+// randomMarginals returns the junction tree of sets over dom, random normal
+// log potentials on it and their clique marginals.
+func randomMarginals(t *testing.T, rng *rand.Rand, dom *Domain, sets [][]int) (jt *junctionTree, theta, p []float64) {
+	t.Helper()
+	jt, err := newJunctionTree(dom, sets, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	theta = make([]float64, jt.total)
+	for i := range theta {
+		theta[i] = rng.NormFloat64()
+	}
+	p = make([]float64, jt.total)
+	newBPWork(jt).run(p, theta)
+	return jt, theta, p
 }

@@ -258,26 +258,7 @@ func TestProductSumBruteForce(t *testing.T) {
 			}
 			fs = append(fs, factor{attrs: attrs, vals: vals})
 		}
-		var out []int
-		for _, a := range over {
-			if rng.IntN(2) == 0 {
-				out = append(out, a)
-			}
-		}
-		got := productSum(dom, fs, over, out)
-		want := make([]float64, dom.Cells(out))
-		forEachCell(dom, func(x []int) {
-			p := 1.0
-			for _, f := range fs {
-				p *= f.vals[cellIndex(dom, f.attrs, x)]
-			}
-			want[cellIndex(dom, out, x)] += p
-		})
-		for i := range want {
-			if !near(got.vals[i], want[i], 1e-12) {
-				t.Fatalf("trial %d: cell %d = %v, want %v (factors %d, out %v)", trial, i, got.vals[i], want[i], len(fs), out)
-			}
-		}
+		checkProductSum(t, trial, rng, dom, fs, over)
 	}
 }
 
@@ -423,26 +404,7 @@ func TestProductSumLargeTables(t *testing.T) {
 			}
 			fs = append(fs, factor{attrs: attrs, vals: vals})
 		}
-		var out []int
-		for _, a := range over {
-			if rng.IntN(2) == 0 {
-				out = append(out, a)
-			}
-		}
-		got := productSum(dom, fs, over, out)
-		want := make([]float64, dom.Cells(out))
-		forEachCell(dom, func(x []int) {
-			p := 1.0
-			for _, f := range fs {
-				p *= f.vals[cellIndex(dom, f.attrs, x)]
-			}
-			want[cellIndex(dom, out, x)] += p
-		})
-		for i := range want {
-			if !near(got.vals[i], want[i], 1e-12) {
-				t.Fatalf("trial %d: cell %d = %v, want %v (factors %d, out %v)", trial, i, got.vals[i], want[i], len(fs), out)
-			}
-		}
+		checkProductSum(t, trial, rng, dom, fs, over)
 	}
 }
 
@@ -522,5 +484,31 @@ func TestCoalesce(t *testing.T) {
 	}
 	if merged < 50 {
 		t.Fatalf("only %d of 500 loops merged any dimension: the test does not exercise coalesce", merged)
+	}
+}
+
+// checkProductSum checks productSum of fs over the attributes over, kept on
+// a random subset of them, against the brute-force sum over every cell.
+func checkProductSum(t *testing.T, trial int, rng *rand.Rand, dom *Domain, fs []factor, over []int) {
+	t.Helper()
+	var out []int
+	for _, a := range over {
+		if rng.IntN(2) == 0 {
+			out = append(out, a)
+		}
+	}
+	got := productSum(dom, fs, over, out)
+	want := make([]float64, dom.Cells(out))
+	forEachCell(dom, func(x []int) {
+		p := 1.0
+		for _, f := range fs {
+			p *= f.vals[cellIndex(dom, f.attrs, x)]
+		}
+		want[cellIndex(dom, out, x)] += p
+	})
+	for i := range want {
+		if !near(got.vals[i], want[i], 1e-12) {
+			t.Fatalf("trial %d: cell %d = %v, want %v (factors %d, out %v)", trial, i, got.vals[i], want[i], len(fs), out)
+		}
 	}
 }
