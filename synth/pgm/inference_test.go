@@ -6,6 +6,21 @@ import (
 	"testing"
 )
 
+// normalModel returns the model with standard normal log potentials on the
+// junction tree of sets over dom.
+func normalModel(t testing.TB, rng *rand.Rand, dom *Domain, sets [][]int, total float64) *Model {
+	t.Helper()
+	jt, err := newJunctionTree(dom, sets, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	theta := make([]float64, jt.total)
+	for i := range theta {
+		theta[i] = rng.NormFloat64()
+	}
+	return newModel(jt, theta, total)
+}
+
 // randomModel returns a model with random potentials over random cliques.
 func randomModel(t testing.TB, rng *rand.Rand, d int, total float64) *Model {
 	t.Helper()

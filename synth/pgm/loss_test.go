@@ -52,7 +52,8 @@ func TestObjectiveAgainstNaive(t *testing.T) {
 			}
 			meas = append(meas, Measurement{Attrs: s, Y: y, Sigma: 0.5 + rng.Float64()})
 		}
-		jt, theta, p := randomMarginals(t, rng, dom, sets)
+		m := normalModel(t, rng, dom, sets, 1)
+		jt, theta, p := m.jt, m.theta, m.p
 		obj := newObjective(jt, meas, L2, 300)
 		for _, m := range obj.meas {
 			if m.pseudo {
@@ -115,7 +116,8 @@ func TestGradChunkRuns(t *testing.T) {
 		dom := randomDomain(t, rng, d, 5)
 		ds := randomDataset(t, uint64(700+trial), slices.Clone(dom.sizes), 500)
 		meas := measure(ds, dedupe(randomSets(rng, d, 2+rng.IntN(4), 3)), 3, rng)
-		jt, _, p := randomMarginals(t, rng, dom, setsOf(meas))
+		m := normalModel(t, rng, dom, setsOf(meas), 1)
+		jt, p := m.jt, m.p
 		obj := newObjective(jt, meas, L2, 500)
 		obj.value(p)
 		obj.gradTables()
@@ -148,21 +150,4 @@ func TestGradChunkRuns(t *testing.T) {
 	if runs < 10 {
 		t.Fatalf("only %d measurements were broadcast by runs", runs)
 	}
-}
-
-// randomMarginals returns the junction tree of sets over dom, random normal
-// log potentials on it and their clique marginals.
-func randomMarginals(t *testing.T, rng *rand.Rand, dom *Domain, sets [][]int) (jt *junctionTree, theta, p []float64) {
-	t.Helper()
-	jt, err := newJunctionTree(dom, sets, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	theta = make([]float64, jt.total)
-	for i := range theta {
-		theta[i] = rng.NormFloat64()
-	}
-	p = make([]float64, jt.total)
-	newBPWork(jt).run(p, theta)
-	return jt, theta, p
 }

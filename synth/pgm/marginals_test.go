@@ -331,16 +331,7 @@ func TestVisitBuffersNotRetained(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	jt, err := newJunctionTree(dom, [][]int{{0, 1}, {1, 2}}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rng := rand.New(rand.NewPCG(61, 62))
-	theta := make([]float64, jt.total)
-	for i := range theta {
-		theta[i] = rng.NormFloat64()
-	}
-	m := newModel(jt, theta, 1000)
+	m := normalModel(t, rand.New(rand.NewPCG(61, 62)), dom, [][]int{{0, 1}, {1, 2}}, 1000)
 	set := [][]int{{0, 1, 2}}
 	cells := dom.Cells(set[0])
 	if cells <= maxPooled {

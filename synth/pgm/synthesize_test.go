@@ -205,16 +205,7 @@ func TestSynthesizeAllocs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	jt, err := newJunctionTree(dom, [][]int{{0, 1, 2, 3}, {2, 3, 4, 5}}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rng := rand.New(rand.NewPCG(71, 72))
-	theta := make([]float64, jt.total)
-	for i := range theta {
-		theta[i] = rng.NormFloat64()
-	}
-	m := newModel(jt, theta, 1000)
+	m := normalModel(t, rand.New(rand.NewPCG(71, 72)), dom, [][]int{{0, 1, 2, 3}, {2, 3, 4, 5}}, 1000)
 	const rows = 200
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
