@@ -302,7 +302,11 @@ func (tx *Tx) InsertFrom(db, name string, src RowSource) (int64, error) {
 		st.mu.Unlock()
 	}
 	if m.key == nil {
-		err = tx.appendRows(t, next, bumpAuto, st)
+		tb, err := tx.appendRows(t, next)
+		if err == nil {
+			bumpAuto()
+			err = storeAutoInc(tb, m.id, st)
+		}
 		return n, wrapf(err, "catalog: insert into %s.%s", db, name)
 	}
 	e := t.newEditor()
@@ -332,15 +336,14 @@ func (tx *Tx) InsertFrom(db, name string, src RowSource) (int64, error) {
 const appendChunk = 256 << 10
 
 // appendRows appends the rows of next to keyless table t, each under the
-// bucket's next sequence number, then updates its row count and, through
-// bumpAuto, st and the stored counter, its AUTO_INCREMENT counter. The sealed
-// values are carved from shared chunks (bbolt keeps each value it is given
-// until the commit, so a chunk is never reused) rather than allocated row
-// by row.
-func (tx *Tx) appendRows(t *Table, next RowSource, bumpAuto func(), st *autoIncState) error {
+// bucket's next sequence number, updates its row count and returns its
+// bucket. The sealed values are carved from shared chunks (bbolt keeps each
+// value it is given until the commit, so a chunk is never reused) rather
+// than allocated row by row.
+func (tx *Tx) appendRows(t *Table, next RowSource) (*bbolt.Bucket, error) {
 	tb, rows, count, err := openRows(tx.tx, t.meta)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	var payload, chunk []byte
 	key := make([]byte, 8)
@@ -350,14 +353,14 @@ func (tx *Tx) appendRows(t *Table, next RowSource, bumpAuto func(), st *autoIncS
 			break
 		}
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if payload, err = t.meta.rows.encode(tx.ctx, payload[:0], r); err != nil {
-			return err
+			return nil, err
 		}
 		seq, err := rows.NextSequence()
 		if err != nil {
-			return err
+			return nil, err
 		}
 		binary.BigEndian.PutUint64(key, seq)
 		if need := len(payload) + seal.Size; cap(chunk)-len(chunk) < need {
@@ -366,15 +369,11 @@ func (tx *Tx) appendRows(t *Table, next RowSource, bumpAuto func(), st *autoIncS
 		start := len(chunk)
 		chunk = seal.Append(chunk, key, payload)
 		if err := rows.Put(key, chunk[start:len(chunk):len(chunk)]); err != nil {
-			return err
+			return nil, err
 		}
 		count++
 	}
-	if err := putCounter(tb, keyCount, count); err != nil {
-		return err
-	}
-	bumpAuto()
-	return storeAutoInc(tb, t.meta.id, st)
+	return tb, putCounter(tb, keyCount, count)
 }
 
 func asUint64OrInt(v any) (uint64, bool) {

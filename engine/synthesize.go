@@ -887,21 +887,17 @@ func (e *Engine) prepareRelease(ctx context.Context, r *synthRequest, out *synth
 	case synth.RowsOnly:
 		// No model: the table's rows are the release, and queries on it
 		// read them (answer.go treats the table as a plain one).
-		var d *rowDecoder
-		if d, err = newRowDecoder(ctx, out.Rows, r.dom, r.pos, r.serial, sch, decodeNoise.Rand()); err != nil {
+		if rows, nrows, err = decodedRows(ctx, r, out, sch, decodeNoise); err != nil {
 			return
 		}
-		rows, nrows = d.next, d.n
 	default:
 		if out.Model == nil {
 			err = errors.New("mechanism returned no model")
 			return
 		}
-		var d *rowDecoder
-		if d, err = newRowDecoder(ctx, out.Rows, r.dom, r.pos, r.serial, sch, decodeNoise.Rand()); err != nil {
+		if rows, nrows, err = decodedRows(ctx, r, out, sch, decodeNoise); err != nil {
 			return
 		}
-		rows, nrows = d.next, d.n
 		if model, err = out.Model.MarshalBinary(); err != nil {
 			err = fmt.Errorf("encoding the model: %w", err)
 			return
@@ -926,6 +922,16 @@ func (e *Engine) prepareRelease(ctx context.Context, r *synthRequest, out *synth
 		rec.Workload = append(rec.Workload, catalog.SyntheticQuery{Text: q.Text, Weight: q.Weight, Attrs: q.Attrs})
 	}
 	return rec, rows, sch, model, release, nil
+}
+
+// decodedRows is the RowSource of out's synthetic rows, decoded into sch
+// with decodeNoise's post-processing randomness, and their number.
+func decodedRows(ctx context.Context, r *synthRequest, out *synth.Result, sch sql.Schema, decodeNoise *noise.Source) (catalog.RowSource, int, error) {
+	d, err := newRowDecoder(ctx, out.Rows, r.dom, r.pos, r.serial, sch, decodeNoise.Rand())
+	if err != nil {
+		return nil, 0, err
+	}
+	return d.next, d.n, nil
 }
 
 // grantCreatorRead gives the creator SELECT on the new table when they
