@@ -147,15 +147,10 @@ func (r *run) filter(dst []int, limit, twinLimit float64) []int {
 // then select, anneal and err as with GrowStep, paired over the same noise
 // (docs/aim-performance.md, Issue 19, fourth pass); an earlier attempt at
 // KeepStep in the rounds (before lazy selection) made a 30-attribute table
-// run more and costlier rounds, measured there too.
-func (r *run) estimate(ctx context.Context, iters int, tol float64, step pgm.StepRule, progress func(pgm.EstimateProgress)) error {
-	return r.estimateLean(ctx, iters, tol, step, progress, false)
-}
-
-// estimateLean is estimate, with pgm.EstimateOptions.LeanGradient set to
-// lean: the fit keeps no gradient arena (one model size less memory, more
-// CPU per iteration; the same model bit for bit).
-func (r *run) estimateLean(ctx context.Context, iters int, tol float64, step pgm.StepRule, progress func(pgm.EstimateProgress), lean bool) error {
+// run more and costlier rounds, measured there too. A lean fit
+// (pgm.EstimateOptions.LeanGradient) keeps no gradient arena: one model
+// size less memory, more CPU per iteration, the same model bit for bit.
+func (r *run) estimate(ctx context.Context, iters int, tol float64, step pgm.StepRule, progress func(pgm.EstimateProgress), lean bool) error {
 	// The previous model is handed over, not kept: Estimate drops it after
 	// the warm start and collects, so a model that no round snapshot holds
 	// is freed before the new fit's arenas are allocated (peak memory).
@@ -213,7 +208,7 @@ func (r *run) loop(ctx context.Context, sigma0 []float64) (*synth.Result, error)
 			k++
 		}
 	}
-	if err := r.estimate(ctx, r.opt.PGMIters, 0, pgm.GrowStep, nil); err != nil {
+	if err := r.estimate(ctx, r.opt.PGMIters, 0, pgm.GrowStep, nil, false); err != nil {
 		return fail(fmt.Errorf("initial estimation: %w", err))
 	}
 	r.in.Report(synth.Status{Phase: "init", RhoUsed: r.sched.used, ModelSize: r.model.Size()})
@@ -287,7 +282,7 @@ func (r *run) loop(ctx context.Context, sigma0 []float64) (*synth.Result, error)
 		// The last round's fit is lean, like the final fit: it is often
 		// the one that grows the model most, beside the snapshot of the
 		// model it replaces.
-		if err := r.estimateLean(ctx, r.opt.PGMIters, r.opt.roundTol, r.opt.roundStep, testRoundFit, last); err != nil {
+		if err := r.estimate(ctx, r.opt.PGMIters, r.opt.roundTol, r.opt.roundStep, testRoundFit, last); err != nil {
 			return fail(fmt.Errorf("round %d estimation: %w", t, err))
 		}
 		r.collect()
@@ -319,7 +314,7 @@ func (r *run) loop(ctx context.Context, sigma0 []float64) (*synth.Result, error)
 	// fits cost more CPU per iteration (the gradient gathered in every
 	// trial), so only the last two, the largest, are (docs/aim-performance.md,
 	// Issue 19, sixth pass).
-	if err := r.estimateLean(ctx, r.opt.FinalIters, r.opt.FinalTol, pgm.KeepStep, r.in.FinalProgress(len(res.Rounds), r.sched.used), true); err != nil {
+	if err := r.estimate(ctx, r.opt.FinalIters, r.opt.FinalTol, pgm.KeepStep, r.in.FinalProgress(len(res.Rounds), r.sched.used), true); err != nil {
 		return fail(fmt.Errorf("final estimation: %w", err))
 	}
 	r.in.Report(synth.Status{Phase: "final", Round: len(res.Rounds), RhoUsed: r.sched.used, ModelSize: r.model.Size()})
