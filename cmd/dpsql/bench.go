@@ -5,6 +5,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
+	"runtime/pprof"
 	"strings"
 
 	"github.com/dpsql/dpsql/synth"
@@ -16,7 +18,7 @@ import (
 const benchUsage = `usage:
   dpsql bench pgm --csv FILE --domain FILE
   dpsql bench MECHANISM --csv FILE --domain FILE [--epsilon E] [--delta D] [--workload all-3way|all-2way]
-              [--seeds N] [--rows N] [--option NAME=VALUE ...] [--progress]
+              [--seeds N] [--rows N] [--option NAME=VALUE ...] [--progress] [--cpuprofile FILE]
               [--metric l1|max|mean] [--attrs COL[:BINS],...] [--public FILE] [--model-budget CELLS]
 MECHANISM is one of: %s`
 
@@ -65,6 +67,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	})
 	fs.Float64Var(&cfg.ModelBudget, "model-budget", 0, "model error: leave out workload sets whose inference sweeps more cells than this (0: 2^32; -1: none)")
 	progress := fs.Bool("progress", false, "print a line per round to stderr")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole benchmark to this file (go tool pprof)")
 	fs.Func("option", "mechanism option NAME=VALUE (repeatable; see SHOW MECHANISMS)", func(s string) error {
 		name, value, ok := strings.Cut(s, "=")
 		if !ok || strings.TrimSpace(name) == "" {
@@ -83,7 +86,30 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if *progress {
 		cfg.Progress = stderr
 	}
+	if *cpuProfile != "" {
+		stop, err := startCPUProfile(*cpuProfile)
+		if err != nil {
+			return err
+		}
+		defer stop()
+	}
 	return bench.Run(ctx, cfg, stdout)
+}
+
+// startCPUProfile profiles the process's CPU into path until stop is called.
+func startCPUProfile(path string) (stop func(), err error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("bench: cpu profile: %w", err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("bench: cpu profile: %w", err)
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
+	}, nil
 }
 
 // runBenchPGM is "dpsql bench pgm": the Private-PGM engine on a CSV file

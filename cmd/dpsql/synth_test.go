@@ -404,6 +404,14 @@ func TestBenchMechanism(t *testing.T) {
 			t.Errorf("%v: exit %d stdout %q stderr %q; want exit %d and %q", tt.args[1:2], code, stdout, stderr, tt.wantCode, tt.wantOut)
 		}
 	}
+	// --cpuprofile writes a pprof profile (gzip-compressed protobuf).
+	prof := filepath.Join(t.TempDir(), "cpu.prof")
+	if _, stderr, code := runDpsql(t, "bench", "gaussian", "--csv", csvPath, "--domain", domain, "--cpuprofile", prof); code != 0 {
+		t.Fatalf("bench --cpuprofile: exit %d, stderr %q", code, stderr)
+	}
+	if b, err := os.ReadFile(prof); err != nil || len(b) < 2 || b[0] != 0x1f || b[1] != 0x8b {
+		t.Errorf("bench --cpuprofile wrote %d bytes (%v), want a gzip-compressed profile", len(b), err)
+	}
 	// AIM, two seeds: a line per seed and the mean, each with the rows'
 	// error, the model's own error, and the seed's peak memory.
 	stdout, stderr, code := runDpsql(t, "bench", "aim", "--csv", csvPath, "--domain", domain, "--seeds", "2",
