@@ -49,3 +49,5 @@ require (
 	google.golang.org/grpc v1.53.0 // indirect
 	google.golang.org/protobuf v1.36.8 // indirect
 )
+
+replace github.com/dolthub/go-icu-regex => ./third_party/go-icu-regex
