@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime"
 	"runtime/pprof"
 	"strings"
 
@@ -18,7 +19,7 @@ import (
 const benchUsage = `usage:
   dpsql bench pgm --csv FILE --domain FILE
   dpsql bench MECHANISM --csv FILE --domain FILE [--epsilon E] [--delta D] [--workload all-3way|all-2way]
-              [--seeds N] [--rows N] [--option NAME=VALUE ...] [--progress] [--cpuprofile FILE]
+              [--seeds N] [--rows N] [--option NAME=VALUE ...] [--progress] [--cpuprofile FILE] [--memprofile FILE]
               [--metric l1|max|mean] [--attrs COL[:BINS],...] [--public FILE] [--model-budget CELLS]
 MECHANISM is one of: %s`
 
@@ -68,6 +69,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.Float64Var(&cfg.ModelBudget, "model-budget", 0, "model error: leave out workload sets whose inference sweeps more cells than this (0: 2^32; -1: none)")
 	progress := fs.Bool("progress", false, "print a line per round to stderr")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole benchmark to this file (go tool pprof)")
+	memProfile := fs.String("memprofile", "", "write a heap profile to this file at the end: -sample_index=alloc_space shows where the benchmark allocated")
 	fs.Func("option", "mechanism option NAME=VALUE (repeatable; see SHOW MECHANISMS)", func(s string) error {
 		name, value, ok := strings.Cut(s, "=")
 		if !ok || strings.TrimSpace(name) == "" {
@@ -93,7 +95,30 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 		defer stop()
 	}
-	return bench.Run(ctx, cfg, stdout)
+	if *memProfile != "" {
+		// One sample per 4 KB allocated instead of per 512 KB, so that
+		// small allocations in hot loops show.
+		runtime.MemProfileRate = 1 << 12
+	}
+	err = bench.Run(ctx, cfg, stdout)
+	if *memProfile != "" && err == nil {
+		err = writeHeapProfile(*memProfile)
+	}
+	return err
+}
+
+// writeHeapProfile writes the heap profile (allocations since the start
+// and, as of the last collection, what is in use) to path.
+func writeHeapProfile(path string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("bench: heap profile: %w", err)
+	}
+	if err := pprof.Lookup("heap").WriteTo(f, 0); err != nil {
+		f.Close()
+		return fmt.Errorf("bench: heap profile: %w", err)
+	}
+	return f.Close()
 }
 
 // startCPUProfile profiles the process's CPU into path until stop is called.

@@ -404,13 +404,17 @@ func TestBenchMechanism(t *testing.T) {
 			t.Errorf("%v: exit %d stdout %q stderr %q; want exit %d and %q", tt.args[1:2], code, stdout, stderr, tt.wantCode, tt.wantOut)
 		}
 	}
-	// --cpuprofile writes a pprof profile (gzip-compressed protobuf).
+	// --cpuprofile and --memprofile write pprof profiles (gzip-compressed
+	// protobuf).
 	prof := filepath.Join(t.TempDir(), "cpu.prof")
-	if _, stderr, code := runDpsql(t, "bench", "gaussian", "--csv", csvPath, "--domain", domain, "--cpuprofile", prof); code != 0 {
-		t.Fatalf("bench --cpuprofile: exit %d, stderr %q", code, stderr)
+	mem := filepath.Join(t.TempDir(), "mem.prof")
+	if _, stderr, code := runDpsql(t, "bench", "gaussian", "--csv", csvPath, "--domain", domain, "--cpuprofile", prof, "--memprofile", mem); code != 0 {
+		t.Fatalf("bench --cpuprofile --memprofile: exit %d, stderr %q", code, stderr)
 	}
-	if b, err := os.ReadFile(prof); err != nil || len(b) < 2 || b[0] != 0x1f || b[1] != 0x8b {
-		t.Errorf("bench --cpuprofile wrote %d bytes (%v), want a gzip-compressed profile", len(b), err)
+	for _, f := range []string{prof, mem} {
+		if b, err := os.ReadFile(f); err != nil || len(b) < 2 || b[0] != 0x1f || b[1] != 0x8b {
+			t.Errorf("bench wrote %d bytes to %s (%v), want a gzip-compressed profile", len(b), filepath.Base(f), err)
+		}
 	}
 	// AIM, two seeds: a line per seed and the mean, each with the rows'
 	// error, the model's own error, and the seed's peak memory.
