@@ -6,9 +6,10 @@ import (
 	"testing"
 )
 
-// normalModel returns the model with standard normal log potentials on the
-// junction tree of sets over dom.
-func normalModel(t testing.TB, rng *rand.Rand, dom *Domain, sets [][]int, total float64) *Model {
+// normalModel returns the model of the given total with normal log
+// potentials of standard deviation scale on the junction tree of sets over
+// dom.
+func normalModel(t testing.TB, rng *rand.Rand, dom *Domain, sets [][]int, scale, total float64) *Model {
 	t.Helper()
 	jt, err := newJunctionTree(dom, sets, nil)
 	if err != nil {
@@ -16,7 +17,7 @@ func normalModel(t testing.TB, rng *rand.Rand, dom *Domain, sets [][]int, total 
 	}
 	theta := make([]float64, jt.total)
 	for i := range theta {
-		theta[i] = rng.NormFloat64()
+		theta[i] = rng.NormFloat64() * scale
 	}
 	return newModel(jt, theta, total)
 }

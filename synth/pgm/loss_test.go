@@ -52,7 +52,7 @@ func TestObjectiveAgainstNaive(t *testing.T) {
 			}
 			meas = append(meas, Measurement{Attrs: s, Y: y, Sigma: 0.5 + rng.Float64()})
 		}
-		m := normalModel(t, rng, dom, sets, 1)
+		m := normalModel(t, rng, dom, sets, 1, 1)
 		jt, theta, p := m.jt, m.theta, m.p
 		obj := newObjective(jt, meas, L2, 300)
 		for _, m := range obj.meas {
@@ -116,7 +116,7 @@ func TestGradChunkRuns(t *testing.T) {
 		dom := randomDomain(t, rng, d, 5)
 		ds := randomDataset(t, uint64(700+trial), slices.Clone(dom.sizes), 500)
 		meas := measure(ds, dedupe(randomSets(rng, d, 2+rng.IntN(4), 3)), 3, rng)
-		m := normalModel(t, rng, dom, setsOf(meas), 1)
+		m := normalModel(t, rng, dom, setsOf(meas), 1, 1)
 		jt, p := m.jt, m.p
 		obj := newObjective(jt, meas, L2, 500)
 		obj.value(p)

@@ -331,7 +331,7 @@ func TestVisitBuffersNotRetained(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := normalModel(t, rand.New(rand.NewPCG(61, 62)), dom, [][]int{{0, 1}, {1, 2}}, 1000)
+	m := normalModel(t, rand.New(rand.NewPCG(61, 62)), dom, [][]int{{0, 1}, {1, 2}}, 1, 1000)
 	set := [][]int{{0, 1, 2}}
 	cells := dom.Cells(set[0])
 	if cells <= maxPooled {

@@ -121,7 +121,7 @@ func TestDeal(t *testing.T) {
 func TestSynthesizeStratified(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 6))
 	dom, _ := NewDomain([]string{"a", "b"}, []int{4, 6})
-	m := cliqueModel(t, rng, dom, [][]int{{0}, {1}}, 0.3)
+	m := normalModel(t, rng, dom, [][]int{{0}, {1}}, 0.3, 1)
 	const rows = 2400
 	pa, pb := m.Marginal([]int{0}), m.Marginal([]int{1})
 	for run := range 5 {
@@ -149,7 +149,7 @@ func TestSynthesizeStratified(t *testing.T) {
 func TestSynthesizeSiblingsIndependent(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 8))
 	dom, _ := NewDomain([]string{"l1", "l2", "l3", "c", "a", "b"}, []int{38, 38, 38, 2, 4, 6})
-	m := cliqueModel(t, rng, dom, [][]int{{0, 3}, {1, 3}, {2, 3}, {3, 4}, {3, 5}}, 0.5)
+	m := normalModel(t, rng, dom, [][]int{{0, 3}, {1, 3}, {2, 3}, {3, 4}, {3, 5}}, 0.5, 1)
 	const rows = 6000
 	joint := m.Marginal([]int{3, 4, 5})
 	for run := range 20 {
@@ -169,19 +169,4 @@ func TestSynthesizeSiblingsIndependent(t *testing.T) {
 			t.Errorf("run %d: the (c, a, b) joint is off by %.4f in L1, want ≤ 0.02", run, l1)
 		}
 	}
-}
-
-// cliqueModel is a model of total 1 on the junction tree of cliques, its
-// parameters normal with standard deviation scale.
-func cliqueModel(t *testing.T, rng *rand.Rand, dom *Domain, cliques [][]int, scale float64) *Model {
-	t.Helper()
-	jt, err := newJunctionTree(dom, cliques, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	theta := make([]float64, jt.total)
-	for i := range theta {
-		theta[i] = rng.NormFloat64() * scale
-	}
-	return newModel(jt, theta, 1)
 }

@@ -205,7 +205,7 @@ func TestSynthesizeAllocs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := normalModel(t, rand.New(rand.NewPCG(71, 72)), dom, [][]int{{0, 1, 2, 3}, {2, 3, 4, 5}}, 1000)
+	m := normalModel(t, rand.New(rand.NewPCG(71, 72)), dom, [][]int{{0, 1, 2, 3}, {2, 3, 4, 5}}, 1, 1000)
 	const rows = 200
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
