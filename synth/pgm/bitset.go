@@ -66,6 +66,18 @@ func (b bitset) attrs() []int {
 	return out
 }
 
+// within returns the members of b among attrs, in attrs' order (a clique's
+// attributes kept by a query, say).
+func (b bitset) within(attrs []int) []int {
+	var out []int
+	for _, a := range attrs {
+		if b.has(a) {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
 // cells is the product of the domain sizes of the members, as a float64 so
 // that it cannot overflow.
 func (b bitset) cells(dom *Domain) float64 {

@@ -276,12 +276,7 @@ func (d *Drift) setKeep(need bitset, kept []bool, v, top int) {
 func (d *Drift) change(v int, top bool) float64 {
 	jt := d.jt
 	c := jt.cliques[v]
-	var sub []int
-	for _, a := range c {
-		if d.keep.has(a) {
-			sub = append(sub, a)
-		}
-	}
+	sub := d.keep.within(c)
 	if top && len(sub) == len(c) {
 		return d.cd[v]
 	}

@@ -208,12 +208,7 @@ func checkChangeRef(t *testing.T, d *Drift, sets [][]int) {
 func changeRef(d *Drift, v int, top bool) float64 {
 	jt := d.jt
 	c := jt.cliques[v]
-	var sub []int
-	for _, a := range c {
-		if d.keep.has(a) {
-			sub = append(sub, a)
-		}
-	}
+	sub := d.keep.within(c)
 	if top && len(sub) == len(c) {
 		return d.cd[v]
 	}

@@ -362,12 +362,7 @@ func (m *Model) branchConditional(c, a int, cache *reduceCache) (factor, bool) {
 func (m *Model) reduceClique(v int, top bool, keep bitset, cache *reduceCache) factor {
 	jt := m.jt
 	c := jt.cliques[v]
-	var sub []int
-	for _, a := range c {
-		if keep.has(a) {
-			sub = append(sub, a)
-		}
-	}
+	sub := keep.within(c)
 	if top && len(sub) == len(c) {
 		return factor{attrs: c, vals: jt.block(m.p, v), key: fmt.Sprintf("t%d", v)}
 	}
