@@ -360,13 +360,7 @@ func (w *bpWork) bind(obj *objective) {
 				piece = max(piece, max(1, fuseCells/n)*n)
 			}
 		}
-		for i := range w.gbuf {
-			if i == 0 || w.team.p != nil { // on one core the chunks run in turn
-				w.gbuf[i] = make([]float64, piece)
-			} else {
-				w.gbuf[i] = w.gbuf[0]
-			}
-		}
+		w.gbuf = w.partBuffers(piece)
 	}
 	if !fuseDown {
 		return
@@ -434,13 +428,20 @@ func (w *bpWork) bind(obj *objective) {
 			piece = max(piece, max(1, fuseCells/f.align)*f.align)
 		}
 	}
-	for i := range w.tmp {
-		if i == 0 || w.team.p != nil { // on one core the chunks run in turn
-			w.tmp[i] = make([]float64, piece)
+	w.tmp = w.partBuffers(piece)
+}
+
+// partBuffers returns a scratch buffer of n cells for each chunk of a team
+// run; on one core the chunks run in turn and share one.
+func (w *bpWork) partBuffers(n int) (bufs [maxParts][]float64) {
+	for i := range bufs {
+		if i == 0 || w.team.p != nil {
+			bufs[i] = make([]float64, n)
 		} else {
-			w.tmp[i] = w.tmp[0]
+			bufs[i] = bufs[0]
 		}
 	}
+	return bufs
 }
 
 // bindUp plans the upward reductions streamed by upStreamed; streaming
