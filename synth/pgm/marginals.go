@@ -69,7 +69,7 @@ func newReduceCache(jt *junctionTree, budget int) *reduceCache {
 		// wide30 the steps its triples repeat are the root clique's
 		// sweeps, each near the root's size.
 		c.pairMax = min(max(4*budget, pairMinBudget), pairMaxBudget)
-		if budget/2 > pairMaxBudget/2 {
+		if budget > pairMaxBudget {
 			// A model of more than 16 MB: its fit's arenas, several
 			// times its size, set the peak, and scoring is a small share
 			// of its rounds' time. Half the cache keeps AIM at ε = 3
