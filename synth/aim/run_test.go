@@ -8,10 +8,10 @@ import (
 	"slices"
 	"sync"
 	"testing"
-	"time"
 
 	"gonum.org/v1/gonum/mat"
 
+	"github.com/dpsql/dpsql/internal/gctest"
 	"github.com/dpsql/dpsql/synth"
 	"github.com/dpsql/dpsql/synth/independent"
 	"github.com/dpsql/dpsql/synth/internal/synthtest"
@@ -206,16 +206,9 @@ func TestResultReleasesInput(t *testing.T) {
 	in.Data = data
 	res := synthtest.MustRun(t, Mechanism{}, []synth.Option{{Name: "PGM_ITERS", Value: 5}, {Name: "FINAL_ITERS", Value: 20}}, in)
 	in, data = nil, nil
-	for range 10 {
-		runtime.GC()
-		select {
-		case <-freed:
-			runtime.KeepAlive(res)
-			return
-		case <-time.After(20 * time.Millisecond):
-		}
+	if !gctest.Collected(freed) {
+		t.Error("the input was still reachable from the result")
 	}
-	t.Error("the input was still reachable from the result")
 	runtime.KeepAlive(res)
 }
 
@@ -289,10 +282,7 @@ func TestRoundFitFreesPrevious(t *testing.T) {
 				}
 				checked = n
 				fits++
-				runtime.GC()
-				select {
-				case <-freed[n-1]:
-				case <-time.After(time.Second): // cleanups run on their own goroutine: allow for a loaded machine
+				if !gctest.Collected(freed[n-1]) {
 					held = append(held, n-1)
 				}
 			}
@@ -330,12 +320,7 @@ func TestLastFitsDropAnswers(t *testing.T) {
 			return
 		}
 		checked = true
-		runtime.GC()
-		select {
-		case <-freed:
-		case <-time.After(time.Second): // cleanups run on their own goroutine: allow for a loaded machine
-			held = true
-		}
+		held = !gctest.Collected(freed)
 	}
 	synthtest.MustRun(t, Mechanism{}, []synth.Option{{Name: "PGM_ITERS", Value: 30}, {Name: "FINAL_ITERS", Value: 30}}, in)
 	if !checked {

@@ -9,8 +9,8 @@ import (
 	"slices"
 	"sort"
 	"testing"
-	"time"
 
+	"github.com/dpsql/dpsql/internal/gctest"
 	"github.com/dpsql/dpsql/synth/pgm/internal/kernel"
 	"gonum.org/v1/gonum/mat"
 )
@@ -725,17 +725,12 @@ func TestEstimateReleasesWarmStart(t *testing.T) {
 		t.Fatal(err)
 	}
 	runtime.SetFinalizer(ws, func(*Model) { close(freed) })
-	done := false
+	checked, done := false, false
 	o := EstimateOptions{Iters: 60, WarmStart: ws, Step: KeepStep, Progress: func(p EstimateProgress) {
-		if p.Iter == 0 || done {
+		if p.Iter == 0 || checked {
 			return
 		}
-		runtime.GC()
-		select {
-		case <-freed:
-			done = true
-		case <-time.After(100 * time.Millisecond):
-		}
+		checked, done = true, gctest.Collected(freed)
 	}}
 	ws = nil
 	if _, err := Estimate(ctx, dom, meas, &o); err != nil {

@@ -8,7 +8,8 @@ import (
 	"runtime"
 	"slices"
 	"testing"
-	"time"
+
+	"github.com/dpsql/dpsql/internal/gctest"
 )
 
 // TestModelLean: a lean model answers as the model it came from — every
@@ -71,10 +72,7 @@ func TestModelLean(t *testing.T) {
 		freed := make(chan struct{})
 		runtime.AddCleanup(&m.theta[0], func(ch chan struct{}) { close(ch) }, freed)
 		m, fa, fb = nil, nil, nil
-		runtime.GC()
-		select {
-		case <-freed:
-		case <-time.After(time.Second):
+		if !gctest.Collected(freed) {
 			t.Fatalf("seed %d: the potentials are still reachable from the lean model", seed)
 		}
 		runtime.KeepAlive(lean)
