@@ -43,7 +43,11 @@ type Drift struct {
 	// reduced caches ‖Δp‖₁ of a clique reduced to a subset (by reduceKey).
 	reduced map[string]float64
 	keep    bitset
-	pa, qa  []float64 // reduction buffers
+	// Buffers change reuses from clique to clique: the reduced marginals,
+	// the separator tables and the reductions' scratch (at ε = 10 on adult
+	// a new scratch per call was 60 MB of garbage per DriftBounds, most of
+	// the heap's growth between AIM's rounds).
+	pa, qa, ps, qs, per, scratch []float64
 }
 
 // driftSlack is added (relative to the model's total) to every bound: the
@@ -292,7 +296,8 @@ func (d *Drift) change(v int, top bool) float64 {
 		n := d.dom.Cells(sub)
 		d.pa, d.qa = resize(d.pa, n), resize(d.qa, n)
 		red := kernel.NewReduction(jt.sizesOf(c), positions(c, sub))
-		scratch := make([]float64, red.Scratch())
+		d.scratch = resize(d.scratch, red.Scratch())
+		scratch := d.scratch
 		red.Sum(d.pa, d.p[v], scratch)
 		red.Sum(d.qa, d.q[v], scratch)
 		pa, qa = d.pa, d.qa
@@ -306,12 +311,14 @@ func (d *Drift) change(v int, top bool) float64 {
 		sep := jt.sep[v]
 		dims := positions(sub, sep)
 		ns := d.dom.Cells(sep)
-		ps, qs := make([]float64, ns), make([]float64, ns)
+		d.ps, d.qs, d.per = resize(d.ps, ns), resize(d.qs, ns), resize(d.per, ns)
+		ps, qs, per := d.ps, d.qs, d.per // per: Σ_x |p(x|s) − q(x|s)| per s
+		clear(per)
 		red := kernel.NewReduction(d.dom.sizesOf(sub), dims)
-		scratch := make([]float64, red.Scratch())
+		d.scratch = resize(d.scratch, red.Scratch())
+		scratch := d.scratch
 		red.Sum(ps, pa, scratch)
 		red.Sum(qs, qa, scratch)
-		per := make([]float64, ns) // Σ_x |p(x|s) − q(x|s)| per s
 		// Each cell's separator cell from a tiled map, in cell order: a
 		// full map would be 4 bytes a cell of garbage per call.
 		kernel.NewTiled(d.dom.sizesOf(sub), dims, tileCells).Each(0, len(pa), func(at, base int, idx []int32) {
