@@ -45,7 +45,19 @@ func (m *Model) Synthesize(rng *rand.Rand, rows int) ([][]uint16, error) {
 	for i := range cols {
 		cols[i] = make([]uint16, rows)
 	}
-	done := newBitset(d)
+	// Each attribute's family, planned before any row is drawn, so that
+	// the buffers reused from attribute to attribute are sized once, by
+	// the largest: grown attribute by attribute, they were the sum of
+	// their sizes in garbage (a model's size at ε = 10 on adult),
+	// allocated after the final fit, where the live heap is largest.
+	fams := synthesisFamilies(jt)
+	var idxCells, margCells, groups int
+	for _, f := range fams {
+		idxCells = max(idxCells, jt.cells[f.k])
+		ns := dom.Cells(f.cond)
+		margCells = max(margCells, ns*dom.sizes[f.a])
+		groups = max(groups, ns)
+	}
 	group := make([]int32, rows) // row indices grouped by their S values
 	key := make([]int32, rows)
 	order := make([]int32, rows) // rows in stratification order
@@ -54,40 +66,26 @@ func (m *Model) Synthesize(rng *rand.Rand, rows int) ([][]uint16, error) {
 		vals    []uint16
 		others  []int
 		deal    dealer
+		round   rounder
 		parents = make([][]int, d) // the attributes each was generated given
 		step    = make([]int, d)   // when each was generated
-		// Reused from attribute to attribute (sized by the largest): a
-		// clique's index map and projection, and the groups' offsets. New
-		// per attribute, they were a model's size of garbage or more
-		// (TestSynthesizeAllocs), allocated after the final fit, where
-		// the live heap is largest.
-		idx         []int32
-		marg        []float64
-		start, next []int
+		// A clique's index map and projection, and the groups' offsets
+		// (TestSynthesizeAllocs).
+		idxBuf   = make([]int32, idxCells)
+		margBuf  = make([]float64, margCells)
+		startBuf = make([]int, groups+1)
+		nextBuf  = make([]int, groups)
 	)
-	for i := d - 1; i >= 0; i-- {
-		a := jt.order[i]
-		var cond []int
-		for _, b := range slices.Backward(jt.order[i+1:]) {
-			if done.has(b) && jt.adjacent(a, b) {
-				cond = append(cond, b)
-			}
-		}
-		slices.Sort(cond)
-		fam := append(slices.Clone(cond), a)
-		slices.Sort(fam)
-		k := jt.containing(fam)
-		if k < 0 {
-			panic("pgm: synthesis family outside every clique")
-		}
+	for j, f := range fams {
+		a, cond, k, i := f.a, f.cond, f.k, d-1-j
 		// Project the clique onto cond (ascending) then a, so that the
 		// conditional of a given s is a contiguous row.
 		dims := append(positions(jt.cliques[k], cond), slices.Index(jt.cliques[k], a))
 		na := dom.sizes[a]
 		ns := dom.Cells(cond)
-		marg = resize(marg, ns*na)
+		marg := margBuf[:ns*na]
 		clear(marg)
-		idx = slices.Grow(idx[:0], jt.cells[k])[:jt.cells[k]]
+		idx := idxBuf[:jt.cells[k]]
 		kernel.MapTo(idx, dom.sizesOf(jt.cliques[k]), dims)
 		kernel.Project(marg, jt.block(m.p, k), idx)
 
@@ -127,7 +125,7 @@ func (m *Model) Synthesize(rng *rand.Rand, rows int) ([][]uint16, error) {
 			}
 			return 0
 		})
-		parents[a], step[a] = cond, d-1-i
+		parents[a], step[a] = cond, j
 		// Deep keys mostly break ties within blocks of a few rows; at most
 		// maxStrata of them bound the sort to that many counting passes on
 		// wide tables. (The product of domain sizes is no guide to block
@@ -136,7 +134,7 @@ func (m *Model) Synthesize(rng *rand.Rand, rows int) ([][]uint16, error) {
 		stratify(order, tmp, cols, others, dom, rng)
 
 		// Counting sort of the rows by their S values, stable in order.
-		start = slices.Grow(start[:0], ns+1)[:ns+1]
+		start := startBuf[:ns+1]
 		clear(start)
 		for r := range rows {
 			s := 0
@@ -149,7 +147,8 @@ func (m *Model) Synthesize(rng *rand.Rand, rows int) ([][]uint16, error) {
 		for s := range ns {
 			start[s+1] += start[s]
 		}
-		next = append(next[:0], start[:ns]...)
+		next := nextBuf[:ns]
+		copy(next, start)
 		for _, r := range order {
 			s := key[r]
 			group[next[s]] = r
@@ -161,7 +160,7 @@ func (m *Model) Synthesize(rng *rand.Rand, rows int) ([][]uint16, error) {
 			if g == 0 {
 				continue
 			}
-			roundCounts(counts, marg[s*na:(s+1)*na], g, rng)
+			round.counts(counts, marg[s*na:(s+1)*na], g, rng)
 			vals = vals[:0]
 			for v, c := range counts {
 				for range c {
@@ -170,9 +169,42 @@ func (m *Model) Synthesize(rng *rand.Rand, rows int) ([][]uint16, error) {
 			}
 			deal.deal(cols[a], group[start[s]:start[s+1]], vals, rng)
 		}
-		done.set(a)
 	}
 	return cols, nil
+}
+
+// synthesisFamily is an attribute a that Synthesize generates given the
+// attributes cond (ascending) generated before it, and the clique k that
+// holds them all.
+type synthesisFamily struct {
+	a, k int
+	cond []int
+}
+
+// synthesisFamilies returns the families in the order Synthesize generates
+// them: the reverse elimination order, each attribute given those
+// generated before it that share a clique with it.
+func synthesisFamilies(jt *junctionTree) []synthesisFamily {
+	d := len(jt.order)
+	fams := make([]synthesisFamily, 0, d)
+	for i := d - 1; i >= 0; i-- {
+		a := jt.order[i]
+		var cond []int
+		for _, b := range slices.Backward(jt.order[i+1:]) {
+			if jt.adjacent(a, b) {
+				cond = append(cond, b)
+			}
+		}
+		slices.Sort(cond)
+		fam := append(slices.Clone(cond), a)
+		slices.Sort(fam)
+		k := jt.containing(fam)
+		if k < 0 {
+			panic("pgm: synthesis family outside every clique")
+		}
+		fams = append(fams, synthesisFamily{a: a, k: k, cond: cond})
+	}
+	return fams
 }
 
 // maxStrata is the most attributes Synthesize sorts rows by.
@@ -263,16 +295,25 @@ func (jt *junctionTree) adjacent(a, b int) bool {
 	return false
 }
 
-// roundCounts writes into counts g units allocated in proportion to w:
+// rounder allocates units to cells in proportion to weights; its buffers
+// are reused from call to call (Synthesize makes one call per group of
+// rows of every attribute).
+type rounder struct {
+	frac  []float64
+	order []int
+}
+
+// counts writes into counts g units allocated in proportion to w:
 // ⌊g·w/Σw⌋ each, plus one more for distinct cells chosen with probability
 // equal to their fractional parts. A zero w is treated as uniform.
-func roundCounts(counts []int, w []float64, g int, rng *rand.Rand) {
+func (r *rounder) counts(counts []int, w []float64, g int, rng *rand.Rand) {
 	var sum float64
 	for _, x := range w {
 		sum += x
 	}
 	n := len(w)
-	frac := make([]float64, n)
+	r.frac = slices.Grow(r.frac[:0], n)[:n]
+	frac := r.frac
 	left := g
 	for i, x := range w {
 		share := float64(g) / float64(n)
@@ -290,7 +331,13 @@ func roundCounts(counts []int, w []float64, g int, rng *rand.Rand) {
 	// Systematic sampling over a random order: with u ~ U[0,1), cell i is
 	// taken when the running sum of fractions crosses u + j for an integer j,
 	// which happens with probability frac[i] and at most once.
-	order := rng.Perm(n)
+	// rng.Perm(n), in the same draws, into the reused buffer.
+	order := slices.Grow(r.order[:0], n)[:n]
+	r.order = order
+	for i := range order {
+		order[i] = i
+	}
+	rng.Shuffle(n, func(i, j int) { order[i], order[j] = order[j], order[i] })
 	u := rng.Float64()
 	cum := 0.0
 	taken := 0

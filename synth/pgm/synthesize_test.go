@@ -141,6 +141,7 @@ func TestSynthesizeUnbiased(t *testing.T) {
 
 func TestRoundCounts(t *testing.T) {
 	rng := rand.New(rand.NewPCG(17, 18))
+	var r rounder // reused, as Synthesize does
 	for range 1000 {
 		n := 1 + rng.IntN(8)
 		w := make([]float64, n)
@@ -151,7 +152,7 @@ func TestRoundCounts(t *testing.T) {
 		}
 		g := rng.IntN(50)
 		counts := make([]int, n)
-		roundCounts(counts, w, g, rng)
+		r.counts(counts, w, g, rng)
 		sum, total := 0, 0.0
 		for _, x := range w {
 			total += x
@@ -163,11 +164,11 @@ func TestRoundCounts(t *testing.T) {
 				share = float64(g) * w[i] / total
 			}
 			if math.Abs(float64(c)-share) >= 1 {
-				t.Fatalf("roundCounts(%v, %d) cell %d = %d, share %v", w, g, i, c, share)
+				t.Fatalf("counts(%v, %d) cell %d = %d, share %v", w, g, i, c, share)
 			}
 		}
 		if sum != g {
-			t.Fatalf("roundCounts(%v, %d) allocates %d", w, g, sum)
+			t.Fatalf("counts(%v, %d) allocates %d", w, g, sum)
 		}
 	}
 }
@@ -194,33 +195,36 @@ func TestSynthesizeEdges(t *testing.T) {
 }
 
 // TestSynthesizeAllocs bounds the memory Synthesize allocates besides the
-// rows: one clique's index map and projection, reused from attribute to
-// attribute. A map and a projection per attribute were a model's size of
-// garbage or more, allocated after the final fit, where AIM's live heap is
-// largest. Six attributes of 16 values in two cliques of 16⁴ cells: the old
-// code allocated 6 × 12 bytes × 16⁴ (4.7 MB), the bound is 2 × 12 × 16⁴.
+// rows: the largest clique's index map and projection and the largest
+// separator's group offsets, once. A map and a projection per attribute
+// were a model's size of garbage or more, and buffers grown attribute by
+// attribute the sum of their sizes, allocated after the final fit, where
+// AIM's live heap is largest. Cliques of 20³ and 20⁴ cells: growing from
+// the smaller to the larger clique allocates 12 bytes × 20³ (96 KB) beyond
+// the bound of 12 × 20⁴ + 16 × 20³ and 48 KB.
 func TestSynthesizeAllocs(t *testing.T) {
-	sizes := []int{16, 16, 16, 16, 16, 16}
+	sizes := []int{20, 20, 20, 20, 20, 20}
 	dom, err := NewDomain([]string{"a", "b", "c", "d", "e", "f"}, sizes)
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := normalModel(t, rand.New(rand.NewPCG(71, 72)), dom, [][]int{{0, 1, 2, 3}, {2, 3, 4, 5}}, 1, 1000)
-	const rows = 200
-	var ms runtime.MemStats
-	runtime.ReadMemStats(&ms)
-	before := ms.TotalAlloc
-	cols, err := m.Synthesize(rand.New(rand.NewPCG(1, 2)), rows)
-	if err != nil {
-		t.Fatal(err)
-	}
-	runtime.ReadMemStats(&ms)
-	allocated := ms.TotalAlloc - before
-	clique := uint64(16 * 16 * 16 * 16)
-	if bound := 2*12*clique + 64<<10; allocated > bound {
-		t.Errorf("Synthesize of %d rows allocated %d bytes, want at most %d (one clique's map and projection, and the rows)", rows, allocated, bound)
-	}
-	if len(cols) != 6 || len(cols[0]) != rows {
-		t.Fatalf("Synthesize returned %d columns of %d rows", len(cols), len(cols[0]))
+	for _, cliques := range [][][]int{{{0, 1, 2}, {2, 3, 4, 5}}, {{0, 1, 2, 3}, {3, 4, 5}}} {
+		m := normalModel(t, rand.New(rand.NewPCG(71, 72)), dom, cliques, 1, 1000)
+		const rows = 200
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		before := ms.TotalAlloc
+		cols, err := m.Synthesize(rand.New(rand.NewPCG(1, 2)), rows)
+		if err != nil {
+			t.Fatal(err)
+		}
+		runtime.ReadMemStats(&ms)
+		allocated := ms.TotalAlloc - before
+		if bound := uint64(12*20*20*20*20 + 16*20*20*20 + 48<<10); allocated > bound {
+			t.Errorf("cliques %v: Synthesize of %d rows allocated %d bytes, want at most %d (the largest clique's map and projection, its separator's offsets, and the rows)", cliques, rows, allocated, bound)
+		}
+		if len(cols) != 6 || len(cols[0]) != rows {
+			t.Fatalf("Synthesize returned %d columns of %d rows", len(cols), len(cols[0]))
+		}
 	}
 }
