@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/dpsql/dpsql/synth/pgm/internal/kernel"
 )
@@ -173,9 +174,16 @@ func DriftBounds(ctx context.Context, old, m *Model, sets [][]int, want func(i i
 		return false, err
 	}
 	// One clique's marginals at a time, in the same two buffers: a new
-	// table per clique added up to a model of garbage per call.
+	// table per clique added up to a model of garbage per call. They are
+	// sized once, by the largest clique: grown clique by clique they were
+	// the sum of the sizes they passed through.
 	src.reuse = true
 	jt := d.jt
+	largest := slices.Max(jt.cells)
+	src.qbuf = make([]float64, 0, largest)
+	if !src.nested {
+		src.pbuf = make([]float64, 0, largest)
+	}
 	k := len(jt.cliques)
 	type query struct {
 		need bitset

@@ -166,7 +166,7 @@ func (m *Model) pairTable(scope []int, cache *reduceCache) []float64 {
 	if k := m.jt.containing(scope); k >= 0 {
 		out := make([]float64, m.dom.Cells(scope))
 		red := m.jt.reduction(k, scope)
-		red.Sum(out, m.jt.block(m.p, k), make([]float64, red.Scratch()))
+		sumPooled(red, out, m.jt.block(m.p, k))
 		return out
 	}
 	return m.eliminateDirect(scope, nil, cache, nil).vals
