@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"runtime"
+	"runtime/debug"
 	"slices"
 	"time"
 
@@ -315,8 +316,10 @@ func Estimate(ctx context.Context, dom *Domain, meas []Measurement, opts *Estima
 	if collect {
 		// Before the marginals' arena: what the warm start leaves
 		// (its potentials when copied, its marginals unless a caller
-		// holds them) and what the caller's phases left is garbage.
-		runtime.GC()
+		// holds them) and what the caller's phases left is garbage. Its
+		// pages go back to the system: the collector would keep them
+		// mapped, and the new arenas, larger, seldom fit the holes.
+		debug.FreeOSMemory()
 	}
 	obj := newObjective(jt, meas, o.Loss, total)
 	pool := newPool()
