@@ -178,7 +178,12 @@ func (e *Engine) createSynthetic(ctx *sql.Context, stmt *dpparse.CreateSynthetic
 		}
 		defer req.remote.Close()
 	}
-	return e.runSynthetic(ctx, req)
+	rec, err := e.runSynthetic(ctx, req)
+	if err == nil {
+		// The run's model, snapshots and release buffers are garbage now.
+		synth.ReleaseAfter(rec.ModelSize)
+	}
+	return rec, err
 }
 
 // validateSynthetic is phase 1. exists reports an existing target under IF

@@ -15,13 +15,10 @@ import (
 
 // collectMB is the model size (MB) from which AIM collects garbage where
 // a phase leaves model-sized arrays dead (see run.collect): a smaller
-// model's phases leave too little to be worth a collection. From releaseMB
-// on, the collection also returns the freed pages to the operating system
-// (pgm.Estimate does the same before a large fit's arenas).
-const (
-	collectMB = 2
-	releaseMB = 8
-)
+// model's phases leave too little to be worth a collection. From
+// synth.ReleaseMB on, the collection also returns the freed pages to the
+// operating system (pgm.Estimate does the same before a large fit's arenas).
+const collectMB = 2
 
 // sqrt2pi is sqrt(2/π): E|Z| for Z ~ N(0, 1).
 var sqrt2pi = math.Sqrt(2 / math.Pi)
@@ -357,7 +354,7 @@ func (r *run) loop(ctx context.Context, sigma0 []float64) (*synth.Result, error)
 //
 // The collector keeps freed pages mapped and returns them to the system
 // only gradually, and a large model's arrays seldom fit the holes that
-// the previous ones left. From releaseMB on the collection also releases
+// the previous ones left. From synth.ReleaseMB on the collection releases
 // them: on adult at ε = 10 the peak RSS fell by 22–45 MB on three
 // fixed-secret trajectories (347 → 305, 399 → 376, 336 → 291 MB) for
 // page faults worth about 1 % of the run's CPU. Below it the pages are
@@ -365,7 +362,7 @@ func (r *run) loop(ctx context.Context, sigma0 []float64) (*synth.Result, error)
 // 7 % more CPU for under 10 MB).
 func (r *run) collect() {
 	switch size := r.model.Size(); {
-	case size >= releaseMB:
+	case size >= synth.ReleaseMB:
 		debug.FreeOSMemory()
 	case size >= collectMB:
 		runtime.GC()

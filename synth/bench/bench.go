@@ -256,6 +256,10 @@ func Execute(ctx context.Context, cfg Config, w io.Writer) ([]Report, error) {
 			fmt.Fprintf(w, "seed %d note: model error over %d of %d workload marginals; the others need more than %.3g cells of inference each (--model-budget)\n",
 				seed, r.ModelSets, len(sets), modelBudget(cfg.ModelBudget))
 		}
+		// As the server does after a synthesis: the next seed starts on
+		// the memory this one left, not on top of its garbage (res is
+		// not read again).
+		synth.ReleaseAfter(r.ModelMB)
 	}
 	var mean Report
 	mean.Model = len(reports) > 0
