@@ -349,3 +349,41 @@ func TestLeanFits(t *testing.T) {
 		}
 	}
 }
+
+// TestGrowsLarge: a round fit is lean when it grows the model by
+// leanGrowth or more to leanMB or more (128³ cells of float64 are 16 MB).
+func TestGrowsLarge(t *testing.T) {
+	dom, err := pgm.NewDomain([]string{"a", "b", "c", "d"}, []int{128, 128, 128, 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fit := func(attrs []int) *pgm.Model {
+		y := make([]float64, dom.Cells(attrs))
+		for i := range y {
+			y[i] = 1
+		}
+		m, err := pgm.Estimate(context.Background(), dom, []pgm.Measurement{{Attrs: attrs, Y: y, Sigma: 1}}, &pgm.EstimateOptions{Iters: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	small, large := fit([]int{0, 1}), fit([]int{0, 1, 2})
+	for _, tc := range []struct {
+		name  string
+		model *pgm.Model
+		attrs []int
+		want  bool
+	}{
+		{"small to 16 MB", small, []int{0, 1, 2}, true},
+		{"16 MB to 32 MB", large, []int{0, 1, 2, 3}, true},
+		{"16 MB, a small clique added", large, []int{2, 3}, false},
+		{"inside a clique", large, []int{1, 2}, false},
+		{"small stays small", small, []int{1, 3}, false},
+	} {
+		r := &run{dom: dom, model: tc.model}
+		if got := r.growsLarge(tc.attrs); got != tc.want {
+			t.Errorf("%s: growsLarge(%v) = %v, want %v (model %.2f MB)", tc.name, tc.attrs, got, tc.want, tc.model.Size())
+		}
+	}
+}
