@@ -312,8 +312,8 @@ func (r *rounder) counts(counts []int, w []float64, g int, rng *rand.Rand) {
 		sum += x
 	}
 	n := len(w)
-	r.frac = slices.Grow(r.frac[:0], n)[:n]
-	frac := r.frac
+	frac := slices.Grow(r.frac[:0], n)[:n]
+	r.frac = frac
 	left := g
 	for i, x := range w {
 		share := float64(g) / float64(n)
