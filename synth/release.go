@@ -152,12 +152,19 @@ func marshalRelease(r *Result, version uint64) ([]byte, error) {
 		if s.Model == nil {
 			w.uint(0)
 		} else {
-			b, err := s.Model.MarshalBinary()
+			// Appended in place (a lean snapshot derives its potentials
+			// clique by clique): no copy of a model-sized encoding.
+			n := s.Model.EncodedSizeHint()
+			w.uint(uint64(n) + 1)
+			start := len(w.b)
+			b, err := s.Model.AppendBinary(w.b)
 			if err != nil {
 				return nil, fmt.Errorf("synth: encoding snapshot of round %d: %w", s.Round, err)
 			}
-			w.uint(uint64(len(b)) + 1)
-			w.b = append(w.b, b...)
+			if len(b)-start != n {
+				return nil, fmt.Errorf("synth: snapshot of round %d encoded in %d bytes, not the %d announced", s.Round, len(b)-start, n)
+			}
+			w.b = b
 		}
 		switch {
 		case version < 4 && s.Marginals != nil:

@@ -54,8 +54,18 @@ func (m *Model) EncodedSizeHint() int {
 
 // MarshalBinary encodes the model in a versioned binary format.
 func (m *Model) MarshalBinary() ([]byte, error) {
-	theta := m.potentials()
-	b := make([]byte, 0, m.EncodedSizeHint())
+	return m.AppendBinary(make([]byte, 0, m.EncodedSizeHint()))
+}
+
+// AppendBinary appends MarshalBinary's encoding to b (it implements
+// encoding.BinaryAppender, so a release embeds a model without a second
+// copy of its bytes). A lean model's potentials are derived clique by
+// clique as they are written (appendLeanPotentials), the same values that
+// Potential and a warm start derive, so encoding it allocates no arena of
+// them: a large model's release is written beside its marginals alone.
+func (m *Model) AppendBinary(b []byte) ([]byte, error) {
+	start := len(b)
+	b = slices.Grow(b, m.EncodedSizeHint())
 	b = append(b, modelMagic...)
 	b = binary.LittleEndian.AppendUint32(b, modelVersion)
 	b = binary.LittleEndian.AppendUint32(b, uint32(m.dom.Len()))
@@ -75,11 +85,51 @@ func (m *Model) MarshalBinary() ([]byte, error) {
 			b = binary.LittleEndian.AppendUint32(b, uint32(a))
 		}
 	}
-	for _, v := range theta {
-		b = binary.LittleEndian.AppendUint64(b, math.Float64bits(v))
+	if m.theta != nil {
+		for _, v := range m.theta {
+			b = binary.LittleEndian.AppendUint64(b, math.Float64bits(v))
+		}
+	} else {
+		b = m.appendLeanPotentials(b)
 	}
-	b = binary.LittleEndian.AppendUint32(b, crc32.Checksum(b, castagnoli))
+	b = binary.LittleEndian.AppendUint32(b, crc32.Checksum(b[start:], castagnoli))
 	return b, nil
+}
+
+// appendLeanPotentials appends the potentials of a lean model, clique by
+// clique in arena order, as potentials derives them (mle, then log 0 raised
+// to leanLogFloor), bit for bit, without their arena: each clique needs
+// only its separator's marginal.
+func (m *Model) appendLeanPotentials(b []byte) []byte {
+	jt := m.jt
+	put := func(x float64) {
+		if x < leanLogFloor {
+			x = leanLogFloor
+		}
+		b = binary.LittleEndian.AppendUint64(b, math.Float64bits(x))
+	}
+	for v := range jt.cliques {
+		pv := jt.block(m.p, v)
+		if jt.parent[v] < 0 {
+			for _, x := range pv {
+				put(math.Log(x))
+			}
+			continue
+		}
+		ps := make([]float64, jt.dom.Cells(jt.sep[v]))
+		t := jt.tiledMap(v, jt.sep[v])
+		t.Project(ps, pv)
+		t.Each(0, len(pv), func(at, base int, idx []int32) {
+			for i, k := range idx {
+				if x := pv[at+i]; x <= 0 {
+					put(math.Inf(-1))
+				} else {
+					put(math.Log(x / ps[base+int(k)]))
+				}
+			}
+		})
+	}
+	return b
 }
 
 // decoder reads little-endian values, remembering the first failure.

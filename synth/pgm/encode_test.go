@@ -6,6 +6,7 @@ import (
 	"hash/crc32"
 	"math"
 	"math/rand/v2"
+	"runtime"
 	"slices"
 	"testing"
 )
@@ -101,4 +102,72 @@ func FuzzUnmarshalModel(f *testing.F) {
 			t.Fatal("decoded model re-encodes differently")
 		}
 	})
+}
+
+// TestAppendBinaryLean: a lean model encodes, clique by clique, the bytes of
+// the model that holds the potentials derived from its marginals (those
+// Potential and a warm start read), bit for bit and with zero cells at the
+// floor; appended to a prefix, the prefix is kept and the model's checksum
+// covers its own bytes only.
+func TestAppendBinaryLean(t *testing.T) {
+	rng := rand.New(rand.NewPCG(23, 24))
+	for trial := range 40 {
+		m := randomModel(t, rng, 1+rng.IntN(6), 1+rng.Float64()*1000)
+		lean := m.Lean()
+		derived := &Model{dom: m.dom, jt: m.jt, theta: lean.potentials(), p: m.p, logZ: m.logZ, total: m.total}
+		want, err := derived.MarshalBinary()
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := lean.MarshalBinary()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(got, want) || cap(got) != len(got) {
+			t.Fatalf("trial %d: lean encoding differs from the derived potentials' (%d bytes, capacity %d, want %d)", trial, len(got), cap(got), len(want))
+		}
+		prefix := []byte("release header")
+		out, err := lean.AppendBinary(slices.Clone(prefix))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(out[:len(prefix)], prefix) || !slices.Equal(out[len(prefix):], want) {
+			t.Fatalf("trial %d: appended encoding differs", trial)
+		}
+		if _, err := UnmarshalModel(out[len(prefix):]); err != nil {
+			t.Fatalf("trial %d: appended encoding does not decode: %v", trial, err)
+		}
+	}
+}
+
+// TestMarshalLeanAllocates: encoding a lean model allocates its encoding
+// and separator tables, not an arena of derived potentials beside it.
+func TestMarshalLeanAllocates(t *testing.T) {
+	dom, err := NewDomain([]string{"a", "b", "c", "d"}, []int{40, 50, 30, 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	jt, err := newJunctionTree(dom, [][]int{{0, 1, 2}, {1, 2, 3}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(5, 6))
+	theta := make([]float64, jt.total)
+	for i := range theta {
+		theta[i] = rng.NormFloat64()
+	}
+	lean := newModel(jt, theta, 1000).Lean()
+	hint := lean.EncodedSizeHint()
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	b, err := lean.MarshalBinary()
+	runtime.ReadMemStats(&after)
+	if err != nil || len(b) != hint {
+		t.Fatalf("encoding of %d bytes, want %d (%v)", len(b), hint, err)
+	}
+	// The arena of derived potentials alone is 8 bytes a cell, as large as
+	// the encoding.
+	if alloc := after.TotalAlloc - before.TotalAlloc; alloc > uint64(hint)+uint64(hint)/4 {
+		t.Fatalf("encoding a lean model of %d cells allocated %d bytes for a %d-byte encoding", jt.total, alloc, hint)
+	}
 }
