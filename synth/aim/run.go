@@ -322,14 +322,24 @@ func (r *run) loop(ctx context.Context, sigma0 []float64) (*synth.Result, error)
 		return fail(fmt.Errorf("final estimation: %w", err))
 	}
 	r.in.Report(synth.Status{Phase: "final", Round: len(res.Rounds), RhoUsed: r.sched.used, ModelSize: r.model.Size()})
+	// The model is released lean: the sampler, the answers and the error
+	// bounds read its marginals only, and its encoding derives the
+	// potentials clique by clique (pgm.Model.AppendBinary), so the
+	// potentials' arena, a model size, is freed before the snapshots'
+	// compaction, the sampling and the release write instead of being
+	// held through them (the same rows and answers, bit for bit; the
+	// encoded potentials are the marginals' maximum-likelihood map, the
+	// same distribution to round-off).
+	r.model = r.model.Lean()
 	res.Model = r.model
+	r.collect()
 	// A twin is a candidate whenever its fine set is (same attributes, same
 	// model size): the fine candidates' last rounds are the twins'.
 	r.tracker.Fill(res, r.sets[:r.nFine])
 
-	// The final fit's gradient arena and objective died with it: collected
-	// now, their pages serve the sampler's buffers instead of the heap
-	// growing by them on top of the model.
+	// The compaction's elimination tables died with it: collected now,
+	// their pages serve the sampler's buffers instead of the heap growing
+	// by them on top of the model.
 	r.collect()
 	out, err := synth.Sample(r.model, r.in)
 	if err != nil {
