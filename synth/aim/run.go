@@ -281,8 +281,9 @@ func (r *run) loop(ctx context.Context, sigma0 []float64) (*synth.Result, error)
 			r.answers, sc, lz = nil, nil, nil
 		}
 		// A fit that grows a large model by a tenth or more is lean (see
-		// leanGrowth), as are the last round's and the final fit.
-		lean := last || r.growsLarge(sel.attrs)
+		// leanGrowth), as is one beside snapshots that hold much more than
+		// its model (leanHeldMB), the last round's and the final fit.
+		lean := last || r.growsLarge(sel.attrs) || r.holdsMuch(sel.attrs)
 		// The drift bounds read only prev's marginals: its lean view lets
 		// the fit free its potentials (TestRoundFitFreesPrevious).
 		prev := r.model.Lean()
@@ -404,6 +405,32 @@ func (r *run) growsLarge(attrs []int) bool {
 	}
 	size := pgm.ModelSize(r.dom, append(slices.Clip(cliques), attrs))
 	return size >= leanMB && size >= leanGrowth*r.model.Size()
+}
+
+// leanHeldMB is how much more than the fit's model the round snapshots
+// may hold before a round fit of a large model is lean. A fit holds three
+// arenas of its model (potentials, marginals, gradient) beside the
+// snapshots, which include the previous model's marginals: with the
+// process's base, the answers and the collector's slack (about 75 MB on
+// adult) that stays within 4 × the model + 100 MB while the snapshots
+// hold at most about the model + 25 MB. Where a model grows late, the
+// snapshots of the rounds before (lean models of a third of its size)
+// hold twice that: on a fixed-secret ε = 10 trajectory whose model grows
+// from 22.5 to 59.2 MB the fit after the growth held 115.5 MB of
+// snapshots (docs/aim-performance.md, ninth pass).
+const leanHeldMB = 32
+
+// holdsMuch reports whether the snapshots hold leanHeldMB more than the
+// model that measuring attrs fits, of leanMB or more.
+func (r *run) holdsMuch(attrs []int) bool {
+	if r.tracker == nil {
+		return false
+	}
+	size := r.model.Size()
+	if cliques := r.model.Cliques(); !adaptive.ContainedIn(attrs, cliques) {
+		size = pgm.ModelSize(r.dom, append(slices.Clip(cliques), attrs))
+	}
+	return size >= leanMB && r.tracker.HeldMB() >= size+leanHeldMB
 }
 
 // coarseMarginal is the model's marginal as c's measurement observes it.

@@ -14,6 +14,7 @@ import (
 	"github.com/dpsql/dpsql/internal/gctest"
 	"github.com/dpsql/dpsql/synth"
 	"github.com/dpsql/dpsql/synth/independent"
+	"github.com/dpsql/dpsql/synth/internal/adaptive"
 	"github.com/dpsql/dpsql/synth/internal/synthtest"
 	"github.com/dpsql/dpsql/synth/noise"
 	"github.com/dpsql/dpsql/synth/pgm"
@@ -384,6 +385,56 @@ func TestGrowsLarge(t *testing.T) {
 		r := &run{dom: dom, model: tc.model}
 		if got := r.growsLarge(tc.attrs); got != tc.want {
 			t.Errorf("%s: growsLarge(%v) = %v, want %v (model %.2f MB)", tc.name, tc.attrs, got, tc.want, tc.model.Size())
+		}
+	}
+}
+
+// TestHoldsMuch: a round fit of a model of leanMB or more is lean when the
+// round snapshots hold leanHeldMB more than that model.
+func TestHoldsMuch(t *testing.T) {
+	dom, err := pgm.NewDomain([]string{"a", "b", "c", "d"}, []int{128, 128, 128, 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fit := func(attrs []int) *pgm.Model {
+		y := make([]float64, dom.Cells(attrs))
+		for i := range y {
+			y[i] = 1
+		}
+		m, err := pgm.Estimate(context.Background(), dom, []pgm.Measurement{{Attrs: attrs, Y: y, Sigma: 1}}, &pgm.EstimateOptions{Iters: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	small, large := fit([]int{0, 1}), fit([]int{0, 1, 2}) // 0.125 and 16 MB
+	// tracker keeps n snapshots of the 16 MB model, one per round.
+	tracker := func(n int) *adaptive.Tracker {
+		tr := adaptive.NewTracker(n)
+		for i := range n {
+			tr.Round(i+1, []int{i}, large)
+		}
+		return tr
+	}
+	for _, tc := range []struct {
+		name      string
+		model     *pgm.Model
+		snapshots int
+		attrs     []int
+		want      bool
+	}{
+		{"16 MB beside 32 MB", large, 2, []int{1, 2}, false},
+		{"16 MB beside 48 MB", large, 3, []int{1, 2}, true},
+		{"small beside 48 MB", small, 3, []int{0, 1}, false},
+		{"grown to 16 MB beside 48 MB", small, 3, []int{0, 1, 2}, true},
+		{"no snapshots yet", large, -1, []int{1, 2}, false},
+	} {
+		r := &run{dom: dom, model: tc.model}
+		if tc.snapshots >= 0 {
+			r.tracker = tracker(tc.snapshots)
+		}
+		if got := r.holdsMuch(tc.attrs); got != tc.want {
+			t.Errorf("%s: holdsMuch(%v) = %v, want %v", tc.name, tc.attrs, got, tc.want)
 		}
 	}
 }

@@ -1,6 +1,7 @@
 package adaptive
 
 import (
+	"math"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -304,6 +305,20 @@ func TestTrackerCompact(t *testing.T) {
 	}
 	if compacted == 0 || kept == 0 {
 		t.Errorf("%d snapshots compacted, %d kept as models: the case should have both", compacted, kept)
+	}
+	// HeldMB counts what the snapshots hold: each model's marginals, each
+	// compacted snapshot's cells.
+	var held float64
+	for _, s := range res.Snapshots {
+		if s.Model != nil {
+			held += s.Model.Size()
+		}
+		for _, x := range s.Marginals {
+			held += float64(len(x.X)) * 8 / (1 << 20)
+		}
+	}
+	if got := tr.HeldMB(); math.Abs(got-held) > 1e-9*held {
+		t.Errorf("HeldMB = %v MB, the snapshots hold %v MB", got, held)
 	}
 	t.Logf("%d snapshots: %d compacted, %d models", len(res.Snapshots), compacted, kept)
 }
