@@ -358,18 +358,7 @@ func TestGrowsLarge(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fit := func(attrs []int) *pgm.Model {
-		y := make([]float64, dom.Cells(attrs))
-		for i := range y {
-			y[i] = 1
-		}
-		m, err := pgm.Estimate(context.Background(), dom, []pgm.Measurement{{Attrs: attrs, Y: y, Sigma: 1}}, &pgm.EstimateOptions{Iters: 1})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return m
-	}
-	small, large := fit([]int{0, 1}), fit([]int{0, 1, 2})
+	small, large := fitOnes(t, dom, []int{0, 1}), fitOnes(t, dom, []int{0, 1, 2})
 	for _, tc := range []struct {
 		name  string
 		model *pgm.Model
@@ -389,6 +378,22 @@ func TestGrowsLarge(t *testing.T) {
 	}
 }
 
+// fitOnes returns a model over dom fitted in one iteration to a marginal
+// over attrs of all ones: its cliques, hence its size, are what the tests
+// of the lean-fit rules need.
+func fitOnes(t *testing.T, dom *pgm.Domain, attrs []int) *pgm.Model {
+	t.Helper()
+	y := make([]float64, dom.Cells(attrs))
+	for i := range y {
+		y[i] = 1
+	}
+	m, err := pgm.Estimate(context.Background(), dom, []pgm.Measurement{{Attrs: attrs, Y: y, Sigma: 1}}, &pgm.EstimateOptions{Iters: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
 // TestHoldsMuch: a round fit of a model of leanMB or more is lean when the
 // round snapshots hold leanHeldMB more than that model.
 func TestHoldsMuch(t *testing.T) {
@@ -396,18 +401,7 @@ func TestHoldsMuch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fit := func(attrs []int) *pgm.Model {
-		y := make([]float64, dom.Cells(attrs))
-		for i := range y {
-			y[i] = 1
-		}
-		m, err := pgm.Estimate(context.Background(), dom, []pgm.Measurement{{Attrs: attrs, Y: y, Sigma: 1}}, &pgm.EstimateOptions{Iters: 1})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return m
-	}
-	small, large := fit([]int{0, 1}), fit([]int{0, 1, 2}) // 0.125 and 16 MB
+	small, large := fitOnes(t, dom, []int{0, 1}), fitOnes(t, dom, []int{0, 1, 2}) // 0.125 and 16 MB
 	// tracker keeps n snapshots of the 16 MB model, one per round.
 	tracker := func(n int) *adaptive.Tracker {
 		tr := adaptive.NewTracker(n)
