@@ -57,7 +57,7 @@ type EstimateOptions struct {
 	// Tol, if positive, stops MirrorDescent when the loss fell by less
 	// than Tol·|loss| per iteration on average over the last TolWindow
 	// iterations. A window, not one iteration: KeepStep's trial of a
-	// doubled step can make a single iteration's decrease tiny in the
+	// larger step can make a single iteration's decrease tiny in the
 	// middle of a fit that is still moving. (EstimateCustom compares
 	// single iterations.)
 	Tol      float64
