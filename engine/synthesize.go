@@ -719,7 +719,7 @@ func (e *Engine) runSynthetic(ctx *sql.Context, r *synthRequest) (_ *catalog.Syn
 	mechNoise, postNoise, decodeNoise := e.releaseRandomness(r)
 	in := &synth.Input{
 		Data: synth.NewCache(data), Workload: r.margs, Rho: r.mechRho(min(r.rho, res.Rho())), Noise: mechNoise, PostNoise: postNoise, Rows: r.rows, Progress: prog.report,
-		Public: r.publicData,
+		Public: r.publicData, TempDir: e.dataDir,
 	}
 	out, err := r.runner.Run(ctx, in)
 	// A result may keep its input reachable; the source's marginals (the

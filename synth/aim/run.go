@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"os"
 	"runtime"
 	"runtime/debug"
 	"slices"
@@ -219,6 +220,13 @@ func (r *run) loop(ctx context.Context, sigma0 []float64) (*synth.Result, error)
 
 	r.tracker = adaptive.NewTracker(len(r.cands))
 	r.tracker.Compact(r.sets) // a twin's set is its fine set, as in Fill
+	if f := spillFile(r.in.TempDir); f != nil {
+		defer func() {
+			f.Close()
+			os.Remove(f.Name())
+		}()
+		r.tracker.SpillTo(f)
+	}
 	var (
 		eligible []int
 		scores   []float64
@@ -336,6 +344,9 @@ func (r *run) loop(ctx context.Context, sigma0 []float64) (*synth.Result, error)
 	r.collect()
 	// A twin is a candidate whenever its fine set is (same attributes, same
 	// model size): the fine candidates' last rounds are the twins'.
+	if err := r.tracker.Load(); err != nil {
+		return fail(fmt.Errorf("reading back the round snapshots: %w", err))
+	}
 	r.tracker.Fill(res, r.sets[:r.nFine])
 
 	// The compaction's elimination tables died with it: collected now,
@@ -431,6 +442,22 @@ func (r *run) holdsMuch(attrs []int) bool {
 		size = pgm.ModelSize(r.dom, append(slices.Clip(cliques), attrs))
 	}
 	return size >= leanMB && r.tracker.HeldMB() >= size+leanHeldMB
+}
+
+// spillFile returns a new file in dir for the round snapshots, already
+// unlinked where the system allows it (so that nothing is left behind if
+// the process dies), or nil if dir is empty or the file cannot be made:
+// the snapshots then stay in memory.
+func spillFile(dir string) *os.File {
+	if dir == "" {
+		return nil
+	}
+	f, err := os.CreateTemp(dir, ".dpsql-aim-snapshots-*")
+	if err != nil {
+		return nil
+	}
+	os.Remove(f.Name()) // fails on systems that keep open files; removed again at the end
+	return f
 }
 
 // coarseMarginal is the model's marginal as c's measurement observes it.

@@ -23,6 +23,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"os"
 	"runtime"
 	"strconv"
 	"strings"
@@ -213,6 +214,8 @@ func Execute(ctx context.Context, cfg Config, w io.Writer) ([]Report, error) {
 			Noise:    noise.Derive(secret, int64(seed), "bench"),
 			Rows:     cfg.Rows,
 			Public:   public,
+			// As the server gives its data directory.
+			TempDir: os.TempDir(),
 		}
 		mem := startMemWatch()
 		start, cpu0 := time.Now(), cputime.Process()

@@ -5,6 +5,8 @@
 package adaptive
 
 import (
+	"fmt"
+	"os"
 	"slices"
 
 	"github.com/dpsql/dpsql/synth"
@@ -110,12 +112,42 @@ type Tracker struct {
 	sets     [][]int
 	measured map[int][]int
 	kept     map[int][]synth.SnapshotMarginal
+	// With SpillTo: the earlier rounds' snapshots kept as models are
+	// written to spill, and Load reads them back.
+	spill   *os.File
+	spilled map[int]*pgm.Spilled
+}
+
+// spillMB is the size from which SpillTo writes a snapshot model out: a
+// smaller one is not worth a write (tests lower it).
+var spillMB = 4.0
+
+// SpillTo makes the tracker write the model snapshots of earlier rounds
+// of spillMB or more to f once they are no longer the latest (the
+// latest is the model the next round starts from, in memory anyway):
+// nothing reads them until the run is over, and an adaptive run at large
+// ε keeps several, each a third to a whole of the final model. Load reads
+// them back; f stays open until then. A snapshot that cannot be written
+// is kept in memory.
+func (tr *Tracker) SpillTo(f *os.File) { tr.spill = f }
+
+// Load reads the spilled snapshots back into memory (before Fill).
+func (tr *Tracker) Load() error {
+	for r, s := range tr.spilled {
+		m, err := s.Load()
+		if err != nil {
+			return fmt.Errorf("snapshot of round %d: %w", r, err)
+		}
+		tr.snaps[r] = m
+		delete(tr.spilled, r)
+	}
+	return nil
 }
 
 // NewTracker tracks n candidates.
 func NewTracker(n int) *Tracker {
 	return &Tracker{last: make([]int, n), refs: map[int]int{}, snaps: map[int]*pgm.Model{},
-		measured: map[int][]int{}, kept: map[int][]synth.SnapshotMarginal{}}
+		measured: map[int][]int{}, kept: map[int][]synth.SnapshotMarginal{}, spilled: map[int]*pgm.Spilled{}}
 }
 
 // Compact makes the tracker keep a snapshot as the marginals the error
@@ -152,6 +184,7 @@ func (tr *Tracker) Round(t int, candidates []int, model *pgm.Model) {
 				delete(tr.refs, old)
 				delete(tr.snaps, old)
 				delete(tr.kept, old)
+				delete(tr.spilled, old)
 			}
 		}
 		tr.last[i] = t
@@ -162,14 +195,25 @@ func (tr *Tracker) Round(t int, candidates []int, model *pgm.Model) {
 			tr.compact(r)
 		}
 	}
+	if tr.spill != nil {
+		for r, m := range tr.snaps {
+			if m.Size() < spillMB {
+				continue
+			}
+			if s, err := m.Spill(tr.spill); err == nil {
+				tr.spilled[r] = s
+				delete(tr.snaps, r)
+			}
+		}
+	}
 	if len(candidates) > 0 {
 		tr.snaps[t] = model.Lean()
 	}
 }
 
 // HeldMB is the memory the snapshots hold, in MB: the marginals of the
-// rounds kept as models (lean: their marginals only) and the compacted
-// marginals of the others.
+// rounds kept as models in memory (lean: their marginals only) and the
+// compacted marginals of others; spilled snapshots hold none.
 func (tr *Tracker) HeldMB() float64 {
 	var mb float64
 	for _, m := range tr.snaps {

@@ -3,6 +3,7 @@ package adaptive
 import (
 	"math"
 	"math/rand/v2"
+	"os"
 	"slices"
 	"testing"
 
@@ -321,4 +322,80 @@ func TestTrackerCompact(t *testing.T) {
 		t.Errorf("HeldMB = %v MB, the snapshots hold %v MB", got, held)
 	}
 	t.Logf("%d snapshots: %d compacted, %d models", len(res.Snapshots), compacted, kept)
+}
+
+// TestTrackerSpill: a tracker that spills its earlier snapshots holds only
+// the latest in memory between rounds, and once loaded fills the same
+// snapshots as one that kept them: every marginal the bounds read is the
+// same, bit for bit.
+func TestTrackerSpill(t *testing.T) {
+	defer func(mb float64) { spillMB = mb }(spillMB)
+	spillMB = 0
+	rng := rand.New(rand.NewPCG(13, 14))
+	dom, err := pgm.NewDomain([]string{"a", "b", "c", "d", "e"}, []int{6, 7, 8, 5, 6})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sets := [][]int{{0, 1, 2}, {1, 2, 3}, {2, 3, 4}, {0, 4}, {1, 3}, {0, 1, 2, 3}}
+	const rounds = 12
+	var meas []pgm.Measurement
+	models := make([]*pgm.Model, rounds)
+	for i := range models {
+		attrs := sets[rng.IntN(3)]
+		y := make([]float64, dom.Cells(attrs))
+		for j := range y {
+			y[j] = 10 * rng.Float64()
+		}
+		meas = append(meas, pgm.Measurement{Attrs: attrs, Y: y, Sigma: 1})
+		if models[i], err = pgm.Estimate(t.Context(), dom, meas, &pgm.EstimateOptions{Iters: 3}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f, err := os.CreateTemp(t.TempDir(), "snapshots-*")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	kept, spilled := NewTracker(len(sets)), NewTracker(len(sets))
+	spilled.SpillTo(f)
+	// Candidate i's last round is i+1 for the first five; the last stays.
+	for r := 1; r <= rounds; r++ {
+		var c []int
+		for i := range sets {
+			if i+1 >= r || i == len(sets)-1 {
+				c = append(c, i)
+			}
+		}
+		for _, tr := range []*Tracker{kept, spilled} {
+			tr.Round(r, c, models[r-1])
+		}
+		if got, want := spilled.HeldMB(), models[r-1].Size(); got != want {
+			t.Fatalf("round %d: the spilling tracker holds %v MB, want the latest snapshot's %v", r, got, want)
+		}
+	}
+	if err := spilled.Load(); err != nil {
+		t.Fatal(err)
+	}
+	var a, b synth.Result
+	kept.Fill(&a, sets)
+	spilled.Fill(&b, sets)
+	if len(a.Snapshots) != len(b.Snapshots) || len(a.Snapshots) < 3 {
+		t.Fatalf("%d snapshots kept, %d after spilling", len(a.Snapshots), len(b.Snapshots))
+	}
+	for k := range a.Snapshots {
+		sa, sb := a.Snapshots[k], b.Snapshots[k]
+		if sa.Round != sb.Round {
+			t.Fatalf("snapshot %d: rounds %d and %d", k, sa.Round, sb.Round)
+		}
+		for i, l := range a.LastCandidate {
+			if l.Round != sa.Round {
+				continue
+			}
+			x, okA := sa.Marginal(sets[i])
+			y, okB := sb.Marginal(sets[i])
+			if !okA || !okB || !slices.Equal(x, y) {
+				t.Fatalf("round %d: marginal %v differs after spilling (%v, %v)", sa.Round, sets[i], okA, okB)
+			}
+		}
+	}
 }
