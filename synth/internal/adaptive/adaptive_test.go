@@ -231,20 +231,7 @@ func TestTrackerCompact(t *testing.T) {
 	const rounds = 30
 	// p̂_0 … p̂_rounds: fits to a growing list of noisy measurements on a
 	// chain of 3-way sets (models of about 800 cells).
-	var meas []pgm.Measurement
-	models := make([]*pgm.Model, rounds+1)
-	chain := [][]int{{0, 1, 2}, {2, 3, 4}, {3, 4, 5}, {1, 2}, {4, 5}}
-	for i := range models {
-		attrs := chain[rng.IntN(len(chain))]
-		y := make([]float64, dom.Cells(attrs))
-		for j := range y {
-			y[j] = 10 * rng.Float64()
-		}
-		meas = append(meas, pgm.Measurement{Attrs: attrs, Y: y, Sigma: 1})
-		if models[i], err = pgm.Estimate(t.Context(), dom, meas, &pgm.EstimateOptions{Iters: 3}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	models := fitSequence(t, rng, dom, rounds+1, [][]int{{0, 1, 2}, {2, 3, 4}, {3, 4, 5}, {1, 2}, {4, 5}})
 	tr := NewTracker(len(sets))
 	tr.Compact(sets)
 	last := make([]int, len(sets))
@@ -338,19 +325,7 @@ func TestTrackerSpill(t *testing.T) {
 	}
 	sets := [][]int{{0, 1, 2}, {1, 2, 3}, {2, 3, 4}, {0, 4}, {1, 3}, {0, 1, 2, 3}}
 	const rounds = 12
-	var meas []pgm.Measurement
-	models := make([]*pgm.Model, rounds)
-	for i := range models {
-		attrs := sets[rng.IntN(3)]
-		y := make([]float64, dom.Cells(attrs))
-		for j := range y {
-			y[j] = 10 * rng.Float64()
-		}
-		meas = append(meas, pgm.Measurement{Attrs: attrs, Y: y, Sigma: 1})
-		if models[i], err = pgm.Estimate(t.Context(), dom, meas, &pgm.EstimateOptions{Iters: 3}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	models := fitSequence(t, rng, dom, rounds, sets[:3])
 	f, err := os.CreateTemp(t.TempDir(), "snapshots-*")
 	if err != nil {
 		t.Fatal(err)
@@ -398,4 +373,26 @@ func TestTrackerSpill(t *testing.T) {
 			}
 		}
 	}
+}
+
+// fitSequence returns n models over dom, the k-th fitted (briefly) to the
+// first k+1 of a list of noisy measurements on sets drawn from choices:
+// the p̂_0, p̂_1, … of an adaptive run.
+func fitSequence(t *testing.T, rng *rand.Rand, dom *pgm.Domain, n int, choices [][]int) []*pgm.Model {
+	t.Helper()
+	var meas []pgm.Measurement
+	models := make([]*pgm.Model, n)
+	for i := range models {
+		attrs := choices[rng.IntN(len(choices))]
+		y := make([]float64, dom.Cells(attrs))
+		for j := range y {
+			y[j] = 10 * rng.Float64()
+		}
+		meas = append(meas, pgm.Measurement{Attrs: attrs, Y: y, Sigma: 1})
+		var err error
+		if models[i], err = pgm.Estimate(t.Context(), dom, meas, &pgm.EstimateOptions{Iters: 3}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return models
 }
