@@ -575,6 +575,17 @@ func TestEstimateProgress(t *testing.T) {
 	}
 }
 
+// stepProblem is a random fitting problem of the line-search tests: 4–6
+// attributes of up to 5 values, 2 000 records drawn with dataSeed, noisy
+// measurements (σ = 5) of 3–6 random sets of up to 3 attributes.
+func stepProblem(t *testing.T, rng *rand.Rand, dataSeed uint64) (*Domain, []Measurement) {
+	t.Helper()
+	d := 4 + rng.IntN(3)
+	dom := randomDomain(t, rng, d, 5)
+	ds := randomDataset(t, dataSeed, slices.Clone(dom.sizes), 2000)
+	return dom, measure(ds, dedupe(randomSets(rng, d, 3+rng.IntN(4), 3)), 5, rng)
+}
+
 // TestKeepStepSchedule drives the KeepStep rule through a scripted run of
 // line searches: it keeps the accepted step, tries keepGrowth times it after
 // wait first-trial acceptances, doubles wait when that fails (up to
@@ -636,10 +647,7 @@ func TestKeepStepFallsBack(t *testing.T) {
 	ctx := context.Background()
 	fellBack := 0
 	for trial := range 6 {
-		d := 4 + rng.IntN(3)
-		dom := randomDomain(t, rng, d, 5)
-		ds := randomDataset(t, uint64(300+trial), slices.Clone(dom.sizes), 2000)
-		meas := measure(ds, dedupe(randomSets(rng, d, 3+rng.IntN(4), 3)), 5, rng)
+		dom, meas := stepProblem(t, rng, uint64(300+trial))
 		var trials []float64
 		testTrial = func(alpha float64) { trials = append(trials, alpha) }
 		_, err := Estimate(ctx, dom, meas, &EstimateOptions{Iters: 200, Step: KeepStep})
@@ -670,12 +678,7 @@ func TestKeepStepMatchesGrowStep(t *testing.T) {
 	rng := rand.New(rand.NewPCG(41, 42))
 	ctx := context.Background()
 	for trial := range 6 {
-		d := 4 + rng.IntN(3)
-		dom := randomDomain(t, rng, d, 5)
-		sizes := slices.Clone(dom.sizes)
-		ds := randomDataset(t, uint64(100+trial), sizes, 2000)
-		sets := dedupe(randomSets(rng, d, 3+rng.IntN(4), 3))
-		meas := measure(ds, sets, 5, rng)
+		dom, meas := stepProblem(t, rng, uint64(100+trial))
 		warm, err := Estimate(ctx, dom, meas[:len(meas)-1], &EstimateOptions{Iters: 50, Step: GrowStep})
 		if err != nil {
 			t.Fatal(err)
@@ -711,11 +714,7 @@ func TestKeepStepWarmStep(t *testing.T) {
 	ctx := context.Background()
 	saved := 0
 	for trial := range 6 {
-		d := 4 + rng.IntN(3)
-		dom := randomDomain(t, rng, d, 5)
-		sizes := slices.Clone(dom.sizes)
-		ds := randomDataset(t, uint64(200+trial), sizes, 2000)
-		meas := measure(ds, dedupe(randomSets(rng, d, 3+rng.IntN(4), 3)), 5, rng)
+		dom, meas := stepProblem(t, rng, uint64(200+trial))
 		prev, err := Estimate(ctx, dom, meas[:len(meas)-1], &EstimateOptions{Iters: 100, Step: KeepStep})
 		if err != nil {
 			t.Fatal(err)
