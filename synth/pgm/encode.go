@@ -98,35 +98,11 @@ func (m *Model) AppendBinary(b []byte) ([]byte, error) {
 
 // appendLeanPotentials appends the potentials of a lean model, clique by
 // clique in arena order, as potentials derives them (mle, then log 0 raised
-// to leanLogFloor), bit for bit, without their arena: each clique needs
-// only its separator's marginal.
+// to leanLogFloor), bit for bit, without their arena.
 func (m *Model) appendLeanPotentials(b []byte) []byte {
-	jt := m.jt
-	put := func(x float64) {
-		if x < leanLogFloor {
-			x = leanLogFloor
-		}
-		b = binary.LittleEndian.AppendUint64(b, math.Float64bits(x))
-	}
-	for v := range jt.cliques {
-		pv := jt.block(m.p, v)
-		if jt.parent[v] < 0 {
-			for _, x := range pv {
-				put(math.Log(x))
-			}
-			continue
-		}
-		ps := make([]float64, jt.dom.Cells(jt.sep[v]))
-		t := jt.tiledMap(v, jt.sep[v])
-		t.Project(ps, pv)
-		t.Each(0, len(pv), func(at, base int, idx []int32) {
-			for i, k := range idx {
-				if x := pv[at+i]; x <= 0 {
-					put(math.Inf(-1))
-				} else {
-					put(math.Log(x / ps[base+int(k)]))
-				}
-			}
+	for v := range m.jt.cliques {
+		m.jt.mleClique(v, m.p, func(_ int, x float64) {
+			b = binary.LittleEndian.AppendUint64(b, math.Float64bits(max(x, leanLogFloor)))
 		})
 	}
 	return b

@@ -675,24 +675,35 @@ func accelerated(ctx context.Context, jt *junctionTree, obj *objective, theta []
 // 0/0 taken as 0 probability.
 func mle(theta []float64, jt *junctionTree, p []float64) {
 	for v := range jt.cliques {
-		pv, tv := jt.block(p, v), jt.block(theta, v)
-		if jt.parent[v] < 0 {
-			for i, x := range pv {
-				tv[i] = math.Log(x)
-			}
-			continue
-		}
-		ps := make([]float64, jt.dom.Cells(jt.sep[v]))
-		idx := jt.projMap(v, jt.sep[v])
-		kernel.Project(ps, pv, idx)
-		for i, x := range pv {
-			if x <= 0 {
-				tv[i] = math.Inf(-1)
-			} else {
-				tv[i] = math.Log(x / ps[idx[i]])
-			}
-		}
+		tv := jt.block(theta, v)
+		jt.mleClique(v, p, func(i int, x float64) { tv[i] = x })
 	}
+}
+
+// mleClique calls put with each cell of clique v's potential in mle's map,
+// in cell order: it needs only the clique's marginal and its separator's,
+// so a caller that streams the potentials (a lean model's encoding) holds
+// no arena of them.
+func (jt *junctionTree) mleClique(v int, p []float64, put func(i int, x float64)) {
+	pv := jt.block(p, v)
+	if jt.parent[v] < 0 {
+		for i, x := range pv {
+			put(i, math.Log(x))
+		}
+		return
+	}
+	ps := make([]float64, jt.dom.Cells(jt.sep[v]))
+	t := jt.tiledMap(v, jt.sep[v])
+	t.Project(ps, pv)
+	t.Each(0, len(pv), func(at, base int, idx []int32) {
+		for j, k := range idx {
+			if x := pv[at+j]; x <= 0 {
+				put(at+j, math.Inf(-1))
+			} else {
+				put(at+j, math.Log(x/ps[base+int(k)]))
+			}
+		}
+	})
 }
 
 // lipschitz returns the smoothness constant of the L2 loss that accelerated
