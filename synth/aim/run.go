@@ -291,7 +291,8 @@ func (r *run) loop(ctx context.Context, sigma0 []float64) (*synth.Result, error)
 		// A fit that grows a large model by a tenth or more is lean (see
 		// leanGrowth), as is one beside snapshots that hold much more than
 		// its model (leanHeldMB), the last round's and the final fit.
-		lean := last || r.growsLarge(sel.attrs) || r.holdsMuch(sel.attrs)
+		size := r.grownSize(sel.attrs)
+		lean := last || r.growsLarge(size) || r.holdsMuch(size)
 		// The drift bounds read only prev's marginals: its lean view lets
 		// the fit free its potentials (TestRoundFitFreesPrevious).
 		prev := r.model.Lean()
@@ -407,14 +408,18 @@ const (
 	leanMB     = 16
 )
 
-// growsLarge reports whether measuring attrs grows the model as leanGrowth
-// and leanMB describe.
-func (r *run) growsLarge(attrs []int) bool {
+// grownSize is the size in MB of the model that measuring attrs fits.
+func (r *run) grownSize(attrs []int) float64 {
 	cliques := r.model.Cliques()
 	if adaptive.ContainedIn(attrs, cliques) {
-		return false
+		return r.model.Size()
 	}
-	size := pgm.ModelSize(r.dom, append(slices.Clip(cliques), attrs))
+	return pgm.ModelSize(r.dom, append(slices.Clip(cliques), attrs))
+}
+
+// growsLarge reports whether a fit of a model of size MB (grownSize) grows
+// the model as leanGrowth and leanMB describe.
+func (r *run) growsLarge(size float64) bool {
 	return size >= leanMB && size >= leanGrowth*r.model.Size()
 }
 
@@ -431,17 +436,10 @@ func (r *run) growsLarge(attrs []int) bool {
 // snapshots (docs/aim-performance.md, ninth pass).
 const leanHeldMB = 32
 
-// holdsMuch reports whether the snapshots hold leanHeldMB more than the
-// model that measuring attrs fits, of leanMB or more.
-func (r *run) holdsMuch(attrs []int) bool {
-	if r.tracker == nil {
-		return false
-	}
-	size := r.model.Size()
-	if cliques := r.model.Cliques(); !adaptive.ContainedIn(attrs, cliques) {
-		size = pgm.ModelSize(r.dom, append(slices.Clip(cliques), attrs))
-	}
-	return size >= leanMB && r.tracker.HeldMB() >= size+leanHeldMB
+// holdsMuch reports whether the snapshots hold leanHeldMB more than a fit's
+// model of size MB (grownSize), of leanMB or more.
+func (r *run) holdsMuch(size float64) bool {
+	return r.tracker != nil && size >= leanMB && r.tracker.HeldMB() >= size+leanHeldMB
 }
 
 // spillFile returns a new file in dir for the round snapshots, already

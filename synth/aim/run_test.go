@@ -372,7 +372,7 @@ func TestGrowsLarge(t *testing.T) {
 		{"small stays small", small, []int{1, 3}, false},
 	} {
 		r := &run{dom: dom, model: tc.model}
-		if got := r.growsLarge(tc.attrs); got != tc.want {
+		if got := r.growsLarge(r.grownSize(tc.attrs)); got != tc.want {
 			t.Errorf("%s: growsLarge(%v) = %v, want %v (model %.2f MB)", tc.name, tc.attrs, got, tc.want, tc.model.Size())
 		}
 	}
@@ -427,7 +427,7 @@ func TestHoldsMuch(t *testing.T) {
 		if tc.snapshots >= 0 {
 			r.tracker = tracker(tc.snapshots)
 		}
-		if got := r.holdsMuch(tc.attrs); got != tc.want {
+		if got := r.holdsMuch(r.grownSize(tc.attrs)); got != tc.want {
 			t.Errorf("%s: holdsMuch(%v) = %v, want %v", tc.name, tc.attrs, got, tc.want)
 		}
 	}

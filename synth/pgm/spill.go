@@ -45,9 +45,6 @@ func (m *Model) Spill(f *os.File) (*Spilled, error) {
 	return &Spilled{dom: m.dom, jt: m.jt, logZ: m.logZ, total: m.total, step: m.step, f: f, off: off}, nil
 }
 
-// Size is the size in MB of the spilled model (as Model.Size).
-func (s *Spilled) Size() float64 { return float64(s.jt.total) * 8 / (1 << 20) }
-
 // Load reads the marginals back into a lean model that answers, samples and
 // encodes exactly as the model spilled.
 func (s *Spilled) Load() (*Model, error) {

@@ -35,7 +35,7 @@ func TestSpillLoad(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got.theta != nil || s.Size() != m.Size() || got.Total() != m.Total() || got.LogZ() != m.LogZ() {
+		if got.theta != nil || got.Size() != m.Size() || got.Total() != m.Total() || got.LogZ() != m.LogZ() {
 			t.Fatalf("model %d: loaded model is not lean or differs in size, total or log Z", k)
 		}
 		if !slices.EqualFunc(got.p, m.p, func(a, b float64) bool { return math.Float64bits(a) == math.Float64bits(b) }) {
