@@ -65,7 +65,7 @@ func main() {
 	flag.Float64Var(&c.epsilon, "epsilon", 1, "ε of the synthesis")
 	flag.BoolVar(&c.keep, "keep", true, "keep the generated PostgreSQL table")
 	flag.IntVar(&c.synthRows, "synth-rows", 100000, "ROWS of the synthetic table (fixed, so that peak memory measures the source side)")
-	flag.StringVar(&c.profileDir, "heap-profile", "", "directory: save the server's heap profile (pprof) taken at its highest RSS during each synthesis")
+	flag.StringVar(&c.profileDir, "heap-profile", "", "directory: save the server's heap profile (pprof) taken at its highest RSS during each synthesis, and its log")
 	flag.Parse()
 	if c.dpsql == "" || c.postgres == "" {
 		fmt.Fprintln(os.Stderr, "fedbench: need -dpsql and -postgres (or $DPSQL_TEST_POSTGRES)")
@@ -73,6 +73,12 @@ func main() {
 	}
 	if c.table == "" {
 		c.table = fmt.Sprintf("adult_%d", c.rows)
+	}
+	if c.profileDir != "" {
+		if err := os.MkdirAll(c.profileDir, 0o755); err != nil {
+			fmt.Fprintln(os.Stderr, "fedbench:", err)
+			os.Exit(1)
+		}
 	}
 	if err := run(context.Background(), c); err != nil {
 		fmt.Fprintln(os.Stderr, "fedbench:", err)
@@ -350,7 +356,7 @@ func (s *server) watchHeap(path string, stop <-chan struct{}) {
 		resp.Body.Close()
 		if err == nil && resp.StatusCode == http.StatusOK {
 			_ = os.WriteFile(path, b, 0o644)
-			fmt.Printf("  heap profile at RSS %.0f MB: %s\n", rss, path)
+			fmt.Printf("  %s heap profile at RSS %.0f MB: %s\n", time.Now().UTC().Format("15:04:05.0"), rss, path)
 		}
 	}
 }
@@ -390,12 +396,17 @@ func (s *server) synthesize(ctx context.Context, c config, r *result) error {
 	if err := s.exec(ctx, "SET PRIVACY BUDGET FOR census.big WITH EPSILON = 10, DELTA = 1e-9"); err != nil {
 		return err
 	}
+	// The watcher stops when the synthesis returns: reading its rows back
+	// (below) is fedbench's work, not the synthesis's.
+	stopWatch := func() {}
 	if c.profileDir != "" {
 		stop := make(chan struct{})
 		done := make(chan struct{})
 		path := filepath.Join(c.profileDir, fmt.Sprintf("%s-%d-heap.pb.gz", r.way, c.rows))
 		go func() { s.watchHeap(path, stop); close(done) }()
-		defer func() { close(stop); <-done }()
+		var once sync.Once
+		stopWatch = func() { once.Do(func() { close(stop); <-done }) }
+		defer stopWatch()
 	}
 	start := time.Now()
 	q := fmt.Sprintf("CREATE SYNTHETIC TABLE census.syn FROM census.big USING aim WITH EPSILON = %g, ROWS = %d WORKLOAD ALL 3-WAY", c.epsilon, c.synthRows)
@@ -403,6 +414,13 @@ func (s *server) synthesize(ctx context.Context, c config, r *result) error {
 		return err
 	}
 	r.synth = time.Since(start)
+	stopWatch()
+	if c.profileDir != "" {
+		// The log's per-round lines date the profiles' RSS highs.
+		if b, err := os.ReadFile(filepath.Join(s.dir, "server.log")); err == nil {
+			_ = os.WriteFile(filepath.Join(c.profileDir, fmt.Sprintf("%s-%d-server.log", r.way, c.rows)), b, 0o644)
+		}
+	}
 	r.peakMB = s.peakMB()
 	r.anonMB = s.peakAnonMB()
 	r.model = s.modelLine()
