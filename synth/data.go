@@ -208,29 +208,73 @@ func Visit(ctx context.Context, d Data, sets [][]int, fn func(i int, x []float64
 	return nil
 }
 
-// Compacts returns the marginal of each set as the Cache holds it: its own
-// Compact when the set is held in that layout (shared: the caller must not
-// change it), else a new Compact of the set's projection, in the set's order.
-// It fetches what is missing as Marginals does. It is for callers that keep
-// true answers for a whole synthesis (AIM's candidates): one copy of each
-// instead of the Cache's and the caller's.
-func (c *Cache) Compacts(ctx context.Context, sets [][]int) ([]marginal.Compact, error) {
-	sorted, err := c.fetch(ctx, sets)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]marginal.Compact, len(sets))
-	err = c.each(sets, sorted, func(i int, h marginal.Compact, sup []int) {
-		if slices.Equal(sup, sets[i]) {
-			out[i] = h
-			return
+// Stream hands fn the marginal of each of sets, laid out in the set's
+// order, as a Compact that fn may keep but must not change: from what the
+// cache holds when it holds the set or a superset, else fetched from the
+// source (in one call, each as its scan ends, for a MarginalVisitor) and
+// not kept. It is for a caller that keeps a whole synthesis's true answers
+// itself (AIM's candidates, in a file): the counts are then never all in
+// memory at once, here or there. fn is called once per set, from one
+// goroutine at a time, in any order; an error from fn stops the stream and
+// is returned.
+func (c *Cache) Stream(ctx context.Context, sets [][]int, fn func(i int, m marginal.Compact) error) error {
+	sorted := make([][]int, len(sets))
+	for i, s := range sets {
+		if err := checkSet(c.dom, s); err != nil {
+			return err
 		}
-		out[i] = marginal.NewCompact(reorder(c.dom, sorted[i], h.ProjectTo(nil, c.dom, sup, sorted[i]), sets[i]))
-	})
-	if err != nil {
-		return nil, err
+		sorted[i] = slices.Sorted(slices.Values(s))
 	}
-	return out, nil
+	type fromHeld struct {
+		i   int
+		h   marginal.Compact
+		sup []int
+	}
+	var (
+		held  []fromHeld
+		ask   [][]int // distinct sorted sets to fetch
+		askOf [][]int // the indexes of sets each answers
+	)
+	byKey := map[string]int{}
+	c.mu.Lock()
+	for i, s := range sorted {
+		if sup := c.superset(s); sup != nil {
+			held = append(held, fromHeld{i, c.held[Key(sup)], sup})
+			continue
+		}
+		k := Key(s)
+		j, ok := byKey[k]
+		if !ok {
+			j = len(ask)
+			byKey[k] = j
+			ask, askOf = append(ask, s), append(askOf, nil)
+		}
+		askOf[j] = append(askOf[j], i)
+	}
+	c.mu.Unlock()
+	for _, f := range held {
+		m := f.h
+		if !slices.Equal(f.sup, sets[f.i]) {
+			m = marginal.NewCompact(reorder(c.dom, sorted[f.i], f.h.ProjectTo(nil, c.dom, f.sup, sorted[f.i]), sets[f.i]))
+		}
+		if err := fn(f.i, m); err != nil {
+			return err
+		}
+	}
+	if len(ask) == 0 {
+		return nil
+	}
+	return Visit(ctx, c.src, ask, func(j int, x []float64) error {
+		if len(x) != c.dom.Cells(ask[j]) {
+			return fmt.Errorf("synth: data answered %d cells for the marginal over %v, want %d", len(x), ask[j], c.dom.Cells(ask[j]))
+		}
+		for _, i := range askOf[j] {
+			if err := fn(i, marginal.NewCompact(reorder(c.dom, ask[j], x, sets[i]))); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
 }
 
 // reorder returns marginal x over the sorted set from laid out in the

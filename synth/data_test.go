@@ -2,11 +2,13 @@ package synth_test
 
 import (
 	"context"
+	"errors"
 	"math/rand/v2"
 	"slices"
 	"testing"
 
 	"github.com/dpsql/dpsql/synth"
+	"github.com/dpsql/dpsql/synth/internal/marginal"
 	"github.com/dpsql/dpsql/synth/pgm"
 )
 
@@ -97,15 +99,14 @@ func cacheAnswersLikeItsSource(t *testing.T, rows int) {
 				t.Errorf("%d rows, %s: marginal over %v = %v, want %v", rows, tc.name, s, got[i], want)
 			}
 		}
-		// Compacts answers the same without asking the source again.
-		comp, err := c.Compacts(ctx, tc.sets)
-		if err != nil {
-			t.Fatalf("%s: Compacts: %v", tc.name, err)
-		}
-		for i, s := range tc.sets {
-			if got, want := comp[i].Expand(nil), ds.MarginalTo(nil, s); !slices.Equal(got, want) {
-				t.Errorf("%d rows, %s: Compacts over %v = %v, want %v", rows, tc.name, s, got, want)
+		// Stream answers the same without asking the source again.
+		if err := c.Stream(ctx, tc.sets, func(i int, m marginal.Compact) error {
+			if got, want := m.Expand(nil), ds.MarginalTo(nil, tc.sets[i]); !slices.Equal(got, want) {
+				t.Errorf("%d rows, %s: Stream over %v = %v, want %v", rows, tc.name, tc.sets[i], got, want)
 			}
+			return nil
+		}); err != nil {
+			t.Fatalf("%s: Stream: %v", tc.name, err)
 		}
 		if src.calls != tc.wantCalls || src.sets != tc.wantSets {
 			t.Errorf("%s: source asked %d times for %d sets, want %d times for %d", tc.name, src.calls, src.sets, tc.wantCalls, tc.wantSets)
@@ -130,25 +131,38 @@ func TestCacheRejectsBadSets(t *testing.T) {
 	}
 }
 
-// Compacts fetches what is missing like Marginals: the maximal sets, once.
-func TestCacheCompactsFetch(t *testing.T) {
+// Stream fetches what is missing in one call, every distinct set (nested
+// ones too, in any attribute order) once, hands each set over once, and
+// keeps none of what it fetched: a second stream asks again, and the
+// cache holds nothing. A failing fn stops it.
+func TestCacheStream(t *testing.T) {
 	ds := randomDataset(t, rand.New(rand.NewPCG(3, 4)), []int{2, 3, 4}, 40)
 	src := &countingData{Dataset: ds}
 	c := synth.NewCache(src)
-	sets := [][]int{{2, 0}, {0, 1, 2}, {1}}
-	for range 2 {
-		comp, err := c.Compacts(context.Background(), sets)
+	sets := [][]int{{2, 0}, {0, 1, 2}, {1}, {0, 2}}
+	for round := 1; round <= 2; round++ {
+		seen := make([]int, len(sets))
+		err := c.Stream(context.Background(), sets, func(i int, m marginal.Compact) error {
+			seen[i]++
+			if got, want := m.Expand(nil), ds.MarginalTo(nil, sets[i]); !slices.Equal(got, want) {
+				t.Errorf("marginal over %v = %v, want %v", sets[i], got, want)
+			}
+			return nil
+		})
 		if err != nil {
 			t.Fatal(err)
 		}
-		for i, s := range sets {
-			if got, want := comp[i].Expand(nil), ds.MarginalTo(nil, s); !slices.Equal(got, want) {
-				t.Errorf("marginal over %v = %v, want %v", s, got, want)
-			}
+		if !slices.Equal(seen, []int{1, 1, 1, 1}) {
+			t.Errorf("sets handed over %v times, want once each", seen)
+		}
+		if src.calls != round || src.sets != 3*round || c.Fetched() != 0 {
+			t.Errorf("stream %d: source asked %d times for %d sets, cache holds %d; want %d times for %d, none held", round, src.calls, src.sets, c.Fetched(), round, 3*round)
 		}
 	}
-	if src.calls != 1 || src.sets != 1 {
-		t.Errorf("source asked %d times for %d sets, want once for 1", src.calls, src.sets)
+	stop := errors.New("stop")
+	calls := 0
+	if err := c.Stream(context.Background(), sets, func(int, marginal.Compact) error { calls++; return stop }); !errors.Is(err, stop) || calls != 1 {
+		t.Errorf("failing fn: %v after %d calls, want %v after 1", err, calls, stop)
 	}
 }
 

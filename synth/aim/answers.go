@@ -2,7 +2,14 @@ package aim
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"hash/crc32"
 	"math"
+	"os"
+	"slices"
+	"sync"
+	"unsafe"
 
 	"github.com/dpsql/dpsql/synth"
 	"github.com/dpsql/dpsql/synth/internal/marginal"
@@ -13,17 +20,168 @@ import (
 // sparsely when it is mostly zeros (marginal.Compact).
 type answer = marginal.Compact
 
+// answerStore holds the candidates' true answers for the run: in memory
+// until they take spillAnswersBytes, then, when the run has a directory for
+// temporary files, in a file of their own, each written as it is computed
+// and read back into a reused buffer (and checked) when it is scored or
+// measured. They are read in every round but a candidate at a time, and
+// they are the part of the run's live heap that grows with the rows (a
+// count a non-zero cell: an adult-like table's 364 3-way marginals take
+// 10 MB at 1 M rows, 20 MB at 10 M) and with the width (30 MB on a
+// 30-column table); in the file they sit in the system's page cache, which
+// it may reclaim, not in the heap, whose collector would hold twice them.
+type answerStore struct {
+	dir      string   // where to spill ("": never)
+	spillAt  int      // from how many bytes held
+	cells    []int    // each answer's cell count
+	rows     float64  // the data's rows (any answer's total)
+	mem      []answer // the answers, until spilled
+	memBytes int
+	f        *os.File // the file, once spilled
+	end      int64    // its length
+	at       []int64  // answer i's encoding: its offset in f,
+	size     []int    // its length
+	sum      []uint32 // and its CRC-32C
+	enc      []byte   // put's encoding buffer
+	bufs     sync.Pool
+}
+
+// spillAnswersBytes is the size from which answers are spilled (a
+// variable for tests).
+var spillAnswersBytes = 1 << 20
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// newAnswerStore returns an empty store that spills to dir ("": never).
+func newAnswerStore(dir string) *answerStore {
+	return &answerStore{dir: dir, spillAt: spillAnswersBytes}
+}
+
+// Len is the number of cells of answer i.
+func (s *answerStore) Len(i int) int { return s.cells[i] }
+
+// put stores a as answer i (a is kept, not copied, while in memory). Puts
+// are not concurrent with each other or with reads.
+func (s *answerStore) put(i int, a answer) error {
+	for len(s.cells) <= i {
+		s.cells = append(s.cells, 0)
+		if s.f == nil {
+			s.mem = append(s.mem, answer{})
+		} else {
+			s.at, s.size, s.sum = append(s.at, 0), append(s.size, 0), append(s.sum, 0)
+		}
+	}
+	if s.rows == 0 {
+		s.rows = a.L1Total(make([]float64, a.Len()), 0)
+	}
+	s.cells[i] = a.Len()
+	if s.f == nil && s.dir != "" && s.memBytes+a.Bytes() >= s.spillAt {
+		if f := spillFile(s.dir, "answers"); f != nil {
+			s.f = f
+			if err := s.spillHeld(); err != nil {
+				return err
+			}
+		} else {
+			s.dir = "" // no file to be had: they stay in memory
+		}
+	}
+	if s.f == nil {
+		s.mem[i] = a
+		s.memBytes += a.Bytes()
+		return nil
+	}
+	return s.write(i, &a)
+}
+
+// spillHeld moves the answers held in memory to the file.
+func (s *answerStore) spillHeld() error {
+	n := len(s.mem)
+	s.at, s.size, s.sum = make([]int64, n), make([]int, n), make([]uint32, n)
+	for i := range s.mem {
+		if s.mem[i].Len() > 0 {
+			if err := s.write(i, &s.mem[i]); err != nil {
+				return err
+			}
+		}
+	}
+	s.mem, s.memBytes = nil, 0
+	return nil
+}
+
+// write appends answer i's encoding to the file.
+func (s *answerStore) write(i int, a *answer) error {
+	s.enc = a.AppendBinary(s.enc[:0])
+	if _, err := s.f.WriteAt(s.enc, s.end); err != nil {
+		return fmt.Errorf("spilling the true answers: %w", err)
+	}
+	s.at[i], s.size[i], s.sum[i] = s.end, len(s.enc), crc32.Checksum(s.enc, castagnoli)
+	s.end += int64(len(s.enc))
+	return nil
+}
+
+// with calls fn with answer i, valid during the call only. Calls may run
+// concurrently.
+func (s *answerStore) with(i int, fn func(a *answer)) error {
+	if s.f == nil {
+		fn(&s.mem[i])
+		return nil
+	}
+	words := (s.size[i] + 7) / 8
+	p, _ := s.bufs.Get().(*[]uint64)
+	if p == nil || cap(*p) < words {
+		p = new([]uint64)
+		*p = make([]uint64, words)
+	}
+	defer s.bufs.Put(p)
+	b := unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(*p))), s.size[i])
+	if _, err := s.f.ReadAt(b, s.at[i]); err != nil {
+		return fmt.Errorf("reading back the true answers: %w", err)
+	}
+	if crc32.Checksum(b, castagnoli) != s.sum[i] {
+		return errors.New("reading back the true answers: checksum mismatch (the temporary file was changed or the disk failed)")
+	}
+	var a answer
+	if _, err := a.View(b); err != nil {
+		return fmt.Errorf("reading back the true answers: %w", err)
+	}
+	fn(&a)
+	return nil
+}
+
+// L1Total is answer i's L1Total.
+func (s *answerStore) L1Total(i int, y []float64, total float64) (l1 float64, err error) {
+	err = s.with(i, func(a *answer) { l1 = a.L1Total(y, total) })
+	return l1, err
+}
+
+// Expand is answer i's Expand.
+func (s *answerStore) Expand(i int, dst []float64) (x []float64, err error) {
+	err = s.with(i, func(a *answer) { x = a.Expand(dst) })
+	return x, err
+}
+
+// close lets the answers go, and their file.
+func (s *answerStore) close() {
+	if s.f != nil {
+		s.f.Close()
+		os.Remove(s.f.Name())
+	}
+	s.mem, s.f = nil, nil
+}
+
 // fetchCells bounds the dense cells asked of an in-memory source at once
 // (8 MB of float64): the workload's true marginals are counted a batch at
 // a time and compacted, so they are never all dense together. A variable
 // for tests.
 var fetchCells = 1 << 20
 
-// candidateAnswers returns the true marginal of every candidate: the
-// workload sets are asked of in.Data (a batch at a time when the data is in
-// memory; in one call otherwise, so that a remote source scans as few times
-// as it can), their subsets are projected from them.
-func candidateAnswers(ctx context.Context, in *synth.Input, w []synth.Marginal, cands []candidate) ([]answer, error) {
+// candidateAnswers puts the true marginal of every candidate into store:
+// the workload sets are asked of in.Data (a batch at a time when the data
+// is in memory; in one call otherwise, so that a remote source scans as
+// few times as it can), each streamed into the store as it arrives with
+// the subsets projected from it, so that they are never all held at once
+// but in the store.
+func candidateAnswers(ctx context.Context, in *synth.Input, w []synth.Marginal, cands []candidate, store *answerStore) error {
 	dom := in.Data.Domain()
 	// sub[p] are the candidates projected from workload set p.
 	sub := make([][]int, len(w))
@@ -43,7 +201,7 @@ func candidateAnswers(ctx context.Context, in *synth.Input, w []synth.Marginal, 
 	if local(in.Data) {
 		limit = fetchCells
 	}
-	answers := make([]answer, len(cands))
+	var proj []float64
 	for lo := 0; lo < len(w); {
 		hi, cells := lo, 0
 		for hi < len(w) && (hi == lo || cells+dom.Cells(w[hi].Attrs) <= limit) {
@@ -54,42 +212,35 @@ func candidateAnswers(ctx context.Context, in *synth.Input, w []synth.Marginal, 
 		for p := lo; p < hi; p++ {
 			sets[p-lo] = w[p].Attrs
 		}
-		got, err := compacts(ctx, in.Data, sets)
-		if err != nil {
-			return nil, err
-		}
-		for p := lo; p < hi; p++ {
-			h := &got[p-lo]
+		err := stream(ctx, in.Data, sets, func(k int, h marginal.Compact) error {
+			p := lo + k
 			for _, i := range sub[p] {
-				answers[i] = marginal.NewCompact(h.ProjectTo(nil, dom, w[p].Attrs, cands[i].attrs))
+				proj = h.ProjectTo(proj, dom, w[p].Attrs, cands[i].attrs)
+				if err := store.put(i, marginal.NewCompact(slices.Clone(proj))); err != nil {
+					return err
+				}
 			}
 			if top[p] >= 0 {
-				answers[top[p]] = *h
+				return store.put(top[p], h)
 			}
+			return nil
+		})
+		if err != nil {
+			return err
 		}
 		lo = hi
 	}
-	return answers, nil
+	return nil
 }
 
-// compacts returns the true marginals of sets, compacted. From a
-// synth.Cache they are the cache's own (read-only) compacts, so that the
-// workload's true marginals are held once for the run, not once there and
-// once here.
-func compacts(ctx context.Context, d synth.Data, sets [][]int) ([]marginal.Compact, error) {
+// stream hands fn the true marginal of each of sets, compacted, as
+// synth.Cache.Stream does: from a cache, what it fetched is not also kept
+// there.
+func stream(ctx context.Context, d synth.Data, sets [][]int, fn func(i int, m marginal.Compact) error) error {
 	if c, ok := d.(*synth.Cache); ok {
-		return c.Compacts(ctx, sets)
+		return c.Stream(ctx, sets, fn)
 	}
-	xs, err := d.Marginals(ctx, sets)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]marginal.Compact, len(xs))
-	for i, x := range xs {
-		out[i] = marginal.NewCompact(x)
-		xs[i] = nil
-	}
-	return out, nil
+	return synth.Visit(ctx, d, sets, func(i int, x []float64) error { return fn(i, marginal.NewCompact(x)) })
 }
 
 // local reports whether d counts in memory (a dataset, or a cache over

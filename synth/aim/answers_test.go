@@ -2,7 +2,13 @@ package aim
 
 import (
 	"context"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"os"
 	"slices"
+	"strings"
+	"sync"
 	"testing"
 
 	"github.com/dpsql/dpsql/synth"
@@ -47,25 +53,171 @@ func TestCandidateAnswers(t *testing.T) {
 		{"remote", &remote{Data: data}, 1, nil},
 		{"cache over a remote source", synth.NewCache(viaCache), 1, viaCache},
 	} {
-		t.Run(tt.name, func(t *testing.T) {
-			fetchCells = tt.batch
-			got, err := candidateAnswers(ctx, &synth.Input{Data: tt.data}, w, cands)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for i, c := range cands {
-				want := data.MarginalTo(nil, c.attrs)
-				if x := got[i].Expand(nil); !slices.Equal(x, want) {
-					t.Fatalf("candidate %v: %v, want %v", c.attrs, x, want)
+		for _, spill := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s, spilled %v", tt.name, spill), func(t *testing.T) {
+				fetchCells = tt.batch
+				if r, ok := tt.data.(*remote); ok {
+					r.calls = 0
 				}
+				if tt.remote != nil {
+					tt.remote.calls = 0
+				}
+				store := newAnswerStore("")
+				if spill {
+					store = spilledStore(t)
+				}
+				defer store.close()
+				if err := candidateAnswers(ctx, &synth.Input{Data: tt.data}, w, cands, store); err != nil {
+					t.Fatal(err)
+				}
+				if (store.f != nil) != spill {
+					t.Fatalf("spilled %v, want %v", store.f != nil, spill)
+				}
+				for i, c := range cands {
+					want := data.MarginalTo(nil, c.attrs)
+					if x := store.expand(i); !slices.Equal(x, want) || store.Len(i) != len(want) {
+						t.Fatalf("candidate %v: %v, want %v", c.attrs, x, want)
+					}
+				}
+				if store.rows != 500 {
+					t.Errorf("rows %v, want 500", store.rows)
+				}
+				r, ok := tt.data.(*remote)
+				if !ok {
+					r = tt.remote
+				}
+				if r != nil && r.calls != 1 {
+					t.Errorf("remote source asked %d times, want once", r.calls)
+				}
+			})
+		}
+	}
+}
+
+// expand is answer i, expanded; it panics if it cannot be read (tests).
+func (s *answerStore) expand(i int) []float64 {
+	x, err := s.Expand(i, nil)
+	if err != nil {
+		panic(err)
+	}
+	return x
+}
+
+// spilledStore is an empty store that spills its first answer on to a
+// file in t's temporary directory: the tests that score through it read
+// the answers back.
+func spilledStore(t *testing.T) *answerStore {
+	t.Helper()
+	s := newAnswerStore(t.TempDir())
+	s.spillAt = 0
+	t.Cleanup(s.close)
+	return s
+}
+
+// TestAnswerStore: spilled answers read back as they were, bit for bit,
+// concurrently; a changed file is an error, not a wrong answer or a panic;
+// closing removes the file.
+func TestAnswerStore(t *testing.T) {
+	data := synthtest.Chain(2, 3000, []int{4, 3, 40, 2, 6})
+	_, _, cands, s := testCandidates(t, data, synthtest.AllK(5, 3))
+	cands, err := addTwins(data.Domain(), cands, s, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := &synth.Input{Data: data}
+	w, _ := synth.CanonicalWorkload(5, synthtest.AllK(5, 3))
+	mem := newAnswerStore("")
+	if err := candidateAnswers(context.Background(), in, w, closure(w), mem); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := addTwins(data.Domain(), closure(w), mem, 3); err != nil {
+		t.Fatal(err)
+	}
+	if s.mem != nil || s.f == nil || mem.f != nil || s.rows != 3000 || mem.rows != 3000 || len(mem.cells) != len(cands) {
+		t.Fatalf("spilled: mem %v, file %v; in memory: file %v; rows %v and %v", s.mem != nil, s.f != nil, mem.f != nil, s.rows, mem.rows)
+	}
+	rng := rand.New(rand.NewPCG(5, 6))
+	var wg sync.WaitGroup
+	errs := make(chan error, len(cands))
+	for i := range cands {
+		y := make([]float64, s.Len(i))
+		for k := range y {
+			y[k] = rng.Float64()
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			got, err := s.L1Total(i, y, 7)
+			want, _ := mem.L1Total(i, y, 7)
+			x, err2 := s.Expand(i, nil)
+			switch {
+			case err != nil || err2 != nil:
+				errs <- fmt.Errorf("candidate %d: %v, %v", i, err, err2)
+			case math.Float64bits(got) != math.Float64bits(want) || !slices.Equal(x, mem.expand(i)) || s.Len(i) != mem.Len(i):
+				errs <- fmt.Errorf("candidate %d (%v) reads back differently", i, cands[i].attrs)
 			}
-			r, ok := tt.data.(*remote)
-			if !ok {
-				r = tt.remote
-			}
-			if r != nil && r.calls != 1 {
-				t.Errorf("remote source asked %d times, want once", r.calls)
-			}
-		})
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+
+	// One byte changed in the file: every read of that answer fails.
+	last := len(cands) - 1
+	if _, err := s.f.WriteAt([]byte{0xff}, s.at[last]+int64(s.size[last])-1); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Expand(last, nil); err == nil || !strings.Contains(err.Error(), "checksum") {
+		t.Errorf("changed file: %v, want a checksum error", err)
+	}
+	name := s.f.Name()
+	s.close()
+	if _, err := os.Stat(name); !os.IsNotExist(err) {
+		t.Errorf("the file is still there after close: %v", err)
+	}
+}
+
+// TestRunSpillsAnswers: a run whose true answers are spilled (to the
+// input's TempDir) releases what the same run holding them in memory does,
+// bit for bit; the cache it read them from holds nothing after, and the
+// file is gone when the run returns.
+func TestRunSpillsAnswers(t *testing.T) {
+	opts := []synth.Option{{Name: "PGM_ITERS", Value: 20}, {Name: "FINAL_ITERS", Value: 50}}
+	mem := synthtest.MustRun(t, Mechanism{}, opts, testInput(2))
+
+	defer func(n int) { spillAnswersBytes = n }(spillAnswersBytes)
+	spillAnswersBytes = 0
+	dir := t.TempDir()
+	in := testInput(2)
+	cache := synth.NewCache(in.Data)
+	in.Data, in.TempDir = cache, dir
+	var fetched []int
+	in.Progress = func(s synth.Status) {
+		if s.Phase == "init" {
+			fetched = append(fetched, cache.Fetched())
+		}
+	}
+	spilled := synthtest.MustRun(t, Mechanism{}, opts, in)
+
+	if !slices.Equal(fetched, []int{0}) {
+		t.Errorf("the cache held %v marginals once the answers were spilled, want none", fetched)
+	}
+	if len(spilled.Measurements) != len(mem.Measurements) || len(spilled.Rows) != len(mem.Rows) {
+		t.Fatalf("%d measurements and %d columns, want %d and %d", len(spilled.Measurements), len(spilled.Rows), len(mem.Measurements), len(mem.Rows))
+	}
+	for k, m := range mem.Measurements {
+		if s := spilled.Measurements[k]; !slices.Equal(s.Attrs, m.Attrs) || !slices.Equal(s.Y, m.Y) {
+			t.Fatalf("measurement %d differs: %v against %v", k, s.Attrs, m.Attrs)
+		}
+	}
+	for a := range mem.Rows {
+		if !slices.Equal(spilled.Rows[a], mem.Rows[a]) {
+			t.Fatalf("column %d of the rows differs", a)
+		}
+	}
+	if left, _ := os.ReadDir(dir); len(left) != 0 {
+		t.Errorf("left in the temporary directory: %v", left)
 	}
 }

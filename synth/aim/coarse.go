@@ -1,6 +1,8 @@
 package aim
 
 import (
+	"slices"
+
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/dpsql/dpsql/synth/internal/marginal"
@@ -141,13 +143,13 @@ func (c *coarsening) kron() []*mat.Dense {
 	return f
 }
 
-// addTwins appends to cands (and answers, their true marginals) the coarse
+// addTwins appends to cands (and store, their true marginals) the coarse
 // twin of every candidate with an attribute of more than bins values. The
 // twins come after every fine candidate, so fine indexes are unchanged.
-func addTwins(dom *pgm.Domain, cands []candidate, answers []answer, bins int) ([]candidate, []answer) {
+func addTwins(dom *pgm.Domain, cands []candidate, store *answerStore, bins int) ([]candidate, error) {
 	maps := coarseMaps(dom, bins)
 	n := len(cands)
-	var buf []float64
+	var buf, coarse []float64
 	for i := range n {
 		c := cands[i]
 		twin := false
@@ -159,10 +161,16 @@ func addTwins(dom *pgm.Domain, cands []candidate, answers []answer, bins int) ([
 		}
 		c.coarse = newCoarsening(dom, c.attrs, maps, bins)
 		c.key += "#coarse"
-		buf = answers[i].Expand(buf)
+		var err error
+		if buf, err = store.Expand(i, buf); err != nil {
+			return nil, err
+		}
+		coarse = c.coarse.apply(coarse, buf)
+		if err := store.put(len(cands), marginal.NewCompact(slices.Clone(coarse))); err != nil {
+			return nil, err
+		}
 		cands[i].twin = len(cands)
 		cands = append(cands, c)
-		answers = append(answers, marginal.NewCompact(c.coarse.apply(nil, buf)))
 	}
-	return cands, answers
+	return cands, nil
 }

@@ -79,9 +79,7 @@ func newLazyState(r *run) *lazyState {
 	n := len(r.cands)
 	z := &lazyState{l1: make([]float64, n), known: make([]bool, n), exact: make([]bool, n),
 		at: make([]int, n), base: make([]float64, n)}
-	if n > 0 {
-		z.rows = r.answers[0].L1Total(make([]float64, r.answers[0].Len()), 0)
-	}
+	z.rows = r.answers.rows
 	return z
 }
 
@@ -149,7 +147,7 @@ func (z *lazyState) bound(r *run, i int, total, sigma float64) float64 {
 	if z.known[i] {
 		l1 = min(l1, z.l1[i])
 	}
-	return r.cands[i].weight * (l1 - sqrt2pi*sigma*float64(r.answers[i].Len()))
+	return r.cands[i].weight * (l1 - sqrt2pi*sigma*float64(r.answers.Len(i)))
 }
 
 // choose runs the round's exponential mechanism over eligible (with
@@ -196,7 +194,7 @@ func (z *lazyState) choose(ctx context.Context, r *run, sc *scorer, scores []flo
 	c := eps / (2 * delta)
 	exactScore := func(k int) float64 {
 		i := eligible[k]
-		return r.cands[i].weight * (z.l1[i] - sqrt2pi*sigma*float64(r.answers[i].Len()))
+		return r.cands[i].weight * (z.l1[i] - sqrt2pi*sigma*float64(r.answers.Len(i)))
 	}
 	// Compute the candidates that could be near the best, in batches.
 	var ks []int
@@ -248,11 +246,17 @@ func (z *lazyState) compute(ctx context.Context, r *run, batch *pgm.Batch, total
 		sets[j] = r.sets[eligible[k]]
 	}
 	l1 := make([]float64, len(ks))
+	var read firstError
 	err := batch.Visit(ctx, sets, func(j int, x []float64) {
 		i := eligible[ks[j]]
 		// A twin's distance is over its bins (binning keeps the total).
-		l1[j] = r.answers[i].L1Total(r.cands[i].observed(nil, x), total)
+		var err error
+		l1[j], err = r.answers.L1Total(i, r.cands[i].observed(nil, x), total)
+		read.set(err)
 	})
+	if err == nil {
+		err = read.get()
+	}
 	if err != nil {
 		return err
 	}

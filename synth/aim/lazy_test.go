@@ -17,7 +17,7 @@ func lazySequence(t *testing.T, r *run) []*pgm.Model {
 	ctx := context.Background()
 	var meas []pgm.Measurement
 	for a := range r.dom.Len() {
-		meas = append(meas, pgm.Measurement{Attrs: []int{a}, Y: r.answers[a].Expand(nil), Sigma: 10})
+		meas = append(meas, pgm.Measurement{Attrs: []int{a}, Y: r.answers.expand(a), Sigma: 10})
 	}
 	var models []*pgm.Model
 	var prev *pgm.Model
@@ -25,7 +25,7 @@ func lazySequence(t *testing.T, r *run) []*pgm.Model {
 	for _, s := range [][]int{nil, {0, 1, 2}, {2, 3, 4}, {1, 5}, {4, 5, 6}, {0, 3, 6}, {1, 2, 3}} {
 		if s != nil {
 			k := slices.IndexFunc(r.cands, func(c candidate) bool { return c.coarse == nil && slices.Equal(c.attrs, s) })
-			meas = append(meas, pgm.Measurement{Attrs: s, Y: r.answers[k].Expand(nil), Sigma: 10})
+			meas = append(meas, pgm.Measurement{Attrs: s, Y: r.answers.expand(k), Sigma: 10})
 		}
 		m, err := pgm.Estimate(ctx, r.dom, meas, &pgm.EstimateOptions{Iters: 30, WarmStart: prev})
 		if err != nil {
@@ -39,7 +39,7 @@ func lazySequence(t *testing.T, r *run) []*pgm.Model {
 
 // exactL1 is ‖M_r(D) − M_r(p̂)‖₁ with the model marginal computed alone.
 func exactL1(r *run, i int, m *pgm.Model) float64 {
-	return marginal.L1(r.answers[i].Expand(nil), r.cands[i].observed(nil, m.Marginal(r.cands[i].attrs)))
+	return marginal.L1(r.answers.expand(i), r.cands[i].observed(nil, m.Marginal(r.cands[i].attrs)))
 }
 
 // TestLazyBounds checks that the bounds carried across refits (exact
@@ -108,7 +108,7 @@ func TestLazyChooseDistribution(t *testing.T) {
 		eligible[i] = i
 		z0.set(i, exactL1(r, i, old))
 		c := r.cands[i]
-		exact[i] = c.weight * (exactL1(r, i, m) - sqrt2pi*sigma*float64(r.answers[i].Len()))
+		exact[i] = c.weight * (exactL1(r, i, m) - sqrt2pi*sigma*float64(r.answers.Len(i)))
 		delta = max(delta, c.weight)
 	}
 	if err := z0.advance(context.Background(), r, old, m); err != nil {

@@ -54,16 +54,20 @@ func (o *Options) Run(ctx context.Context, in *synth.Input) (*synth.Result, erro
 		return nil, fmt.Errorf("aim: %w", err)
 	}
 
-	// True answers of every candidate, computed once and held compactly.
-	answers, err := candidateAnswers(ctx, in, w, cands)
-	if err != nil {
+	// True answers of every candidate, computed once and held compactly,
+	// in a file once they are large (answerStore).
+	store := newAnswerStore(in.TempDir)
+	defer store.close()
+	nFine := len(cands)
+	if err := candidateAnswers(ctx, in, w, cands, store); err != nil {
 		// Nothing measured: nothing spent.
 		return &synth.Result{}, fmt.Errorf("aim: true marginals: %w", err)
 	}
-	nFine := len(cands)
-	cands, answers = addTwins(dom, cands, answers, opt.CoarseBins)
-	if testAnswers != nil && len(answers) > 0 {
-		testAnswers(answers)
+	if cands, err = addTwins(dom, cands, store, opt.CoarseBins); err != nil {
+		return &synth.Result{}, fmt.Errorf("aim: true marginals: %w", err)
+	}
+	if testAnswers != nil {
+		testAnswers(store)
 	}
 
 	wkeys := make([]string, len(w))
@@ -74,7 +78,7 @@ func (o *Options) Run(ctx context.Context, in *synth.Input) (*synth.Result, erro
 	for i, c := range cands {
 		sets[i] = c.attrs
 	}
-	r := &run{opt: opt, in: in, dom: dom, w: w, wkeys: wkeys, cands: cands, nFine: nFine, sets: sets, answers: answers, sched: sched,
+	r := &run{opt: opt, in: in, dom: dom, w: w, wkeys: wkeys, cands: cands, nFine: nFine, sets: sets, answers: store, sched: sched,
 		sizer: modelSizer(dom), res: &synth.Result{}}
 	return r.loop(ctx, sigma0)
 }
@@ -87,9 +91,9 @@ type run struct {
 	w       []synth.Marginal // canonical workload
 	wkeys   []string         // synth.Key of each workload set
 	cands   []candidate
-	nFine   int      // cands[nFine:] are coarse twins
-	sets    [][]int  // cands[i].attrs (a twin's fine attributes: its model size)
-	answers []answer // true candidate marginals M_r(D)
+	nFine   int          // cands[nFine:] are coarse twins
+	sets    [][]int      // cands[i].attrs (a twin's fine attributes: its model size)
+	answers *answerStore // true candidate marginals M_r(D)
 	sched   *schedule
 
 	meas     []pgm.Measurement
@@ -100,11 +104,14 @@ type run struct {
 	tracker  *adaptive.Tracker
 }
 
-// measure releases x (the true marginal over attrs, binned by coarse if
-// non-nil) with discrete Gaussian noise sigma, selected in round with
-// parameter eps.
-func (r *run) measure(attrs []int, coarse *coarsening, x *answer, sigma, eps float64, round int) {
-	y := x.Expand(nil)
+// measure releases answer i (the true marginal over attrs, binned by
+// coarse if non-nil) with discrete Gaussian noise sigma, selected in round
+// with parameter eps.
+func (r *run) measure(attrs []int, coarse *coarsening, i int, sigma, eps float64, round int) error {
+	y, err := r.answers.Expand(i, nil)
+	if err != nil {
+		return err
+	}
 	r.in.Noise.AddDiscreteGaussian(y, sigma)
 	m := pgm.Measurement{Attrs: attrs, Y: y, Sigma: sigma}
 	if coarse != nil {
@@ -113,6 +120,7 @@ func (r *run) measure(attrs []int, coarse *coarsening, x *answer, sigma, eps flo
 	r.meas = append(r.meas, m)
 	r.res.Measurements = append(r.res.Measurements, synth.Measurement{Measurement: m, Round: round, Epsilon: eps})
 	r.measured = adaptive.AddMaximal(r.measured, attrs)
+	return nil
 }
 
 // modelSizer is the capacity filter over dom's junction-tree sizes.
@@ -186,7 +194,7 @@ var (
 	testLean     func(bool)
 	testFitted   func(*pgm.Model)
 	testRoundFit func(pgm.EstimateProgress)
-	testAnswers  func([]answer)
+	testAnswers  func(*answerStore)
 )
 
 // loop runs initialisation, the rounds and the final estimation and
@@ -209,7 +217,9 @@ func (r *run) loop(ctx context.Context, sigma0 []float64) (*synth.Result, error)
 	k := 0
 	for i, c := range r.cands[:r.nFine] {
 		if len(c.attrs) == 1 {
-			r.measure(c.attrs, nil, &r.answers[i], sigma0[k], 0, 0)
+			if err := r.measure(c.attrs, nil, i, sigma0[k], 0, 0); err != nil {
+				return fail(err)
+			}
 			k++
 		}
 	}
@@ -220,7 +230,7 @@ func (r *run) loop(ctx context.Context, sigma0 []float64) (*synth.Result, error)
 
 	r.tracker = adaptive.NewTracker(len(r.cands))
 	r.tracker.Compact(r.sets) // a twin's set is its fine set, as in Fill
-	if f := spillFile(r.in.TempDir); f != nil {
+	if f := spillFile(r.in.TempDir, "snapshots"); f != nil {
 		defer func() {
 			f.Close()
 			os.Remove(f.Name())
@@ -278,7 +288,9 @@ func (r *run) loop(ctx context.Context, sigma0 []float64) (*synth.Result, error)
 		r.tracker.Round(t, eligible, r.model)
 
 		before := r.coarseMarginal(sel)
-		r.measure(sel.attrs, sel.coarse, &r.answers[pick], sigma, eps, t)
+		if err := r.measure(sel.attrs, sel.coarse, pick, sigma, eps, t); err != nil {
+			return fail(fmt.Errorf("round %d measurement: %w", t, err))
+		}
 		r.tracker.Measured(t, sel.attrs)
 		if last {
 			// Nothing selects again: the candidates' true answers and the
@@ -286,6 +298,7 @@ func (r *run) loop(ctx context.Context, sigma0 []float64) (*synth.Result, error)
 			// fits, the largest of the run, they leave those fits' arenas
 			// less live heap to be collected against (the answers are
 			// most of the live heap on a wide table; TestLastFitsDropAnswers).
+			r.answers.close()
 			r.answers, sc, lz = nil, nil, nil
 		}
 		// A fit that grows a large model by a tenth or more is lean (see
@@ -442,15 +455,15 @@ func (r *run) holdsMuch(size float64) bool {
 	return r.tracker != nil && size >= leanMB && r.tracker.HeldMB() >= size+leanHeldMB
 }
 
-// spillFile returns a new file in dir for the round snapshots, already
-// unlinked where the system allows it (so that nothing is left behind if
-// the process dies), or nil if dir is empty or the file cannot be made:
-// the snapshots then stay in memory.
-func spillFile(dir string) *os.File {
+// spillFile returns a new file in dir for what the run spills (what: its
+// round snapshots, its true answers), already unlinked where the system
+// allows it (so that nothing is left behind if the process dies), or nil
+// if dir is empty or the file cannot be made: they then stay in memory.
+func spillFile(dir, what string) *os.File {
 	if dir == "" {
 		return nil
 	}
-	f, err := os.CreateTemp(dir, ".dpsql-aim-snapshots-*")
+	f, err := os.CreateTemp(dir, ".dpsql-aim-"+what+"-*")
 	if err != nil {
 		return nil
 	}

@@ -310,8 +310,11 @@ func TestRoundFitFreesPrevious(t *testing.T) {
 // check runs at the "final" progress report, after the final fit.
 func TestLastFitsDropAnswers(t *testing.T) {
 	freed := make(chan struct{})
-	testAnswers = func(a []answer) {
-		runtime.AddCleanup(&a[0], func(ch chan struct{}) { close(ch) }, freed)
+	testAnswers = func(s *answerStore) {
+		if s.f != nil || len(s.mem) == 0 {
+			t.Fatal("the answers of this small run are not held in memory")
+		}
+		runtime.AddCleanup(&s.mem[0], func(ch chan struct{}) { close(ch) }, freed)
 	}
 	defer func() { testAnswers = nil }()
 	in := testInput(3)

@@ -74,7 +74,7 @@ func (s *scorer) scores(ctx context.Context, dst []float64, eligible []int, mode
 			if tc == i || s.pos[tc] < 0 {
 				continue
 			}
-			if best < 0 || r.answers[tc].Len() < r.answers[best].Len() {
+			if best < 0 || r.answers.Len(tc) < r.answers.Len(best) {
 				best = tc
 			}
 		}
@@ -106,13 +106,15 @@ func (s *scorer) scores(ctx context.Context, dst []float64, eligible []int, mode
 	total := model.Total()
 	// A coarse twin is scored on the binned model marginal (binning keeps
 	// the total), with the bias term of its own cell count.
+	var read firstError // reading an answer back
 	score := func(i int, xhat []float64, buf *scoreBuf) {
 		c := &r.cands[i]
 		if c.coarse != nil {
 			buf.coarse = c.observed(buf.coarse, xhat)
 			xhat = buf.coarse
 		}
-		l1 := r.answers[i].L1Total(xhat, total)
+		l1, err := r.answers.L1Total(i, xhat, total)
+		read.set(err)
 		if s.lazy != nil {
 			s.lazy.set(i, l1) // distinct i per call: safe concurrently
 		}
@@ -136,5 +138,31 @@ func (s *scorer) scores(ctx context.Context, dst []float64, eligible []int, mode
 			score(i, buf.proj, buf)
 		}
 	})
+	if err == nil {
+		err = read.get()
+	}
 	return dst, err
+}
+
+// firstError keeps the first error set from concurrent calls.
+type firstError struct {
+	mu  sync.Mutex
+	err error
+}
+
+func (e *firstError) set(err error) {
+	if err == nil {
+		return
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.err == nil {
+		e.err = err
+	}
+}
+
+func (e *firstError) get() error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.err
 }

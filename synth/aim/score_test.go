@@ -17,8 +17,8 @@ import (
 
 // testCandidates checks an input over data and workload (ρ = 1, test
 // noise) and returns it with its workload, AIM's fine candidates and their
-// true answers.
-func testCandidates(t *testing.T, data *pgm.Dataset, workload []synth.Marginal) (*synth.Input, []synth.Marginal, []candidate, []answer) {
+// true answers, spilled to a file (spilledStore).
+func testCandidates(t *testing.T, data *pgm.Dataset, workload []synth.Marginal) (*synth.Input, []synth.Marginal, []candidate, *answerStore) {
 	t.Helper()
 	in := &synth.Input{Data: data, Workload: workload, Rho: 1, Noise: noise.Derive(testSecret, 1, "aim")}
 	w, err := in.Check(true)
@@ -26,8 +26,8 @@ func testCandidates(t *testing.T, data *pgm.Dataset, workload []synth.Marginal) 
 		t.Fatal(err)
 	}
 	cands := closure(w)
-	answers, err := candidateAnswers(context.Background(), in, w, cands)
-	if err != nil {
+	answers := spilledStore(t)
+	if err := candidateAnswers(context.Background(), in, w, cands, answers); err != nil {
 		t.Fatal(err)
 	}
 	return in, w, cands, answers
@@ -43,7 +43,10 @@ func scoreRun(t *testing.T) (*run, []*pgm.Model) {
 	data := synthtest.Chain(3, 2000, []int{4, 3, 5, 2, 6, 3, 4})
 	in, w, cands, answers := testCandidates(t, data, synthtest.AllK(7, 3))
 	nFine := len(cands)
-	cands, answers = addTwins(data.Domain(), cands, answers, 3)
+	cands, err := addTwins(data.Domain(), cands, answers, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
 	r := &run{in: in, dom: data.Domain(), w: w, cands: cands, nFine: nFine, answers: answers, sets: make([][]int, len(cands)), sizer: modelSizer(data.Domain()), res: &synth.Result{}}
 	r.wkeys = make([]string, len(w))
 	for i, m := range w {
@@ -57,11 +60,11 @@ func scoreRun(t *testing.T) (*run, []*pgm.Model) {
 	for range 6 {
 		var meas []pgm.Measurement
 		for a := range r.dom.Len() {
-			meas = append(meas, pgm.Measurement{Attrs: []int{a}, Y: answers[a].Expand(nil), Sigma: 10})
+			meas = append(meas, pgm.Measurement{Attrs: []int{a}, Y: answers.expand(a), Sigma: 10})
 		}
 		for range 1 + rng.IntN(4) {
 			k := rng.IntN(len(cands))
-			m := pgm.Measurement{Attrs: cands[k].attrs, Y: answers[k].Expand(nil), Sigma: 10}
+			m := pgm.Measurement{Attrs: cands[k].attrs, Y: answers.expand(k), Sigma: 10}
 			if c := cands[k].coarse; c != nil {
 				m.Kron = c.kron()
 			}
@@ -110,7 +113,7 @@ func TestScores(t *testing.T) {
 				if c.coarse != nil {
 					xhat = bruteBin(r.dom, c.attrs, coarseMaps(r.dom, 3), 3, xhat)
 				}
-				want := c.weight * (marginal.L1(r.answers[i].Expand(nil), xhat) - sqrt2pi*sigma*float64(len(xhat)))
+				want := c.weight * (marginal.L1(r.answers.expand(i), xhat) - sqrt2pi*sigma*float64(len(xhat)))
 				if got := scores[k]; math.Abs(got-want) > 1e-9*math.Max(1, math.Abs(want)) {
 					t.Fatalf("model %d, candidate %v: score %v, want %v", mi, c.attrs, got, want)
 				}
@@ -127,11 +130,15 @@ func TestFilterCache(t *testing.T) {
 	rng := rand.New(rand.NewPCG(11, 12))
 	sizeOf := func(cliques [][]int) float64 { return pgm.ModelSize(r.dom, cliques) }
 	for a := range r.dom.Len() {
-		r.measure([]int{a}, nil, &r.answers[a], 5, 0, 0)
+		if err := r.measure([]int{a}, nil, a, 5, 0, 0); err != nil {
+			t.Fatal(err)
+		}
 	}
 	for step := range 12 {
 		k := rng.IntN(len(r.cands))
-		r.measure(r.cands[k].attrs, r.cands[k].coarse, &r.answers[k], 5, 0.1, step+1)
+		if err := r.measure(r.cands[k].attrs, r.cands[k].coarse, k, 5, 0.1, step+1); err != nil {
+			t.Fatal(err)
+		}
 		r.model = models[step%len(models)]
 		for _, limit := range []float64{0, 0.001, 0.002, 0.005, 1} {
 			for _, twinLimit := range []float64{0, 0.001, limit} {
