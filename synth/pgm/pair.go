@@ -229,9 +229,15 @@ func (c *reduceCache) count(fresh bool) {
 }
 
 // pairMinBudget and pairMaxBudget bound the pair budget of a caching call
-// (cells: 8 and 32 MB); within them it is the call's reduction budget.
+// (cells: 1 and 32 MB); within them it is four times the call's reduction
+// budget, 8 × the model's cells. The floor was 8 MB: on a small model the
+// cache then held up to 20 × the model, the part of a federated synthesis's
+// memory that grew from 1 M to 10 M rows (the model AIM picks from ten
+// times the signal, 0.36 against 0.8 MB); at 1 MB the peak there fell from
+// 120 to 105–112 MB, and adult's small-model runs kept their CPU
+// (docs/federated.md, issue 14's ninth pass).
 const (
-	pairMinBudget = 1 << 20
+	pairMinBudget = 1 << 17
 	pairMaxBudget = 1 << 22
 )
 

@@ -63,11 +63,12 @@ func TestSharedSteps(t *testing.T) {
 
 // TestPairBudget checks the scoring cache's budget for shared steps and
 // pair tables against a model's size (cells): 4 × the reduction budget
-// (2 × the model) within [8 MB, 32 MB], and 16 MB for models above 16 MB.
+// (2 × the model) within [1 MB, 32 MB], and 16 MB for models above 16 MB.
 func TestPairBudget(t *testing.T) {
 	for _, tt := range []struct{ model, want int }{
 		{1 << 10, pairMinBudget},           // a small model: the floor
-		{1 << 18, pairMinBudget * 2},       // 8 × its cells
+		{pairMinBudget / 8, pairMinBudget}, // 8 × its cells: the floor
+		{1 << 18, 8 << 18},                 // 8 × its cells
 		{1 << 20, pairMaxBudget},           // 8 MB: the cap
 		{pairMaxBudget / 2, pairMaxBudget}, // 16 MB: still the cap
 		{pairMaxBudget/2 + 1, pairMaxBudget / 2},
