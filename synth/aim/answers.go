@@ -50,6 +50,11 @@ type answerStore struct {
 // variable for tests).
 var spillAnswersBytes = 1 << 20
 
+// maxPooledWords bounds the read buffers kept for reuse (256 KB): a larger
+// answer's buffer is garbage once read, not held through the run (the
+// largest grow with the rows). A variable for tests.
+var maxPooledWords = 1 << 15
+
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 // newAnswerStore returns an empty store that spills to dir ("": never).
@@ -93,6 +98,9 @@ func (s *answerStore) put(i int, a answer) error {
 	return s.write(i, &a)
 }
 
+// sealed says that nothing more is put: the encoding buffer goes.
+func (s *answerStore) sealed() { s.enc = nil }
+
 // spillHeld moves the answers held in memory to the file.
 func (s *answerStore) spillHeld() error {
 	n := len(s.mem)
@@ -127,12 +135,17 @@ func (s *answerStore) with(i int, fn func(a *answer)) error {
 		return nil
 	}
 	words := (s.size[i] + 7) / 8
-	p, _ := s.bufs.Get().(*[]uint64)
+	var p *[]uint64
+	if words <= maxPooledWords {
+		p, _ = s.bufs.Get().(*[]uint64)
+	}
 	if p == nil || cap(*p) < words {
 		p = new([]uint64)
-		*p = make([]uint64, words)
+		*p = make([]uint64, words, max(words, 1<<10))
 	}
-	defer s.bufs.Put(p)
+	if words <= maxPooledWords {
+		defer s.bufs.Put(p)
+	}
 	b := unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(*p))), s.size[i])
 	if _, err := s.f.ReadAt(b, s.at[i]); err != nil {
 		return fmt.Errorf("reading back the true answers: %w", err)

@@ -136,32 +136,36 @@ func TestAnswerStore(t *testing.T) {
 	if s.mem != nil || s.f == nil || mem.f != nil || s.rows != 3000 || mem.rows != 3000 || len(mem.cells) != len(cands) {
 		t.Fatalf("spilled: mem %v, file %v; in memory: file %v; rows %v and %v", s.mem != nil, s.f != nil, mem.f != nil, s.rows, mem.rows)
 	}
-	rng := rand.New(rand.NewPCG(5, 6))
-	var wg sync.WaitGroup
-	errs := make(chan error, len(cands))
-	for i := range cands {
-		y := make([]float64, s.Len(i))
-		for k := range y {
-			y[k] = rng.Float64()
-		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			got, err := s.L1Total(i, y, 7)
-			want, _ := mem.L1Total(i, y, 7)
-			x, err2 := s.Expand(i, nil)
-			switch {
-			case err != nil || err2 != nil:
-				errs <- fmt.Errorf("candidate %d: %v, %v", i, err, err2)
-			case math.Float64bits(got) != math.Float64bits(want) || !slices.Equal(x, mem.expand(i)) || s.Len(i) != mem.Len(i):
-				errs <- fmt.Errorf("candidate %d (%v) reads back differently", i, cands[i].attrs)
+	defer func(n int) { maxPooledWords = n }(maxPooledWords)
+	for _, pooled := range []int{maxPooledWords, 0} { // buffers reused, or each read's own
+		maxPooledWords = pooled
+		rng := rand.New(rand.NewPCG(5, 6))
+		var wg sync.WaitGroup
+		errs := make(chan error, len(cands))
+		for i := range cands {
+			y := make([]float64, s.Len(i))
+			for k := range y {
+				y[k] = rng.Float64()
 			}
-		}()
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Error(err)
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				got, err := s.L1Total(i, y, 7)
+				want, _ := mem.L1Total(i, y, 7)
+				x, err2 := s.Expand(i, nil)
+				switch {
+				case err != nil || err2 != nil:
+					errs <- fmt.Errorf("candidate %d: %v, %v", i, err, err2)
+				case math.Float64bits(got) != math.Float64bits(want) || !slices.Equal(x, mem.expand(i)) || s.Len(i) != mem.Len(i):
+					errs <- fmt.Errorf("candidate %d (%v) reads back differently", i, cands[i].attrs)
+				}
+			}()
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			t.Error(err)
+		}
 	}
 
 	// One byte changed in the file: every read of that answer fails.

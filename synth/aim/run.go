@@ -66,6 +66,7 @@ func (o *Options) Run(ctx context.Context, in *synth.Input) (*synth.Result, erro
 	if cands, err = addTwins(dom, cands, store, opt.CoarseBins); err != nil {
 		return &synth.Result{}, fmt.Errorf("aim: true marginals: %w", err)
 	}
+	store.sealed()
 	if testAnswers != nil {
 		testAnswers(store)
 	}
