@@ -10,6 +10,23 @@ import (
 	"github.com/dpsql/dpsql/synth/pgm"
 )
 
+// randomCells is a marginal of n cells with nz non-zero ones: counts of
+// 1–9, fractions (x.25) if frac, and if big a third of them counts on both
+// sides of the 2-byte mark.
+func randomCells(rng *rand.Rand, n, nz int, frac, big bool) []float64 {
+	x := make([]float64, n)
+	for _, i := range rng.Perm(n)[:nz] {
+		x[i] = float64(1 + rng.IntN(9))
+		switch {
+		case frac:
+			x[i] += 0.25
+		case big && rng.IntN(3) == 0:
+			x[i] = float64(math.MaxUint16 - 1 + rng.IntN(3))
+		}
+	}
+	return x
+}
+
 func TestCompact(t *testing.T) {
 	// 7 × 8 × 9 = 504 cells: a bitmap of 8 words (64 bytes) is smaller than
 	// the indexes of 16 or more non-zero cells.
@@ -44,16 +61,7 @@ func TestCompact(t *testing.T) {
 		{"dense fractions", 9 * n / 10, true, false, floatDense},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			x := make([]float64, n)
-			for _, i := range rng.Perm(n)[:tt.nz] {
-				x[i] = float64(1 + rng.IntN(9))
-				switch {
-				case tt.frac:
-					x[i] += 0.25
-				case tt.big && rng.IntN(3) == 0:
-					x[i] = float64(math.MaxUint16 - 1 + rng.IntN(3)) // both sides of the mark
-				}
-			}
+			x := randomCells(rng, n, tt.nz, tt.frac, tt.big)
 			if tt.big {
 				x[slices.IndexFunc(x, func(v float64) bool { return v != 0 })] = math.MaxUint32 // the largest count held
 			}

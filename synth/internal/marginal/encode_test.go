@@ -23,17 +23,7 @@ func TestEncodeView(t *testing.T) {
 		{0, false, false}, {15, false, false}, {17, false, false}, {n, false, false},
 		{10, false, true}, {400, false, true}, {50, true, false}, {9 * n / 10, true, false},
 	} {
-		x := make([]float64, n)
-		for _, i := range rng.Perm(n)[:tt.nz] {
-			x[i] = float64(1 + rng.IntN(9))
-			switch {
-			case tt.frac:
-				x[i] += 0.25
-			case tt.big && rng.IntN(3) == 0:
-				x[i] = float64(math.MaxUint16 - 1 + rng.IntN(3))
-			}
-		}
-		cs = append(cs, NewCompact(x))
+		cs = append(cs, NewCompact(randomCells(rng, n, tt.nz, tt.frac, tt.big)))
 	}
 	cs = append(cs, Compact{}, NewCompact(nil), NewCompact([]float64{0.5}))
 
