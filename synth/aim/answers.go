@@ -31,16 +31,16 @@ type answer = marginal.Compact
 // 30-column table); in the file they sit in the system's page cache, which
 // it may reclaim, not in the heap, whose collector would hold twice them.
 type answerStore struct {
-	dir      string   // where to spill ("": never)
+	dir      string   // where to spill ("": never, or no more)
 	spillAt  int      // from how many bytes held
 	cells    []int    // each answer's cell count
 	rows     float64  // the data's rows (any answer's total)
-	mem      []answer // the answers, until spilled
+	mem      []answer // the answers held in memory
 	memBytes int
-	f        *os.File // the file, once spilled
+	f        *os.File // the file, once spilling
 	end      int64    // its length
-	at       []int64  // answer i's encoding: its offset in f,
-	size     []int    // its length
+	size     []int    // answer i's encoding in f: its length (0: in memory),
+	at       []int64  // its offset
 	sum      []uint32 // and its CRC-32C
 	enc      []byte   // put's encoding buffer
 	bufs     sync.Pool
@@ -66,71 +66,60 @@ func newAnswerStore(dir string) *answerStore {
 func (s *answerStore) Len(i int) int { return s.cells[i] }
 
 // put stores a as answer i (a is kept, not copied, while in memory). Puts
-// are not concurrent with each other or with reads.
-func (s *answerStore) put(i int, a answer) error {
+// are not concurrent with each other or with reads. If the file cannot be
+// written (a full disk), the answers not in it stay in memory: that costs
+// memory, not the run.
+func (s *answerStore) put(i int, a answer) {
 	for len(s.cells) <= i {
-		s.cells = append(s.cells, 0)
-		if s.f == nil {
-			s.mem = append(s.mem, answer{})
-		} else {
-			s.at, s.size, s.sum = append(s.at, 0), append(s.size, 0), append(s.sum, 0)
-		}
+		s.cells, s.mem = append(s.cells, 0), append(s.mem, answer{})
+		s.size, s.at, s.sum = append(s.size, 0), append(s.at, 0), append(s.sum, 0)
 	}
 	if s.rows == 0 {
 		s.rows = a.L1Total(make([]float64, a.Len()), 0)
 	}
 	s.cells[i] = a.Len()
-	if s.f == nil && s.dir != "" && s.memBytes+a.Bytes() >= s.spillAt {
-		if f := spillFile(s.dir, "answers"); f != nil {
-			s.f = f
-			if err := s.spillHeld(); err != nil {
-				return err
+	s.mem[i] = a
+	s.memBytes += a.Bytes()
+	switch {
+	case s.f == nil && s.dir != "" && s.memBytes >= s.spillAt:
+		if s.f = spillFile(s.dir, "answers"); s.f == nil {
+			s.dir = "" // no file to be had
+			break
+		}
+		for k := range s.mem { // the answers held so far
+			if s.mem[k].Len() > 0 && !s.write(k) {
+				s.dir = "" // no more writes
+				break
 			}
-		} else {
-			s.dir = "" // no file to be had: they stay in memory
+		}
+	case s.f != nil && s.dir != "":
+		if !s.write(i) {
+			s.dir = ""
 		}
 	}
-	if s.f == nil {
-		s.mem[i] = a
-		s.memBytes += a.Bytes()
-		return nil
-	}
-	return s.write(i, &a)
 }
 
 // sealed says that nothing more is put: the encoding buffer goes.
 func (s *answerStore) sealed() { s.enc = nil }
 
-// spillHeld moves the answers held in memory to the file.
-func (s *answerStore) spillHeld() error {
-	n := len(s.mem)
-	s.at, s.size, s.sum = make([]int64, n), make([]int, n), make([]uint32, n)
-	for i := range s.mem {
-		if s.mem[i].Len() > 0 {
-			if err := s.write(i, &s.mem[i]); err != nil {
-				return err
-			}
-		}
-	}
-	s.mem, s.memBytes = nil, 0
-	return nil
-}
-
-// write appends answer i's encoding to the file.
-func (s *answerStore) write(i int, a *answer) error {
-	s.enc = a.AppendBinary(s.enc[:0])
+// write moves answer k to the end of the file, and reports whether it
+// could.
+func (s *answerStore) write(k int) bool {
+	s.enc = s.mem[k].AppendBinary(s.enc[:0])
 	if _, err := s.f.WriteAt(s.enc, s.end); err != nil {
-		return fmt.Errorf("spilling the true answers: %w", err)
+		return false
 	}
-	s.at[i], s.size[i], s.sum[i] = s.end, len(s.enc), crc32.Checksum(s.enc, castagnoli)
+	s.size[k], s.at[k], s.sum[k] = len(s.enc), s.end, crc32.Checksum(s.enc, castagnoli)
 	s.end += int64(len(s.enc))
-	return nil
+	s.memBytes -= s.mem[k].Bytes()
+	s.mem[k] = answer{}
+	return true
 }
 
 // with calls fn with answer i, valid during the call only. Calls may run
 // concurrently.
 func (s *answerStore) with(i int, fn func(a *answer)) error {
-	if s.f == nil {
+	if s.size[i] == 0 {
 		fn(&s.mem[i])
 		return nil
 	}
@@ -229,12 +218,10 @@ func candidateAnswers(ctx context.Context, in *synth.Input, w []synth.Marginal, 
 			p := lo + k
 			for _, i := range sub[p] {
 				proj = h.ProjectTo(proj, dom, w[p].Attrs, cands[i].attrs)
-				if err := store.put(i, marginal.NewCompact(slices.Clone(proj))); err != nil {
-					return err
-				}
+				store.put(i, marginal.NewCompact(slices.Clone(proj)))
 			}
 			if top[p] >= 0 {
-				return store.put(top[p], h)
+				store.put(top[p], h)
 			}
 			return nil
 		})

@@ -70,8 +70,8 @@ func TestCandidateAnswers(t *testing.T) {
 				if err := candidateAnswers(ctx, &synth.Input{Data: tt.data}, w, cands, store); err != nil {
 					t.Fatal(err)
 				}
-				if (store.f != nil) != spill {
-					t.Fatalf("spilled %v, want %v", store.f != nil, spill)
+				if got := store.inFile(); (got == len(cands)) != spill || (got == 0) == spill {
+					t.Fatalf("%d of %d answers in the file, spilled %v", got, len(cands), spill)
 				}
 				for i, c := range cands {
 					want := data.MarginalTo(nil, c.attrs)
@@ -92,6 +92,17 @@ func TestCandidateAnswers(t *testing.T) {
 			})
 		}
 	}
+}
+
+// inFile is the number of answers in the file.
+func (s *answerStore) inFile() int {
+	n := 0
+	for _, z := range s.size {
+		if z > 0 {
+			n++
+		}
+	}
+	return n
 }
 
 // expand is answer i, expanded; it panics if it cannot be read (tests).
@@ -133,8 +144,8 @@ func TestAnswerStore(t *testing.T) {
 	if _, err := addTwins(data.Domain(), closure(w), mem, 3); err != nil {
 		t.Fatal(err)
 	}
-	if s.mem != nil || s.f == nil || mem.f != nil || s.rows != 3000 || mem.rows != 3000 || len(mem.cells) != len(cands) {
-		t.Fatalf("spilled: mem %v, file %v; in memory: file %v; rows %v and %v", s.mem != nil, s.f != nil, mem.f != nil, s.rows, mem.rows)
+	if s.inFile() != len(cands) || s.memBytes != 0 || mem.inFile() != 0 || s.rows != 3000 || mem.rows != 3000 || len(mem.cells) != len(cands) {
+		t.Fatalf("spilled: %d of %d in the file, %d bytes held; in memory: %d in the file; rows %v and %v", s.inFile(), len(cands), s.memBytes, mem.inFile(), s.rows, mem.rows)
 	}
 	defer func(n int) { maxPooledWords = n }(maxPooledWords)
 	for _, pooled := range []int{maxPooledWords, 0} { // buffers reused, or each read's own
@@ -223,5 +234,41 @@ func TestRunSpillsAnswers(t *testing.T) {
 	}
 	if left, _ := os.ReadDir(dir); len(left) != 0 {
 		t.Errorf("left in the temporary directory: %v", left)
+	}
+}
+
+// TestAnswerStoreWriteFails: when the file stops taking writes (a full
+// disk), the answers not yet in it stay in memory, and every answer still
+// reads back as it was put.
+func TestAnswerStoreWriteFails(t *testing.T) {
+	data := synthtest.Chain(2, 800, []int{4, 3, 5, 2, 6})
+	in := &synth.Input{Data: data}
+	w, _ := synth.CanonicalWorkload(5, synthtest.AllK(5, 3))
+	cands := closure(w)
+	mem := newAnswerStore("")
+	if err := candidateAnswers(context.Background(), in, w, cands, mem); err != nil {
+		t.Fatal(err)
+	}
+	s := spilledStore(t)
+	for i := range cands {
+		if i == len(cands)/2 {
+			// From here on every write fails, as on a full disk: the
+			// same (unlinked) file, opened again read-only.
+			ro, err := os.Open(fmt.Sprintf("/proc/self/fd/%d", s.f.Fd()))
+			if err != nil {
+				t.Skipf("cannot reopen the file read-only: %v", err)
+			}
+			defer s.f.Close()
+			s.f = ro
+		}
+		s.put(i, mem.mem[i])
+	}
+	if n := s.inFile(); n != len(cands)/2 {
+		t.Errorf("%d answers in the file, want the %d put before the writes failed", n, len(cands)/2)
+	}
+	for i := range cands {
+		if !slices.Equal(s.expand(i), mem.expand(i)) {
+			t.Fatalf("answer %d reads back differently", i)
+		}
 	}
 }

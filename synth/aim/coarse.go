@@ -166,9 +166,7 @@ func addTwins(dom *pgm.Domain, cands []candidate, store *answerStore, bins int) 
 			return nil, err
 		}
 		coarse = c.coarse.apply(coarse, buf)
-		if err := store.put(len(cands), marginal.NewCompact(slices.Clone(coarse))); err != nil {
-			return nil, err
-		}
+		store.put(len(cands), marginal.NewCompact(slices.Clone(coarse)))
 		cands[i].twin = len(cands)
 		cands = append(cands, c)
 	}
