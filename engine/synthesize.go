@@ -742,9 +742,12 @@ func (e *Engine) runSynthetic(ctx *sql.Context, r *synthRequest) (_ *catalog.Syn
 	}
 	rec.Rho, rec.LedgerEntry = res.Rho(), res.ID()
 	// The model and the release are encoded: let the model's arenas, the
-	// measurements and the snapshots go before the write. The rows' codes
-	// stay (rows decodes them).
+	// measurements and the snapshots go before the write, and collect
+	// them, so that the commit's copies of the encodings (bbolt writes
+	// each value into pages of its own) take their place instead of
+	// adding to them. The rows' codes stay (rows decodes them).
 	out.Model, out.Measurements, out.Snapshots, out.Artifact = nil, nil, nil, nil
+	synth.ReleaseAfter(rec.ModelSize)
 
 	// Another statement may have created the target meanwhile: fail (the
 	// data was read) rather than commit a charge for nothing.
@@ -875,6 +878,7 @@ func (e *Engine) prepareRelease(ctx context.Context, r *synthRequest, out *synth
 	if sch, err = releaseSchema(r); err != nil {
 		return
 	}
+	var modelMB float64 // the model's size, once it is encoded and let go
 	var nrows int
 	switch r.mech.Output() {
 	case synth.AnswersOnly:
@@ -907,6 +911,12 @@ func (e *Engine) prepareRelease(ctx context.Context, r *synthRequest, out *synth
 			err = fmt.Errorf("encoding the model: %w", err)
 			return
 		}
+		// Encoded, the model is read no more: collected before the
+		// release (its snapshots, as large as a few models at ε = 10)
+		// is encoded beside it.
+		modelMB = out.Model.Size()
+		out.Model = nil
+		synth.ReleaseAfter(modelMB)
 	}
 	if release, err = synth.MarshalRelease(out); err != nil {
 		return
@@ -920,9 +930,7 @@ func (e *Engine) prepareRelease(ctx context.Context, r *synthRequest, out *synth
 		CreatedAt: time.Now().UTC(), User: r.user, Statement: r.stmt.String(),
 		Domain: *r.dom,
 	}
-	if out.Model != nil {
-		rec.ModelSize = out.Model.Size()
-	}
+	rec.ModelSize = modelMB
 	for _, q := range r.workload.Queries {
 		rec.Workload = append(rec.Workload, catalog.SyntheticQuery{Text: q.Text, Weight: q.Weight, Attrs: q.Attrs})
 	}
