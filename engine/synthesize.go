@@ -722,6 +722,9 @@ func (e *Engine) runSynthetic(ctx *sql.Context, r *synthRequest) (_ *catalog.Syn
 		Public: r.publicData, TempDir: e.dataDir,
 	}
 	out, err := r.runner.Run(ctx, in)
+	if testRunResult != nil && out != nil {
+		testRunResult(out)
+	}
 	// A result may keep its input reachable; the source's marginals (the
 	// cache holds the workload's) are not needed while the release is
 	// written, so let them go.
@@ -866,6 +869,14 @@ func classify(ctx context.Context, err error, kind *Kind) error {
 	return kind.Wrap(err, "synthesis")
 }
 
+// Test hooks, nil outside tests: testRunResult sees a mechanism's result
+// as it returns, testEncodingRelease runs just before the release is
+// encoded.
+var (
+	testRunResult       func(*synth.Result)
+	testEncodingRelease func()
+)
+
 // prepareRelease turns a mechanism's result into what phase 3 writes: the
 // record, the rows and schema of the table, the model and the release
 // encodings. It is post-processing only.
@@ -917,6 +928,9 @@ func (e *Engine) prepareRelease(ctx context.Context, r *synthRequest, out *synth
 		modelMB = out.Model.Size()
 		out.Model = nil
 		synth.ReleaseAfter(modelMB)
+	}
+	if testEncodingRelease != nil {
+		testEncodingRelease()
 	}
 	if release, err = synth.MarshalRelease(out); err != nil {
 		return

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -17,6 +18,7 @@ import (
 	"github.com/dpsql/dpsql/catalog"
 	"github.com/dpsql/dpsql/engine/dpparse"
 	"github.com/dpsql/dpsql/internal/fixture"
+	"github.com/dpsql/dpsql/internal/gctest"
 	"github.com/dpsql/dpsql/internal/par"
 	"github.com/dpsql/dpsql/synth"
 	"github.com/dpsql/dpsql/synth/noise"
@@ -679,5 +681,33 @@ func TestErrorTextsSayItOnce(t *testing.T) {
 	_, _, err := query(f.e, f.root, "SET PRIVACY BUDGET FOR raw.people WITH EPSILON = 0.0001, DELTA = 1e-9")
 	if err == nil || !strings.Contains(err.Error(), "below what was already spent (ρ=") || strings.Contains(err.Error(), "budget: ") {
 		t.Errorf("lowering below spent: %v", err)
+	}
+}
+
+// TestReleaseDropsModel: once the model is encoded nothing holds it while
+// the release (its snapshots, a few models' worth at large ε) is encoded
+// beside it, so the two are never live together with the encodings.
+func TestReleaseDropsModel(t *testing.T) {
+	f := newSynthFixture(t)
+	freed := make(chan struct{})
+	testRunResult = func(out *synth.Result) {
+		if out.Model == nil {
+			t.Error("aim returned no model")
+			return
+		}
+		runtime.AddCleanup(out.Model, func(ch chan struct{}) { close(ch) }, freed)
+	}
+	checked, held := false, false
+	testEncodingRelease = func() {
+		checked = true
+		held = !gctest.Collected(freed)
+	}
+	defer func() { testRunResult, testEncodingRelease = nil, nil }()
+	f.exec("CREATE SYNTHETIC TABLE syn.p FROM raw.people USING aim WITH EPSILON = 1, ROWS = 300, SEED = 5, " + fastAIMOption)
+	if !checked {
+		t.Fatal("the release was not encoded")
+	}
+	if held {
+		t.Error("the model was still reachable when the release was encoded")
 	}
 }
