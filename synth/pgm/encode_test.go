@@ -147,16 +147,7 @@ func TestMarshalLeanAllocates(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	jt, err := newJunctionTree(dom, [][]int{{0, 1, 2}, {1, 2, 3}}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rng := rand.New(rand.NewPCG(5, 6))
-	theta := make([]float64, jt.total)
-	for i := range theta {
-		theta[i] = rng.NormFloat64()
-	}
-	lean := newModel(jt, theta, 1000).Lean()
+	lean := normalModel(t, rand.New(rand.NewPCG(5, 6)), dom, [][]int{{0, 1, 2}, {1, 2, 3}}, 1, 1000).Lean()
 	hint := lean.EncodedSizeHint()
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
@@ -168,6 +159,6 @@ func TestMarshalLeanAllocates(t *testing.T) {
 	// The arena of derived potentials alone is 8 bytes a cell, as large as
 	// the encoding.
 	if alloc := after.TotalAlloc - before.TotalAlloc; alloc > uint64(hint)+uint64(hint)/4 {
-		t.Fatalf("encoding a lean model of %d cells allocated %d bytes for a %d-byte encoding", jt.total, alloc, hint)
+		t.Fatalf("encoding a lean model of %d cells allocated %d bytes for a %d-byte encoding", lean.jt.total, alloc, hint)
 	}
 }

@@ -66,16 +66,7 @@ func TestSpillLarge(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	jt, err := newJunctionTree(dom, [][]int{{0, 1, 2}}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rng := rand.New(rand.NewPCG(7, 8))
-	theta := make([]float64, jt.total)
-	for i := range theta {
-		theta[i] = rng.NormFloat64()
-	}
-	m := newModel(jt, theta, 500)
+	m := normalModel(t, rand.New(rand.NewPCG(7, 8)), dom, [][]int{{0, 1, 2}}, 1, 500)
 	if len(m.p) <= spillChunk {
 		t.Fatalf("%d cells: not more than one chunk", len(m.p))
 	}
