@@ -128,12 +128,9 @@ func (c *Cache) each(sets, sorted [][]int, fn func(i int, h marginal.Compact, su
 // fetch checks sets, asks the source for the maximal ones not held yet,
 // and returns each set sorted.
 func (c *Cache) fetch(ctx context.Context, sets [][]int) ([][]int, error) {
-	sorted := make([][]int, len(sets))
-	for i, s := range sets {
-		if err := checkSet(c.dom, s); err != nil {
-			return nil, err
-		}
-		sorted[i] = slices.Sorted(slices.Values(s))
+	sorted, err := c.sorted(sets)
+	if err != nil {
+		return nil, err
 	}
 	c.mu.Lock()
 	var missing [][]int
@@ -157,6 +154,26 @@ func (c *Cache) fetch(ctx context.Context, sets [][]int) ([][]int, error) {
 	return sorted, nil
 }
 
+// sorted checks sets and returns each sorted.
+func (c *Cache) sorted(sets [][]int) ([][]int, error) {
+	sorted := make([][]int, len(sets))
+	for i, s := range sets {
+		if err := checkSet(c.dom, s); err != nil {
+			return nil, err
+		}
+		sorted[i] = slices.Sorted(slices.Values(s))
+	}
+	return sorted, nil
+}
+
+// checkCells reports a source's answer x for set s that has not s's cells.
+func (c *Cache) checkCells(s []int, x []float64) error {
+	if len(x) != c.dom.Cells(s) {
+		return fmt.Errorf("synth: data answered %d cells for the marginal over %v, want %d", len(x), s, c.dom.Cells(s))
+	}
+	return nil
+}
+
 // has reports whether the marginal keyed k is held; c.mu must be held.
 func (c *Cache) has(k string) bool {
 	_, ok := c.held[k]
@@ -169,8 +186,8 @@ func (c *Cache) has(k string) bool {
 func (c *Cache) ask(ctx context.Context, missing [][]int) error {
 	keep := func(i int, x []float64) error {
 		s := missing[i]
-		if len(x) != c.dom.Cells(s) {
-			return fmt.Errorf("synth: data answered %d cells for the marginal over %v, want %d", len(x), s, c.dom.Cells(s))
+		if err := c.checkCells(s, x); err != nil {
+			return err
 		}
 		m := marginal.NewCompact(x)
 		c.mu.Lock()
@@ -218,12 +235,9 @@ func Visit(ctx context.Context, d Data, sets [][]int, fn func(i int, x []float64
 // goroutine at a time, in any order; an error from fn stops the stream and
 // is returned.
 func (c *Cache) Stream(ctx context.Context, sets [][]int, fn func(i int, m marginal.Compact) error) error {
-	sorted := make([][]int, len(sets))
-	for i, s := range sets {
-		if err := checkSet(c.dom, s); err != nil {
-			return err
-		}
-		sorted[i] = slices.Sorted(slices.Values(s))
+	sorted, err := c.sorted(sets)
+	if err != nil {
+		return err
 	}
 	type fromHeld struct {
 		i   int
@@ -265,8 +279,8 @@ func (c *Cache) Stream(ctx context.Context, sets [][]int, fn func(i int, m margi
 		return nil
 	}
 	return Visit(ctx, c.src, ask, func(j int, x []float64) error {
-		if len(x) != c.dom.Cells(ask[j]) {
-			return fmt.Errorf("synth: data answered %d cells for the marginal over %v, want %d", len(x), ask[j], c.dom.Cells(ask[j]))
+		if err := c.checkCells(ask[j], x); err != nil {
+			return err
 		}
 		for _, i := range askOf[j] {
 			if err := fn(i, marginal.NewCompact(reorder(c.dom, ask[j], x, sets[i]))); err != nil {
