@@ -112,9 +112,11 @@ type Input struct {
 	// Progress, if non-nil, is called after every round (and after the
 	// initial and final phases). It must be cheap and must not block.
 	Progress func(Status)
-	// TempDir, if not empty, is a directory where a mechanism may write
-	// what it reads again only at the end of the run (AIM's round
-	// snapshots), in a file it removes; empty keeps everything in memory.
+	// TempDir, if not empty, is a directory where a mechanism may keep,
+	// in files it removes, what it need not hold in memory (AIM's true
+	// answers, read a candidate at a time, and its earlier rounds'
+	// snapshots, read at the end of the run); empty keeps everything in
+	// memory.
 	TempDir string
 }
 

@@ -165,8 +165,7 @@ func (s *answerStore) Expand(i int, dst []float64) (x []float64, err error) {
 // close lets the answers go, and their file.
 func (s *answerStore) close() {
 	if s.f != nil {
-		s.f.Close()
-		os.Remove(s.f.Name())
+		dropFile(s.f)
 	}
 	s.mem, s.f = nil, nil
 }

@@ -232,10 +232,7 @@ func (r *run) loop(ctx context.Context, sigma0 []float64) (*synth.Result, error)
 	r.tracker = adaptive.NewTracker(len(r.cands))
 	r.tracker.Compact(r.sets) // a twin's set is its fine set, as in Fill
 	if f := spillFile(r.in.TempDir, "snapshots"); f != nil {
-		defer func() {
-			f.Close()
-			os.Remove(f.Name())
-		}()
+		defer dropFile(f)
 		r.tracker.SpillTo(f)
 	}
 	var (
@@ -470,6 +467,12 @@ func spillFile(dir, what string) *os.File {
 	}
 	os.Remove(f.Name()) // fails on systems that keep open files; removed again at the end
 	return f
+}
+
+// dropFile closes and removes a file of spillFile's.
+func dropFile(f *os.File) {
+	f.Close()
+	os.Remove(f.Name())
 }
 
 // coarseMarginal is the model's marginal as c's measurement observes it.

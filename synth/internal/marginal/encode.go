@@ -2,6 +2,7 @@ package marginal
 
 import (
 	"errors"
+	"slices"
 	"unsafe"
 )
 
@@ -45,6 +46,7 @@ func (c *Compact) AppendBinary(b []byte) []byte {
 		h[2+f] = uint64(lens[f])
 	}
 	start := len(b)
+	b = slices.Grow(b, c.EncodedLen())
 	b = append(b, asBytes(h[:])...)
 	b = append(b, asBytes(c.dense)...)
 	b = append(b, asBytes(c.bits)...)
