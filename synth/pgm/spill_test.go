@@ -1,6 +1,7 @@
 package pgm
 
 import (
+	"errors"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -10,7 +11,8 @@ import (
 
 // TestSpillLoad: models spilled one after another into one file load back
 // as lean models with the same marginals bit for bit, hence the same
-// answers, samples and encoding; a truncated file is an error.
+// answers, samples and encoding; a changed byte or a truncated file is an
+// error.
 func TestSpillLoad(t *testing.T) {
 	rng := rand.New(rand.NewPCG(31, 32))
 	f, err := os.CreateTemp(t.TempDir(), "spill-*")
@@ -45,6 +47,37 @@ func TestSpillLoad(t *testing.T) {
 		b, _ := m.Lean().MarshalBinary()
 		if !slices.Equal(a, b) {
 			t.Fatalf("model %d: encoding differs after loading", k)
+		}
+	}
+	// A changed byte, anywhere in a model's marginals: ErrSpillCorrupt,
+	// and the neighbours still load.
+	for k, s := range spilled {
+		n := int64(8 * len(models[k].p))
+		at := s.off + rng.Int64N(n)
+		var b [1]byte
+		if _, err := f.ReadAt(b[:], at); err != nil {
+			t.Fatal(err)
+		}
+		flipped := [1]byte{b[0] ^ 1<<rng.IntN(8)}
+		if _, err := f.WriteAt(flipped[:], at); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Load(); !errors.Is(err, ErrSpillCorrupt) {
+			t.Fatalf("model %d with byte %d changed: Load gave %v, want ErrSpillCorrupt", k, at-s.off, err)
+		}
+		for j, o := range spilled {
+			if j == k {
+				continue
+			}
+			if _, err := o.Load(); err != nil {
+				t.Fatalf("model %d after model %d's byte changed: %v", j, k, err)
+			}
+		}
+		if _, err := f.WriteAt(b[:], at); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Load(); err != nil {
+			t.Fatalf("model %d restored: %v", k, err)
 		}
 	}
 	// Truncated: the last model cannot be read back.
