@@ -24,8 +24,12 @@ const FileName = "dpsql.db"
 // FormatVersion is the newest on-disk format this package reads and writes.
 //
 // Version 1 stored values as they are; version 2 seals every catalog value
-// with a checksum (sealed.go). Open migrates a version 1 file in place.
-const FormatVersion uint32 = 2
+// with a checksum (sealed.go); version 3 may store a large value as a
+// reference to chunks written ahead of its record (blob.go), which an
+// older build would read as the value itself. Open migrates a version 1
+// file in place and marks a version 2 file as version 3 (it has no
+// references yet).
+const FormatVersion uint32 = 3
 
 // DefaultTimeout is how long Open waits for the data file lock when
 // Options.Timeout is zero.
@@ -233,15 +237,20 @@ func (s *Store) initLocked(tx *bbolt.Tx) error {
 	if err != nil {
 		return err
 	}
-	if found == 1 {
-		if err := migrate1(tx); err != nil {
-			return fmt.Errorf("catalog: migrating %s from format version 1: %w", s.path, err)
+	if found < FormatVersion {
+		if found == 1 {
+			if err := migrate1(tx); err != nil {
+				return fmt.Errorf("catalog: migrating %s from format version 1: %w", s.path, err)
+			}
 		}
 		if err := putV(hdr, keyVersion, binary.BigEndian.AppendUint32(nil, FormatVersion)); err != nil {
 			return fmt.Errorf("catalog: write header: %w", err)
 		}
 	}
 	s.format = FormatVersion
+	if _, err := sweepBlobs(tx); err != nil {
+		return err
+	}
 
 	sb, err := tx.CreateBucketIfNotExists(bucketSecret)
 	if err != nil {
@@ -368,6 +377,7 @@ func (s *Store) Verify() (problems []string, err error) {
 				verifySeals(b, []string{string(name)}, &sealProblems, &more)
 				return nil
 			})
+			verifyBlobRefs(tx, s, &sealProblems)
 			problems = append(problems, sealProblems...)
 			if more > 0 {
 				problems = append(problems, fmt.Sprintf("%d more corrupt catalog records", more))

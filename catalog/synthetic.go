@@ -21,6 +21,10 @@ import (
 //   - meta_synthetic_release: the mechanism's release (synth's versioned
 //     encoding: measurements, rounds, snapshots).
 //
+// The model and the release may be blob references (blob.go): the engine
+// stages large ones with StageBlob before the transaction, and
+// SyntheticModel and SyntheticRelease return the values they refer to.
+//
 // DeleteSynthetic removes the three records; the engine calls it in the
 // transaction that drops the table. A table ID is never reused, so a record
 // left behind by a crash between a drop and its cleanup can never be
@@ -114,9 +118,9 @@ func syntheticKey(id uint64) []byte { return u64(id) }
 
 // PutSynthetic stores the records of the synthetic table rec.TableID: rec
 // itself, the model (nil for none) and the release. Call it in the
-// transaction that creates the table. It takes model and release over
-// (PutOwned): the caller must not use them, or memory past their length,
-// afterwards.
+// transaction that creates the table. model and release are the values or
+// references StageBlob returned for them. It takes them over (PutOwned):
+// the caller must not use them, or memory past their length, afterwards.
 func (tx *Tx) PutSynthetic(rec *Synthetic, model, release []byte) error {
 	if rec.TableID == 0 {
 		return fmt.Errorf("catalog: synthetic table %s.%s has no table ID", rec.DB, rec.Name)
@@ -167,13 +171,13 @@ func decodeSynthetic(b []byte) (*Synthetic, error) {
 // SyntheticModel returns the stored model of synthetic table id, or nil if
 // it has none.
 func (tx *Tx) SyntheticModel(id uint64) ([]byte, error) {
-	return tx.Get(BucketSyntheticModel, syntheticKey(id))
+	return tx.getResolved(BucketSyntheticModel, syntheticKey(id))
 }
 
 // SyntheticRelease returns the stored release of synthetic table id, or nil
 // if it has none.
 func (tx *Tx) SyntheticRelease(id uint64) ([]byte, error) {
-	return tx.Get(BucketSyntheticRelease, syntheticKey(id))
+	return tx.getResolved(BucketSyntheticRelease, syntheticKey(id))
 }
 
 // ForEachSynthetic calls fn with every synthetic-table record, in table ID
@@ -200,6 +204,15 @@ func (tx *Tx) SyntheticLive(rec *Synthetic) bool {
 // synthetic table refunds nothing.
 func (tx *Tx) DeleteSynthetic(id uint64) error {
 	key := syntheticKey(id)
+	for _, b := range []string{BucketSyntheticModel, BucketSyntheticRelease} {
+		v, err := tx.Get(b, key)
+		if err != nil {
+			return err
+		}
+		if err := tx.dropBlob(v); err != nil {
+			return err
+		}
+	}
 	for _, b := range []string{BucketSynthetic, BucketSyntheticModel, BucketSyntheticRelease} {
 		if err := tx.Delete(b, key); err != nil {
 			return err

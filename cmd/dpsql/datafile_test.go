@@ -338,7 +338,7 @@ func TestServeMigratesFormat1(t *testing.T) {
 	s.stop(syscall.SIGTERM)
 
 	stdout, stderr, code := runDpsql(t, "check", "--data-dir", dir)
-	if code != 0 || !strings.Contains(stdout, "catalog format 2") || !strings.Contains(stdout, "no problem found") {
+	if code != 0 || !strings.Contains(stdout, fmt.Sprintf("catalog format %d", catalog.FormatVersion)) || !strings.Contains(stdout, "no problem found") {
 		t.Errorf("dpsql check after migration: exit %d\n%s%s", code, stdout, stderr)
 	}
 }
