@@ -743,18 +743,18 @@ func (e *Engine) runSynthetic(ctx *sql.Context, r *synthRequest) (_ *catalog.Syn
 	if err != nil {
 		return nil, e.failReservation(res, touched(), why("preparing the release failed"), classify(ctx, err, ErrInternal))
 	}
+	unstage := func() { e.unstage(ctx, model, release) }
 	rec.Rho, rec.LedgerEntry = res.Rho(), res.ID()
-	// The model and the release are encoded: let the model's arenas, the
-	// measurements and the snapshots go before the write, and collect
-	// them, so that the commit's copies of the encodings (bbolt writes
-	// each value into pages of its own) take their place instead of
-	// adding to them. The rows' codes stay (rows decodes them).
+	// The model and the release are written: let the measurements and
+	// the snapshots go before the table's transaction, and collect them.
+	// The rows' codes stay (rows decodes them).
 	out.Model, out.Measurements, out.Snapshots, out.Artifact = nil, nil, nil, nil
 	synth.ReleaseAfter(rec.ModelSize)
 
 	// Another statement may have created the target meanwhile: fail (the
 	// data was read) rather than commit a charge for nothing.
 	if _, found, _ := e.dp.cat.TableID(r.target.DB, r.target.Name); found {
+		unstage()
 		return nil, e.failReservation(res, touched(), why("target exists"), ErrExists.New("Table '%s' was created by another statement meanwhile", r.target.Name))
 	}
 
@@ -773,6 +773,7 @@ func (e *Engine) runSynthetic(ctx *sql.Context, r *synthRequest) (_ *catalog.Syn
 		note += "; " + r.remote.summary()
 	}
 	if err := res.Commit(note); err != nil {
+		unstage()
 		return nil, e.ledgerError(err)
 	}
 	id, err := e.dp.cat.CreateTableFrom(wctx, r.target.DB, r.target.Name, sql.NewPrimaryKeySchema(sch), syntheticComment(r), rows, func(tx *catalog.Tx) error {
@@ -789,6 +790,7 @@ func (e *Engine) runSynthetic(ctx *sql.Context, r *synthRequest) (_ *catalog.Syn
 	if err != nil {
 		// The charge is committed (spent) but nothing was released.
 		log.Error("synthetic table not written after its budget was committed", "err", err)
+		unstage()
 		if sql.ErrTableAlreadyExists.Is(err) {
 			return nil, ErrExists.Wrap(err, "%s was created by another statement meanwhile; the privacy budget of this statement stays spent", target)
 		}
@@ -807,6 +809,16 @@ func (e *Engine) runSynthetic(ctx *sql.Context, r *synthRequest) (_ *catalog.Syn
 	}
 	log.Info("synthetic table created", logArgs...)
 	return rec, nil
+}
+
+// unstage deletes what prepareRelease staged for a table that was not
+// created (values that were not staged are ignored).
+func (e *Engine) unstage(ctx context.Context, staged ...[]byte) {
+	for _, ref := range staged {
+		if err := e.dp.cat.DropBlob(context.WithoutCancel(ctx), ref); err != nil {
+			e.log.Warn("could not delete a staged model or release; the next start deletes it", "err", err)
+		}
+	}
 }
 
 // syntheticComment is the TABLE_COMMENT of the table r creates: what it
@@ -885,7 +897,20 @@ var (
 // they are written (rows), not before: a decoded row costs about ten times
 // its codes, and the transaction holds each row once, encoded. Their codes
 // are checked here, before the charge is committed.
+//
+// Large encodings are written as they are made, each in chunks of their
+// own transactions (catalog.StageBlob), and model and release are what
+// the table's transaction stores in their place: the model's encoding is
+// let go before the release is encoded, and the table's commit copies
+// references into bbolt's pages, not a second copy of both. On an error
+// nothing is left staged; after a success the caller deletes what was
+// staged (unstage) if it does not create the table.
 func (e *Engine) prepareRelease(ctx context.Context, r *synthRequest, out *synth.Result, decodeNoise *noise.Source) (rec *catalog.Synthetic, rows catalog.RowSource, sch sql.Schema, model, release []byte, err error) {
+	defer func() {
+		if err != nil {
+			e.unstage(ctx, model, release)
+		}
+	}()
 	if sch, err = releaseSchema(r); err != nil {
 		return
 	}
@@ -927,12 +952,20 @@ func (e *Engine) prepareRelease(ctx context.Context, r *synthRequest, out *synth
 		// is encoded beside it.
 		modelMB = out.Model.Size()
 		out.Model = nil
+		if model, err = e.dp.cat.StageBlob(ctx, model); err != nil {
+			err = fmt.Errorf("writing the model: %w", err)
+			return
+		}
 		synth.ReleaseAfter(modelMB)
 	}
 	if testEncodingRelease != nil {
 		testEncodingRelease()
 	}
 	if release, err = synth.MarshalRelease(out); err != nil {
+		return
+	}
+	if release, err = e.dp.cat.StageBlob(ctx, release); err != nil {
+		err = fmt.Errorf("writing the release: %w", err)
 		return
 	}
 	rec = &catalog.Synthetic{

@@ -3,6 +3,7 @@ package engine
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"math"
@@ -709,5 +710,70 @@ func TestReleaseDropsModel(t *testing.T) {
 	}
 	if held {
 		t.Error("the model was still reachable when the release was encoded")
+	}
+}
+
+// TestLargeReleaseStaged: a model of megabytes is written as a blob ahead
+// of the table's transaction (catalog.StageBlob), so that its
+// commit does not copy them; they read back whole after a restart, and
+// dropping the table deletes them.
+func TestLargeReleaseStaged(t *testing.T) {
+	f := newSynthFixture(t)
+	f.exec("CREATE TABLE raw.wide (a INT NOT NULL CHECK (a BETWEEN 0 AND 599), b INT NOT NULL CHECK (b BETWEEN 0 AND 599))")
+	rng := rand.New(rand.NewPCG(5, 6))
+	var vals []string
+	for range 300 {
+		a := rng.IntN(600)
+		vals = append(vals, fmt.Sprintf("(%d, %d)", a, (a+rng.IntN(20))%600))
+	}
+	f.exec("INSERT INTO raw.wide (a, b) VALUES "+strings.Join(vals, ","),
+		"SET PRIVACY BUDGET FOR raw.wide WITH EPSILON = 10, DELTA = 1e-6",
+		"CREATE SYNTHETIC TABLE syn.wide FROM raw.wide USING mst WITH EPSILON = 1, ROWS = 100")
+	id, _, _ := f.e.dp.cat.TableID("syn", "wide")
+	stored := func() (model, release []byte) {
+		t.Helper()
+		err := f.e.dp.cat.View(context.Background(), func(tx *catalog.Tx) error {
+			var err error
+			key := binary.BigEndian.AppendUint64(nil, id)
+			if model, err = tx.Get(catalog.BucketSyntheticModel, key); err != nil {
+				return err
+			}
+			release, err = tx.Get(catalog.BucketSyntheticRelease, key)
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return model, release
+	}
+	// MST's release (its noisy marginals, compacted) is small: it stays
+	// inline.
+	if m, r := stored(); !catalog.IsBlobRef(m) || catalog.IsBlobRef(r) {
+		t.Fatalf("model stored as %d bytes (a reference: %v), release as %d bytes (a reference: %v); want the model staged, the release inline",
+			len(m), catalog.IsBlobRef(m), len(r), catalog.IsBlobRef(r))
+	}
+	f.restart()
+	_, model, release := f.record("syn", "wide")
+	m, err := pgm.UnmarshalModel(model)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Size() < 2 {
+		t.Fatalf("model of %.2f MB, want one of megabytes", m.Size())
+	}
+	if _, err := synth.UnmarshalRelease(release); err != nil {
+		t.Fatal(err)
+	}
+	if _, rows, err := query(f.e, f.root, "SELECT COUNT(*) FROM syn.wide"); err != nil || fmt.Sprint(rows) != "[[100]]" {
+		t.Fatalf("SELECT COUNT(*): %v, %v", rows, err)
+	}
+	f.exec("DROP TABLE syn.wide")
+	err = f.e.dp.cat.View(context.Background(), func(tx *catalog.Tx) error {
+		return tx.ForEach(catalog.BucketBlob, func(k, _ []byte) error {
+			return fmt.Errorf("chunk %x left after the table was dropped", k)
+		})
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 }
