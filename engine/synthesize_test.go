@@ -13,7 +13,9 @@ import (
 	"testing"
 
 	"github.com/dolthub/go-mysql-server/sql"
+	"github.com/dolthub/go-mysql-server/sql/types"
 	"github.com/dolthub/vitess/go/mysql"
+	"go.etcd.io/bbolt"
 
 	"github.com/dpsql/dpsql/budget"
 	"github.com/dpsql/dpsql/catalog"
@@ -775,5 +777,58 @@ func TestLargeReleaseStaged(t *testing.T) {
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestStagedReleaseDropped: when the table cannot be created after its
+// model was staged (here another statement created the target while the
+// release was encoded), the staged chunks are deleted, the statement fails
+// and its charge stays spent.
+func TestStagedReleaseDropped(t *testing.T) {
+	f := newSynthFixture(t)
+	f.exec("CREATE TABLE raw.wide (a INT NOT NULL CHECK (a BETWEEN 0 AND 599), b INT NOT NULL CHECK (b BETWEEN 0 AND 599))",
+		"INSERT INTO raw.wide (a, b) VALUES (1, 2), (3, 4), (5, 6)",
+		"SET PRIVACY BUDGET FOR raw.wide WITH EPSILON = 10, DELTA = 1e-6")
+	chunks := func() int {
+		t.Helper()
+		n := 0
+		err := f.e.dp.cat.View(context.Background(), func(tx *catalog.Tx) error {
+			return tx.Bolt().ForEach(func(name []byte, b *bbolt.Bucket) error {
+				if string(name) == "meta_"+catalog.BucketBlob {
+					n = b.Stats().KeyN
+				}
+				return nil
+			})
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	staged := -1
+	testEncodingRelease = func() {
+		staged = chunks()
+		sch := sql.NewPrimaryKeySchema(sql.Schema{{Name: "x", Type: types.Int64}})
+		if err := f.e.dp.cat.Update(context.Background(), func(tx *catalog.Tx) error {
+			_, err := tx.CreateTable("syn", "wide", sch, sql.Collation_Default, "")
+			return err
+		}); err != nil {
+			t.Error(err)
+		}
+	}
+	defer func() { testEncodingRelease = nil }()
+	_, _, err := query(f.e, f.root, "CREATE SYNTHETIC TABLE syn.wide FROM raw.wide USING mst WITH EPSILON = 1, ROWS = 10")
+	if err == nil || !strings.Contains(err.Error(), "created by another statement") {
+		t.Fatalf("CREATE SYNTHETIC TABLE: %v, want the target-exists error", err)
+	}
+	if staged <= 0 {
+		t.Fatalf("%d chunks staged when the release was encoded, want the model's", staged)
+	}
+	if n := chunks(); n != 0 {
+		t.Fatalf("%d chunks left after the statement failed", n)
+	}
+	_, rows, err := query(f.e, f.root, "SHOW PRIVACY LEDGER FOR raw.wide")
+	if err != nil || len(rows) != 2 || !strings.Contains(fmt.Sprint(rows[1]), "budget stays spent") {
+		t.Fatalf("ledger: %v, %v; want the budget and a failed entry whose charge stays spent", rows, err)
 	}
 }
