@@ -50,6 +50,60 @@ func TestOpenRefusesNewerFormat(t *testing.T) {
 	}
 }
 
+// TestOpenUpgradesFormat2: a file of format 2 (sealed values, no blob
+// references) opens as it is and is marked format 3, its records intact;
+// read-only, it stays format 2.
+func TestOpenUpgradesFormat2(t *testing.T) {
+	dir := t.TempDir()
+	s := mustOpen(t, dir)
+	ctx := context.Background()
+	if err := s.Update(ctx, func(tx *Tx) error { return tx.Put("notes", []byte("k"), []byte("v")) }); err != nil {
+		t.Fatal(err)
+	}
+	err := s.db.Update(func(tx *bbolt.Tx) error {
+		return putV(tx.Bucket(bucketHeader), keyVersion, binary.BigEndian.AppendUint32(nil, 2))
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	closeChecked(t, s)
+	ro, err := OpenReadOnly(filepath.Join(dir, FileName), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ro.FormatVersion() != 2 {
+		t.Errorf("read-only format = %d, want 2", ro.FormatVersion())
+	}
+	if err := ro.Check(); err != nil {
+		t.Errorf("check of the format 2 file: %v", err)
+	}
+	if err := ro.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s = mustOpen(t, dir)
+	if s.FormatVersion() != FormatVersion {
+		t.Errorf("format after Open = %d, want %d", s.FormatVersion(), FormatVersion)
+	}
+	err = s.View(ctx, func(tx *Tx) error {
+		v, err := tx.Get("notes", []byte("k"))
+		if err != nil || string(v) != "v" {
+			t.Errorf("record after the upgrade: %q, %v", v, err)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	closeChecked(t, s)
+	if ro, err = OpenReadOnly(filepath.Join(dir, FileName), nil); err != nil {
+		t.Fatal(err)
+	}
+	defer ro.Close()
+	if ro.FormatVersion() != FormatVersion {
+		t.Errorf("format on disk after Open = %d, want %d", ro.FormatVersion(), FormatVersion)
+	}
+}
+
 func TestOpenRefusesForeignFile(t *testing.T) {
 	dir := t.TempDir()
 	db, err := bbolt.Open(filepath.Join(dir, FileName), 0o600, nil)
