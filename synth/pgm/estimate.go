@@ -312,6 +312,7 @@ func Estimate(ctx context.Context, dom *Domain, meas []Measurement, opts *Estima
 			runtime.GC()
 		}
 		theta = make([]float64, jt.total)
+		hugePages(theta)
 	}
 	if ws != nil {
 		if !inPlace {
@@ -472,6 +473,7 @@ func mirrorDescent(ctx context.Context, jt *junctionTree, obj *objective, theta 
 	// objective keeps for the accepted point and the trial.
 	n := jt.total
 	p := make([]float64, n)
+	hugePages(p)
 	// A lean fit keeps no gradient arena: the propagations gather the
 	// gradient piece by piece from the measurements' tables (runFused), so
 	// it holds two model-sized arenas, θ and p. Otherwise the first trial
@@ -483,6 +485,7 @@ func mirrorDescent(ctx context.Context, jt *junctionTree, obj *objective, theta 
 		obj.keepPrevGrad()
 	} else {
 		dL = make([]float64, n)
+		hugePages(dL)
 	}
 	logZ := bp.run(p, theta)
 	st.OracleCalls++
