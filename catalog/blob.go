@@ -80,6 +80,21 @@ func IsBlobRef(v []byte) bool {
 	return ok
 }
 
+// sealedBlobRef is parseBlobRef for a value as stored under key k (sealed),
+// without copying or checksumming a value that cannot be a reference (an
+// inline model of megabytes). A reference whose seal fails is not one: the
+// checks of seals report it.
+func sealedBlobRef(k, v []byte) (id uint64, n int, ok bool) {
+	if len(v) != blobRefLen+seal.Size || !bytes.HasPrefix(v, blobRefMagic) {
+		return 0, 0, false
+	}
+	p, ok := seal.Open(k, v)
+	if !ok {
+		return 0, 0, false
+	}
+	return parseBlobRef(p)
+}
+
 func blobKey(id uint64, chunk int) []byte {
 	return binary.BigEndian.AppendUint32(binary.BigEndian.AppendUint64(make([]byte, 0, 12), id), uint32(chunk))
 }
@@ -156,6 +171,25 @@ func (tx *Tx) dropBlob(ref []byte) error {
 	if !ok {
 		return nil
 	}
+	return tx.dropBlobID(id)
+}
+
+// dropBlobOf deletes the chunks of the blob that the record under key in
+// metadata bucket bucket refers to, if it is a reference.
+func (tx *Tx) dropBlobOf(bucket string, key []byte) error {
+	b, err := tx.metaBucket(bucket)
+	if b == nil {
+		return err
+	}
+	id, _, ok := sealedBlobRef(key, b.Get(key))
+	if !ok {
+		return nil
+	}
+	return tx.dropBlobID(id)
+}
+
+// dropBlobID deletes the chunks of blob id.
+func (tx *Tx) dropBlobID(id uint64) error {
 	b, err := tx.metaBucket(BucketBlob)
 	if b == nil {
 		return err
@@ -196,23 +230,20 @@ func (tx *Tx) getResolved(bucket string, key []byte) ([]byte, error) {
 	if !ok {
 		return v, nil
 	}
-	out, err := tx.readBlob(id, n, nil)
-	if err != nil {
+	out := make([]byte, 0, n)
+	if err := tx.blobChunks(id, n, func(p []byte) { out = append(out, p...) }); err != nil {
 		return nil, fmt.Errorf("catalog: %s/%s: %w", bucket, showKey(key), err)
 	}
 	return out, nil
 }
 
-// readBlob reads the n bytes of blob id: into a new slice, or only
-// checked when check is set (then it returns nil).
-func (tx *Tx) readBlob(id uint64, n int, check *int) ([]byte, error) {
+// blobChunks calls fn with each chunk of the n bytes of blob id, in order,
+// each checked against its seal (valid during the call only), and fails if
+// a chunk is missing or the lengths do not add up to n.
+func (tx *Tx) blobChunks(id uint64, n int, fn func(p []byte)) error {
 	b, err := tx.metaBucket(BucketBlob)
 	if err != nil {
-		return nil, err
-	}
-	var out []byte
-	if check == nil {
-		out = make([]byte, 0, n)
+		return err
 	}
 	got, chunks := 0, 0
 	if b != nil {
@@ -221,28 +252,23 @@ func (tx *Tx) readBlob(id uint64, n int, check *int) ([]byte, error) {
 		for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
 			cb := b.Bucket(k)
 			if len(k) != 12 || int(binary.BigEndian.Uint32(k[8:])) != chunks || cb == nil {
-				return nil, corrupt(fmt.Sprintf("blob %d (chunk %d missing)", id, chunks))
+				return corrupt(fmt.Sprintf("blob %d (chunk %d missing)", id, chunks))
 			}
 			p, err := openV(k, cb.Get(k), func() string { return fmt.Sprintf("chunk %d of blob %d", chunks, id) })
 			if err != nil {
-				return nil, err
+				return err
 			}
 			if got += len(p); got > n {
 				break
 			}
-			if check == nil {
-				out = append(out, p...)
-			}
+			fn(p)
 			chunks++
 		}
 	}
 	if got != n {
-		return nil, corrupt(fmt.Sprintf("blob %d (%d bytes in %d chunks, its reference says %d)", id, got, chunks, n))
+		return corrupt(fmt.Sprintf("blob %d (%d bytes in %d chunks, its reference says %d)", id, got, chunks, n))
 	}
-	if check != nil {
-		*check = chunks
-	}
-	return out, nil
+	return nil
 }
 
 // blobRefs calls fn with every blob reference stored in a metadata
@@ -253,15 +279,8 @@ func blobRefs(tx *bbolt.Tx, fn func(bucket, key []byte, id uint64, n int)) {
 			return nil
 		}
 		return b.ForEach(func(k, v []byte) error {
-			// A reference is its payload plus the seal; a value that
-			// does not open is reported by the checks of seals.
-			if len(v) != blobRefLen+seal.Size || !bytes.HasPrefix(v, blobRefMagic) {
-				return nil
-			}
-			if p, ok := seal.Open(k, v); ok {
-				if id, n, ok := parseBlobRef(p); ok {
-					fn(name, k, id, n)
-				}
+			if id, n, ok := sealedBlobRef(k, v); ok {
+				fn(name, k, id, n)
 			}
 			return nil
 		})
@@ -270,30 +289,22 @@ func blobRefs(tx *bbolt.Tx, fn func(bucket, key []byte, id uint64, n int)) {
 
 // sweepBlobs deletes the chunks of blobs no record refers to (left by a
 // crash or a failed write between StageBlob and the record), in Open's
-// transaction, and returns how many blobs it deleted.
-func sweepBlobs(tx *bbolt.Tx) (int, error) {
+// transaction.
+func sweepBlobs(tx *bbolt.Tx) error {
 	b := tx.Bucket([]byte(metaPrefix + BucketBlob))
 	if b == nil {
-		return 0, nil
+		return nil
 	}
 	live := map[uint64]bool{}
 	blobRefs(tx, func(_, _ []byte, id uint64, _ int) { live[id] = true })
 	var dead [][]byte
-	ids := map[uint64]bool{}
 	c := b.Cursor()
 	for k, _ := c.First(); k != nil; k, _ = c.Next() {
-		if len(k) < 8 {
-			continue
-		}
-		if id := binary.BigEndian.Uint64(k); !live[id] {
+		if len(k) >= 8 && !live[binary.BigEndian.Uint64(k)] {
 			dead = append(dead, bytes.Clone(k))
-			ids[id] = true
 		}
 	}
-	if err := deleteChunks(b, dead); err != nil {
-		return 0, err
-	}
-	return len(ids), nil
+	return deleteChunks(b, dead)
 }
 
 // verifyBlobRefs checks that every blob reference resolves: all its
@@ -302,8 +313,7 @@ func sweepBlobs(tx *bbolt.Tx) (int, error) {
 func verifyBlobRefs(tx *bbolt.Tx, s *Store, problems *[]string) {
 	t := &Tx{s: s, tx: tx}
 	blobRefs(tx, func(bucket, key []byte, id uint64, n int) {
-		var chunks int
-		if _, err := t.readBlob(id, n, &chunks); err != nil && len(*problems) < maxProblems {
+		if err := t.blobChunks(id, n, func([]byte) {}); err != nil && len(*problems) < maxProblems {
 			*problems = append(*problems, fmt.Sprintf("record %s/%s: %v", bucket, showKey(key), err))
 		}
 	})

@@ -248,7 +248,7 @@ func (s *Store) initLocked(tx *bbolt.Tx) error {
 		}
 	}
 	s.format = FormatVersion
-	if _, err := sweepBlobs(tx); err != nil {
+	if err := sweepBlobs(tx); err != nil {
 		return err
 	}
 

@@ -205,11 +205,7 @@ func (tx *Tx) SyntheticLive(rec *Synthetic) bool {
 func (tx *Tx) DeleteSynthetic(id uint64) error {
 	key := syntheticKey(id)
 	for _, b := range []string{BucketSyntheticModel, BucketSyntheticRelease} {
-		v, err := tx.Get(b, key)
-		if err != nil {
-			return err
-		}
-		if err := tx.dropBlob(v); err != nil {
+		if err := tx.dropBlobOf(b, key); err != nil {
 			return err
 		}
 	}
