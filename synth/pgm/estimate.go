@@ -478,13 +478,22 @@ func mirrorDescent(ctx context.Context, jt *junctionTree, obj *objective, theta 
 	// gradient piece by piece from the measurements' tables (runFused), so
 	// it holds two model-sized arenas, θ and p. Otherwise the first trial
 	// of each iteration broadcasts it into dL (the separate passes, in
-	// tests, by obj.grad), and the other trials read it there.
+	// tests, by obj.grad), and the other trials read it there. dL is single
+	// precision: the direction of every step is the gradient rounded to
+	// float32 (in a lean fit too, so that both take the same steps), a
+	// relative change of at most 2⁻²⁴ that the line search sees, as it
+	// tests the step it takes. That halves the arena, the largest of a
+	// fit after θ and p, and what the trials stream of it; θ, the
+	// marginals and every sum stay double.
 	lean := fuseGrad && o.LeanGradient
-	var dL []float64
+	var (
+		dL   []float32
+		dL64 []float64 // the separate passes' unrounded gradient (tests)
+	)
 	if lean {
 		obj.keepPrevGrad()
 	} else {
-		dL = make([]float64, n)
+		dL = make([]float32, n)
 		hugePages(dL)
 	}
 	logZ := bp.run(p, theta)
@@ -521,7 +530,7 @@ func mirrorDescent(ctx context.Context, jt *junctionTree, obj *objective, theta 
 		}
 		if !lean {
 			bp.team.run(n, 1, func(lo, hi, _ int) {
-				kernel.AxpyTo(theta[lo:hi], theta[lo:hi], pend, dL[lo:hi])
+				kernel.AxpyTo32(theta[lo:hi], theta[lo:hi], pend, dL[lo:hi])
 			})
 		} else {
 			for k := range jt.cliques {
@@ -531,6 +540,7 @@ func mirrorDescent(ctx context.Context, jt *junctionTree, obj *objective, theta 
 					for s := lo; s < hi; s += len(g) {
 						e := min(s+len(g), hi)
 						obj.gradChunk(k, g[:e-s], s)
+						kernel.Round32(g[:e-s])
 						kernel.AxpyTo(th[s:e], th[s:e], pend, g[:e-s])
 					}
 				})
@@ -552,7 +562,11 @@ func mirrorDescent(ctx context.Context, jt *junctionTree, obj *objective, theta 
 		}
 		if !fuseGrad {
 			flush()
-			obj.grad(dL)
+			if dL64 == nil {
+				dL64 = make([]float64, n)
+			}
+			obj.grad(dL64)
+			kernel.RoundTo32(dL, dL64)
 		} else {
 			obj.gradTables()
 		}
@@ -566,14 +580,14 @@ func mirrorDescent(ctx context.Context, jt *junctionTree, obj *objective, theta 
 			}
 			switch {
 			case !fuseGrad || (trials > 0 && !lean):
-				trialLogZ = bp.runStep(p, theta, -alpha, dL)
+				trialLogZ = bp.runStep32(p, theta, -alpha, dL)
 			case trials == 0:
 				// The first trial also applies the last step to theta
 				// (and writes the gradient into dL unless lean).
-				trialLogZ = bp.runFused(p, theta, -alpha, dL, pend, obj)
+				trialLogZ = bp.runFused(p, theta, -alpha, nil, dL, pend, obj)
 				pend = 0
 			default:
-				trialLogZ = bp.runFused(p, theta, -alpha, nil, 0, obj)
+				trialLogZ = bp.runFused(p, theta, -alpha, nil, nil, 0, obj)
 			}
 			st.OracleCalls++
 			trials++

@@ -41,7 +41,8 @@ func TestHugePages(t *testing.T) {
 	if b, err := os.ReadFile("/sys/kernel/mm/transparent_hugepage/enabled"); err != nil || strings.Contains(string(b), "[never]") {
 		t.Skip("transparent huge pages are not available")
 	}
-	hugePages(nil)
+	hugePages[float64](nil)
+	hugePages[float32](nil)
 	small := make([]float64, 1000)
 	hugePages(small)
 	x := make([]float64, 3*hugePage/8)
