@@ -354,9 +354,12 @@ func (r *run) loop(ctx context.Context, sigma0 []float64) (*synth.Result, error)
 	r.model = r.model.Lean()
 	res.Model = r.model
 	r.collect()
+	// The snapshots come back and are compacted one at a time, the garbage
+	// of each (its elimination tables) collected before the next
+	// (Tracker.Load); the pages go back to the system once, below.
 	// A twin is a candidate whenever its fine set is (same attributes, same
 	// model size): the fine candidates' last rounds are the twins'.
-	if err := r.tracker.Load(); err != nil {
+	if err := r.tracker.Load(r.gc); err != nil {
 		return fail(fmt.Errorf("reading back the round snapshots: %w", err))
 	}
 	r.tracker.Fill(res, r.sets[:r.nFine])
@@ -400,6 +403,14 @@ func (r *run) collect() {
 	case size >= synth.ReleaseMB:
 		debug.FreeOSMemory()
 	case size >= collectMB:
+		runtime.GC()
+	}
+}
+
+// gc is collect without returning pages to the system: for garbage that
+// the next allocations of the same phase reuse.
+func (r *run) gc() {
+	if r.model.Size() >= collectMB {
 		runtime.GC()
 	}
 }

@@ -6,6 +6,7 @@ package adaptive
 
 import (
 	"fmt"
+	"maps"
 	"os"
 	"slices"
 
@@ -131,15 +132,38 @@ var spillMB = 4.0
 // is kept in memory.
 func (tr *Tracker) SpillTo(f *os.File) { tr.spill = f }
 
-// Load reads the spilled snapshots back into memory (before Fill).
-func (tr *Tracker) Load() error {
-	for r, s := range tr.spilled {
-		m, err := s.Load()
+// Load reads the spilled snapshots back into memory before Fill, in round
+// order, and with Compact compacts every snapshot where that pays (as Fill
+// would), one at a time, calling between (if non-nil) after each one it
+// loads or compacts and within a compaction (see compact). At large ε a run spills a dozen snapshots, each up to
+// a model: read back all at once and then compacted, they and the
+// compactions' elimination tables were live together, and the collector's
+// headroom doubled them, which set an AIM run's peak at its end; now one
+// snapshot's work is live beside what was kept of the earlier ones, and
+// between lets the caller collect its garbage. The snapshots and marginals
+// kept are the same either way.
+func (tr *Tracker) Load(between func()) error {
+	rounds := slices.Sorted(maps.Keys(tr.spilled))
+	for _, r := range rounds {
+		m, err := tr.spilled[r].Load()
 		if err != nil {
 			return fmt.Errorf("snapshot of round %d: %w", r, err)
 		}
 		tr.snaps[r] = m
 		delete(tr.spilled, r)
+		if tr.sets != nil {
+			tr.compact(r, between)
+		}
+		if between != nil {
+			between()
+		}
+	}
+	if tr.sets != nil {
+		for _, r := range slices.Sorted(maps.Keys(tr.snaps)) {
+			if tr.compact(r, between) && between != nil {
+				between()
+			}
+		}
 	}
 	return nil
 }
@@ -192,7 +216,7 @@ func (tr *Tracker) Round(t int, candidates []int, model *pgm.Model) {
 	}
 	if tr.sets != nil {
 		for r := range tr.snaps {
-			tr.compact(r)
+			tr.compact(r, nil)
 		}
 	}
 	if tr.spill != nil {
@@ -228,12 +252,16 @@ func (tr *Tracker) HeldMB() float64 {
 }
 
 // compact replaces the model of round r's snapshot by the marginals the
-// bounds read of it, if they are fewer cells than the model and cheap.
-func (tr *Tracker) compact(r int) {
+// bounds read of it, if they are fewer cells than the model and cheap,
+// and reports whether it did. It calls between (if non-nil) after each
+// marginal whose inference swept a sixteenth of the model or more: its
+// elimination tables are garbage then (at ε = 10 on adult, compacting one
+// 35 MB snapshot left 96 MB of them, on top of the final model).
+func (tr *Tracker) compact(r int, between func()) bool {
 	m := tr.snaps[r]
 	meas, ok := tr.measured[r]
 	if m == nil || !ok {
-		return
+		return false
 	}
 	dom := m.Domain()
 	limit := m.Size() * (1 << 20) / 8 // the model's cells
@@ -245,21 +273,27 @@ func (tr *Tracker) compact(r int) {
 		}
 		sets = append(sets, tr.sets[i])
 		if cells += float64(dom.Cells(tr.sets[i])); cells >= limit {
-			return
+			return false
 		}
 	}
 	var cost float64
-	for _, s := range sets {
-		if cost += m.MarginalCost(s); cost > compactCost*limit {
-			return
+	costs := make([]float64, len(sets))
+	for k, s := range sets {
+		costs[k] = m.MarginalCost(s)
+		if cost += costs[k]; cost > compactCost*limit {
+			return false
 		}
 	}
 	out := make([]synth.SnapshotMarginal, len(sets))
 	for k, s := range sets {
 		out[k] = synth.SnapshotMarginal{Attrs: slices.Clone(s), X: m.Marginal(s)}
+		if between != nil && costs[k] >= limit/16 {
+			between()
+		}
 	}
 	tr.kept[r] = out
 	delete(tr.snaps, r)
+	return true
 }
 
 // Fill sets res.LastCandidate (attrs[i] is candidate i's attribute set) and
@@ -271,7 +305,7 @@ func (tr *Tracker) Fill(res *synth.Result, attrs [][]int) {
 	}
 	if tr.sets != nil {
 		for r := range tr.snaps {
-			tr.compact(r)
+			tr.compact(r, nil)
 		}
 	}
 	rounds := make([]int, 0, len(tr.snaps)+len(tr.kept))

@@ -1,6 +1,7 @@
 package adaptive
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -314,8 +315,16 @@ func TestTrackerCompact(t *testing.T) {
 // TestTrackerSpill: a tracker that spills its earlier snapshots holds only
 // the latest in memory between rounds, and once loaded fills the same
 // snapshots as one that kept them: every marginal the bounds read is the
-// same, bit for bit.
+// same, bit for bit. With Compact, Load compacts each snapshot as it reads
+// it back, calling between after each: what it holds then is what it keeps
+// plus the snapshots in hand, never all of them at once.
 func TestTrackerSpill(t *testing.T) {
+	for _, compact := range []bool{false, true} {
+		t.Run(fmt.Sprint("compact=", compact), func(t *testing.T) { testTrackerSpill(t, compact) })
+	}
+}
+
+func testTrackerSpill(t *testing.T, compact bool) {
 	defer func(mb float64) { spillMB = mb }(spillMB)
 	spillMB = 0
 	rng := rand.New(rand.NewPCG(13, 14))
@@ -333,23 +342,56 @@ func TestTrackerSpill(t *testing.T) {
 	defer f.Close()
 	kept, spilled := NewTracker(len(sets)), NewTracker(len(sets))
 	spilled.SpillTo(f)
-	// Candidate i's last round is i+1 for the first five; the last stays.
+	if compact {
+		kept.Compact(sets)
+		spilled.Compact(sets)
+	}
+	// Candidate i's last round is i+1 for the first five. The last, larger
+	// than the models, is a candidate in two rounds of three: the snapshot
+	// before its absence serves it through that round, so it is spilled
+	// whole, and only Load can compact it.
+	var total, largest float64 // MB of every snapshot, of the largest
 	for r := 1; r <= rounds; r++ {
 		var c []int
 		for i := range sets {
-			if i+1 >= r || i == len(sets)-1 {
+			if i < len(sets)-1 && i+1 >= r || i == len(sets)-1 && r%3 != 0 {
 				c = append(c, i)
 			}
 		}
 		for _, tr := range []*Tracker{kept, spilled} {
+			tr.Measured(r, sets[r%3])
 			tr.Round(r, c, models[r-1])
 		}
-		if got, want := spilled.HeldMB(), models[r-1].Size(); got != want {
+		want := models[r-1].Size()
+		if len(c) == 0 {
+			want = 0 // a round without candidates keeps no snapshot
+		}
+		if got := spilled.HeldMB(); !compact && got != want {
 			t.Fatalf("round %d: the spilling tracker holds %v MB, want the latest snapshot's %v", r, got, want)
 		}
+		total += models[r-1].Size()
+		largest = max(largest, models[r-1].Size())
 	}
-	if err := spilled.Load(); err != nil {
+	var calls int
+	var peak float64
+	left := len(spilled.spilled)
+	spills := left
+	if left < 2 {
+		t.Fatalf("%d snapshots spilled: the case needs several", left)
+	}
+	if err := spilled.Load(func() {
+		calls++
+		peak = max(peak, spilled.HeldMB())
+		if n := len(spilled.spilled); n > left {
+			t.Errorf("call %d: %d snapshots spilled, %d before", calls, n, left)
+		} else {
+			left = n
+		}
+	}); err != nil {
 		t.Fatal(err)
+	}
+	if calls < spills {
+		t.Errorf("between called %d times for %d spilled snapshots", calls, spills)
 	}
 	var a, b synth.Result
 	kept.Fill(&a, sets)
@@ -357,10 +399,17 @@ func TestTrackerSpill(t *testing.T) {
 	if len(a.Snapshots) != len(b.Snapshots) || len(a.Snapshots) < 3 {
 		t.Fatalf("%d snapshots kept, %d after spilling", len(a.Snapshots), len(b.Snapshots))
 	}
+	if compact {
+		// Held at any call: what is kept in the end, the snapshot being
+		// compacted and the latest (in memory all along).
+		if limit := spilled.HeldMB() + 2*largest; peak > limit || limit >= total {
+			t.Errorf("Load held up to %v MB, want at most %v (all snapshots: %v)", peak, limit, total)
+		}
+	}
 	for k := range a.Snapshots {
 		sa, sb := a.Snapshots[k], b.Snapshots[k]
-		if sa.Round != sb.Round {
-			t.Fatalf("snapshot %d: rounds %d and %d", k, sa.Round, sb.Round)
+		if sa.Round != sb.Round || (sa.Model == nil) != (sb.Model == nil) || len(sa.Marginals) != len(sb.Marginals) {
+			t.Fatalf("snapshot %d: rounds %d and %d, kept as %v and %v", k, sa.Round, sb.Round, sa.Model == nil, sb.Model == nil)
 		}
 		for i, l := range a.LastCandidate {
 			if l.Round != sa.Round {
