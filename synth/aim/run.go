@@ -7,7 +7,6 @@ import (
 	"os"
 	"runtime"
 	"runtime/debug"
-	"slices"
 
 	"github.com/dpsql/dpsql/synth"
 	"github.com/dpsql/dpsql/synth/internal/adaptive"
@@ -161,10 +160,8 @@ func (r *run) filter(dst []int, limit, twinLimit float64) []int {
 // then select, anneal and err as with GrowStep, paired over the same noise
 // (docs/aim-performance.md, Issue 19, fourth pass); an earlier attempt at
 // KeepStep in the rounds (before lazy selection) made a 30-attribute table
-// run more and costlier rounds, measured there too. A lean fit
-// (pgm.EstimateOptions.LeanGradient) keeps no gradient arena: one model
-// size less memory, more CPU per iteration, the same model bit for bit.
-func (r *run) estimate(ctx context.Context, iters int, tol float64, step pgm.StepRule, progress func(pgm.EstimateProgress), lean bool) error {
+// run more and costlier rounds, measured there too.
+func (r *run) estimate(ctx context.Context, iters int, tol float64, step pgm.StepRule, progress func(pgm.EstimateProgress)) error {
 	// The previous model is handed over, not kept: Estimate drops it after
 	// the warm start and collects, so a model that no round snapshot holds
 	// is freed before the new fit's arenas are allocated (peak memory).
@@ -173,10 +170,7 @@ func (r *run) estimate(ctx context.Context, iters int, tol float64, step pgm.Ste
 	// when the cliques are unchanged, as in the final fit.
 	ws := r.model
 	r.model = nil
-	if testLean != nil {
-		testLean(lean)
-	}
-	m, err := pgm.Estimate(ctx, r.dom, r.meas, &pgm.EstimateOptions{Iters: iters, Tol: max(tol, 0), WarmStart: ws, TakeWarmStart: true, Step: step, Progress: progress, LeanGradient: lean})
+	m, err := pgm.Estimate(ctx, r.dom, r.meas, &pgm.EstimateOptions{Iters: iters, Tol: max(tol, 0), WarmStart: ws, TakeWarmStart: true, Step: step, Progress: progress})
 	if err != nil {
 		return err
 	}
@@ -189,10 +183,8 @@ func (r *run) estimate(ctx context.Context, iters int, tol float64, step pgm.Ste
 
 // Test hooks, nil outside tests: testFitted sees every fitted model,
 // testRoundFit is the progress callback of the rounds' fits, testAnswers
-// sees the candidates' true answers once they are computed, and testLean
-// whether each fit is lean, in order.
+// sees the candidates' true answers once they are computed.
 var (
-	testLean     func(bool)
 	testFitted   func(*pgm.Model)
 	testRoundFit func(pgm.EstimateProgress)
 	testAnswers  func(*answerStore)
@@ -224,7 +216,7 @@ func (r *run) loop(ctx context.Context, sigma0 []float64) (*synth.Result, error)
 			k++
 		}
 	}
-	if err := r.estimate(ctx, r.opt.PGMIters, 0, pgm.GrowStep, nil, false); err != nil {
+	if err := r.estimate(ctx, r.opt.PGMIters, 0, pgm.GrowStep, nil); err != nil {
 		return fail(fmt.Errorf("initial estimation: %w", err))
 	}
 	r.in.Report(synth.Status{Phase: "init", RhoUsed: r.sched.used, ModelSize: r.model.Size()})
@@ -299,15 +291,10 @@ func (r *run) loop(ctx context.Context, sigma0 []float64) (*synth.Result, error)
 			r.answers.close()
 			r.answers, sc, lz = nil, nil, nil
 		}
-		// A fit that grows a large model by a tenth or more is lean (see
-		// leanGrowth), as is one beside snapshots that hold much more than
-		// its model (leanHeldMB), the last round's and the final fit.
-		size := r.grownSize(sel.attrs)
-		lean := last || r.growsLarge(size) || r.holdsMuch(size)
 		// The drift bounds read only prev's marginals: its lean view lets
 		// the fit free its potentials (TestRoundFitFreesPrevious).
 		prev := r.model.Lean()
-		if err := r.estimate(ctx, r.opt.PGMIters, r.opt.roundTol, r.opt.roundStep, testRoundFit, lean); err != nil {
+		if err := r.estimate(ctx, r.opt.PGMIters, r.opt.roundTol, r.opt.roundStep, testRoundFit); err != nil {
 			return fail(fmt.Errorf("round %d estimation: %w", t, err))
 		}
 		r.collect()
@@ -332,14 +319,11 @@ func (r *run) loop(ctx context.Context, sigma0 []float64) (*synth.Result, error)
 		}
 	}
 
-	// Final estimation and sampling: post-processing only. The final fit
-	// is lean: it holds the model's potentials and marginals beside the
-	// last round's snapshot (up to a model) and the compacted snapshots,
-	// and a gradient arena would make that four models and more. Lean
-	// fits cost more CPU per iteration (the gradient gathered in every
-	// trial), so only the last two, the largest, are (docs/aim-performance.md,
-	// Issue 19, sixth pass).
-	if err := r.estimate(ctx, r.opt.FinalIters, r.opt.FinalTol, pgm.KeepStep, r.in.FinalProgress(len(res.Rounds), r.sched.used), true); err != nil {
+	// Final estimation and sampling: post-processing only. Like every fit
+	// it holds the model's potentials and marginals (no gradient arena:
+	// pgm's steps are small tables), here beside the last round's snapshot
+	// (up to a model) and the compacted snapshots.
+	if err := r.estimate(ctx, r.opt.FinalIters, r.opt.FinalTol, pgm.KeepStep, r.in.FinalProgress(len(res.Rounds), r.sched.used)); err != nil {
 		return fail(fmt.Errorf("final estimation: %w", err))
 	}
 	r.in.Report(synth.Status{Phase: "final", Round: len(res.Rounds), RhoUsed: r.sched.used, ModelSize: r.model.Size()})
@@ -413,55 +397,6 @@ func (r *run) gc() {
 	if r.model.Size() >= collectMB {
 		runtime.GC()
 	}
-}
-
-// leanGrowth and leanMB select the round fits that keep no gradient arena
-// (pgm.EstimateOptions.LeanGradient, the same fit bit for bit, ~15 % more
-// CPU per fit): those whose model grows by leanGrowth or more to leanMB or
-// more. Such a fit's start holds three arenas of the new model beside the
-// previous model's marginals (the round's snapshot and the drift bounds'
-// previous model) and the earlier snapshots: the run's peak when a large
-// model grows late. On a fixed-secret adult ε = 10 trajectory whose model
-// grows 59.2 → 68.8 MB at round 34 the peak fell from 381 to 348 MB (the
-// bound, 4 × the model + 100 MB, is 377), for 2–7 % more CPU over the
-// run; a run has two or three such fits.
-const (
-	leanGrowth = 1.1
-	leanMB     = 16
-)
-
-// grownSize is the size in MB of the model that measuring attrs fits.
-func (r *run) grownSize(attrs []int) float64 {
-	cliques := r.model.Cliques()
-	if adaptive.ContainedIn(attrs, cliques) {
-		return r.model.Size()
-	}
-	return pgm.ModelSize(r.dom, append(slices.Clip(cliques), attrs))
-}
-
-// growsLarge reports whether a fit of a model of size MB (grownSize) grows
-// the model as leanGrowth and leanMB describe.
-func (r *run) growsLarge(size float64) bool {
-	return size >= leanMB && size >= leanGrowth*r.model.Size()
-}
-
-// leanHeldMB is how much more than the fit's model the round snapshots
-// may hold before a round fit of a large model is lean. A fit holds three
-// arenas of its model (potentials, marginals, gradient) beside the
-// snapshots, which include the previous model's marginals: with the
-// process's base, the answers and the collector's slack (about 75 MB on
-// adult) that stays within 4 × the model + 100 MB while the snapshots
-// hold at most about the model + 25 MB. Where a model grows late, the
-// snapshots of the rounds before (lean models of a third of its size)
-// hold twice that: on a fixed-secret ε = 10 trajectory whose model grows
-// from 22.5 to 59.2 MB the fit after the growth held 115.5 MB of
-// snapshots (docs/aim-performance.md, ninth pass).
-const leanHeldMB = 32
-
-// holdsMuch reports whether the snapshots hold leanHeldMB more than a fit's
-// model of size MB (grownSize), of leanMB or more.
-func (r *run) holdsMuch(size float64) bool {
-	return r.tracker != nil && size >= leanMB && r.tracker.HeldMB() >= size+leanHeldMB
 }
 
 // spillFile returns a new file in dir for what the run spills (what: its

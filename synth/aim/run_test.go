@@ -14,7 +14,6 @@ import (
 	"github.com/dpsql/dpsql/internal/gctest"
 	"github.com/dpsql/dpsql/synth"
 	"github.com/dpsql/dpsql/synth/independent"
-	"github.com/dpsql/dpsql/synth/internal/adaptive"
 	"github.com/dpsql/dpsql/synth/internal/synthtest"
 	"github.com/dpsql/dpsql/synth/noise"
 	"github.com/dpsql/dpsql/synth/pgm"
@@ -332,106 +331,5 @@ func TestLastFitsDropAnswers(t *testing.T) {
 	}
 	if held {
 		t.Error("the candidates' answers were still reachable when the final fit ended")
-	}
-}
-
-// TestLeanFits: the last round's fit and the final fit, the largest of a
-// run, keep no gradient arena (pgm.EstimateOptions.LeanGradient); the
-// others keep it, since gathering the gradient costs CPU.
-func TestLeanFits(t *testing.T) {
-	var lean []bool
-	testLean = func(l bool) { lean = append(lean, l) }
-	defer func() { testLean = nil }()
-	res := synthtest.MustRun(t, Mechanism{}, []synth.Option{{Name: "PGM_ITERS", Value: 20}, {Name: "FINAL_ITERS", Value: 20}}, testInput(3))
-	// The initial fit, one per round, the final fit.
-	if want := len(res.Rounds) + 2; len(lean) != want || len(res.Rounds) < 2 {
-		t.Fatalf("%d fits for %d rounds, want %d", len(lean), len(res.Rounds), want)
-	}
-	for i, l := range lean {
-		if want := i >= len(lean)-2; l != want {
-			t.Errorf("fit %d of %d: lean %v, want %v", i, len(lean), l, want)
-		}
-	}
-}
-
-// TestGrowsLarge: a round fit is lean when it grows the model by
-// leanGrowth or more to leanMB or more (128³ cells of float64 are 16 MB).
-func TestGrowsLarge(t *testing.T) {
-	dom, err := pgm.NewDomain([]string{"a", "b", "c", "d"}, []int{128, 128, 128, 2})
-	if err != nil {
-		t.Fatal(err)
-	}
-	small, large := fitOnes(t, dom, []int{0, 1}), fitOnes(t, dom, []int{0, 1, 2})
-	for _, tc := range []struct {
-		name  string
-		model *pgm.Model
-		attrs []int
-		want  bool
-	}{
-		{"small to 16 MB", small, []int{0, 1, 2}, true},
-		{"16 MB to 32 MB", large, []int{0, 1, 2, 3}, true},
-		{"16 MB, a small clique added", large, []int{2, 3}, false},
-		{"inside a clique", large, []int{1, 2}, false},
-		{"small stays small", small, []int{1, 3}, false},
-	} {
-		r := &run{dom: dom, model: tc.model}
-		if got := r.growsLarge(r.grownSize(tc.attrs)); got != tc.want {
-			t.Errorf("%s: growsLarge(%v) = %v, want %v (model %.2f MB)", tc.name, tc.attrs, got, tc.want, tc.model.Size())
-		}
-	}
-}
-
-// fitOnes returns a model over dom fitted in one iteration to a marginal
-// over attrs of all ones: its cliques, hence its size, are what the tests
-// of the lean-fit rules need.
-func fitOnes(t *testing.T, dom *pgm.Domain, attrs []int) *pgm.Model {
-	t.Helper()
-	y := make([]float64, dom.Cells(attrs))
-	for i := range y {
-		y[i] = 1
-	}
-	m, err := pgm.Estimate(context.Background(), dom, []pgm.Measurement{{Attrs: attrs, Y: y, Sigma: 1}}, &pgm.EstimateOptions{Iters: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return m
-}
-
-// TestHoldsMuch: a round fit of a model of leanMB or more is lean when the
-// round snapshots hold leanHeldMB more than that model.
-func TestHoldsMuch(t *testing.T) {
-	dom, err := pgm.NewDomain([]string{"a", "b", "c", "d"}, []int{128, 128, 128, 2})
-	if err != nil {
-		t.Fatal(err)
-	}
-	small, large := fitOnes(t, dom, []int{0, 1}), fitOnes(t, dom, []int{0, 1, 2}) // 0.125 and 16 MB
-	// tracker keeps n snapshots of the 16 MB model, one per round.
-	tracker := func(n int) *adaptive.Tracker {
-		tr := adaptive.NewTracker(n)
-		for i := range n {
-			tr.Round(i+1, []int{i}, large)
-		}
-		return tr
-	}
-	for _, tc := range []struct {
-		name      string
-		model     *pgm.Model
-		snapshots int
-		attrs     []int
-		want      bool
-	}{
-		{"16 MB beside 32 MB", large, 2, []int{1, 2}, false},
-		{"16 MB beside 48 MB", large, 3, []int{1, 2}, true},
-		{"small beside 48 MB", small, 3, []int{0, 1}, false},
-		{"grown to 16 MB beside 48 MB", small, 3, []int{0, 1, 2}, true},
-		{"no snapshots yet", large, -1, []int{1, 2}, false},
-	} {
-		r := &run{dom: dom, model: tc.model}
-		if tc.snapshots >= 0 {
-			r.tracker = tracker(tc.snapshots)
-		}
-		if got := r.holdsMuch(r.grownSize(tc.attrs)); got != tc.want {
-			t.Errorf("%s: holdsMuch(%v) = %v, want %v", tc.name, tc.attrs, got, tc.want)
-		}
 	}
 }

@@ -124,13 +124,8 @@ func largeShaped(b *testing.B) (*Domain, []Measurement) {
 // random selections, for the kernels that dominate adult at ε = 10. It
 // reports CPU per iteration and the final loss, which a change exact to
 // round-off keeps.
-func BenchmarkFitLarge(b *testing.B) { benchFitLarge(b, false) }
+func BenchmarkFitLarge(b *testing.B) {
 
-// BenchmarkFitLargeLean is BenchmarkFitLarge without the gradient arena
-// (EstimateOptions.LeanGradient): the same fit, bit for bit.
-func BenchmarkFitLargeLean(b *testing.B) { benchFitLarge(b, true) }
-
-func benchFitLarge(b *testing.B, lean bool) {
 	dom, meas := largeShaped(b)
 	warm, err := Estimate(context.Background(), dom, meas, &EstimateOptions{Iters: 20, Step: KeepStep})
 	if err != nil {
@@ -140,7 +135,7 @@ func benchFitLarge(b *testing.B, lean bool) {
 	var st EstimateStats
 	cpu0 := cputime.Process()
 	for b.Loop() {
-		if _, err := Estimate(context.Background(), dom, meas, &EstimateOptions{Iters: iters, Step: KeepStep, WarmStart: warm, Stats: &st, LeanGradient: lean}); err != nil {
+		if _, err := Estimate(context.Background(), dom, meas, &EstimateOptions{Iters: iters, Step: KeepStep, WarmStart: warm, Stats: &st}); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -42,9 +42,6 @@ type bpWork struct {
 	// tmp holds each chunk's piece.
 	lazy []bool
 	tmp  [maxParts][]float64
-	// gbuf holds each chunk's piece of the gradient when runFused gathers
-	// it from the objective's tables (set by bind with an objective).
-	gbuf [maxParts][]float64
 }
 
 // fuseLazy enables lazy cliques (bind); tests turn it off to compare.
@@ -114,43 +111,25 @@ func (w *bpWork) run(p, theta []float64) float64 { return w.runStep(p, theta, 0,
 // A line search thereby saves a sweep over the arena per trial step. A nil
 // dir means theta itself.
 func (w *bpWork) runStep(p, theta []float64, a float64, dir []float64) float64 {
-	return w.runFused(p, theta, a, dir, nil, 0, nil)
-}
-
-// runStep32 is runStep along a single-precision direction (a fit's
-// gradient arena), as kernel.AxpyTo32 adds it.
-func (w *bpWork) runStep32(p, theta []float64, a float64, dir []float32) float64 {
-	return w.runFused(p, theta, a, nil, dir, 0, nil)
+	return w.runFused(p, theta, a, dir, nil)
 }
 
 // fuseCells is the length of the pieces in which runFused prepares a
-// chunk's beliefs: small enough that θ, the gradient and the belief stay in
-// L1 between the kernels that read them.
+// chunk's beliefs: small enough that the potentials, the belief and the
+// children's messages stay in L1 between the kernels that read them.
 var fuseCells = 2048
 
-// runFused is runStep (dir) or runStep32 (dir32) with the mirror-descent
-// bookkeeping that precedes a line search's first trial folded into the
-// propagation's first sweep over each clique: with obj non-nil, the
-// direction is the fit's single-precision gradient arena dir32, which is
-// first moved along by theta ← theta + pend·dir32 (the previous iteration's
-// accepted step, deferred; nothing when pend is 0), then overwritten with
-// the gradient of obj's last gradTables call (gradChunk) rounded to single
-// precision, and the belief starts from theta + a·dir32. Each of the three
-// is done piece by piece in the same arithmetic as the separate passes
-// (AxpyTo32, grad and RoundTo32, AxpyTo32), so θ, the gradient and the
-// marginals are theirs bit for bit; an iteration then streams θ and the
-// gradient through memory once instead of four times (accept, clear,
-// broadcast, trial).
-//
-// With obj non-nil and dir32 nil there is no gradient arena (a lean fit,
-// EstimateOptions.LeanGradient): the direction is obj's gradient gathered
-// piece by piece from its tables (gradChunk) and rounded in every trial,
-// and the deferred step uses the tables of the gradTables call before the
-// last (gradChunkPrev); the same numbers again, bit for bit.
-func (w *bpWork) runFused(p, theta []float64, a float64, dir []float64, dir32 []float32, pend float64, obj *objective) float64 {
+// runFused is runStep, or with obj non-nil run at the potentials of obj's
+// trial step (objective.initSteps): each clique's belief starts from
+// theta_v plus obj's trial tables broadcast, formed piece by piece while
+// the piece is in cache (potentialChunk) in the arithmetic that
+// objective.applySteps later writes into theta, so the result is run's at
+// those potentials, bit for bit. A mirror-descent iteration then streams
+// the starting potentials and writes the beliefs: no gradient arena, no
+// write of θ (a and dir are unused).
+func (w *bpWork) runFused(p, theta []float64, a float64, dir []float64, obj *objective) float64 {
 	jt := w.jt
-	if len(p) != jt.total || len(theta) != jt.total || (dir != nil && len(dir) != jt.total) || (dir32 != nil && len(dir32) != jt.total) ||
-		(obj != nil && (dir != nil || w.gbuf[0] == nil)) {
+	if len(p) != jt.total || len(theta) != jt.total || (dir != nil && len(dir) != jt.total) {
 		panic("pgm: arena length mismatch")
 	}
 	var logZ float64
@@ -160,10 +139,6 @@ func (w *bpWork) runFused(p, theta []float64, a float64, dir []float64, dir32 []
 		var dv []float64
 		if dir != nil {
 			dv = jt.block(dir, v)
-		}
-		var dv32 []float32
-		if dir32 != nil {
-			dv32 = jt.block32(dir32, v)
 		}
 		kids := jt.sorted[v]
 		for _, c := range kids {
@@ -202,30 +177,10 @@ func (w *bpWork) runFused(p, theta []float64, a float64, dir []float64, dir32 []
 			for s := lo; s < hi; s += step {
 				e := min(s+step, hi)
 				switch {
-				case obj != nil && dv32 != nil:
-					// θ, gradient, belief and the children's messages
-					// while the piece is in L1.
-					g := w.gbuf[part][:e-s]
-					if pend != 0 {
-						kernel.AxpyTo32(th[s:e], th[s:e], pend, dv32[s:e])
-					}
-					obj.gradChunk(v, g, s)
-					kernel.RoundTo32(dv32[s:e], g)
-					kernel.AxpyTo(b[s:e], th[s:e], a, g)
 				case obj != nil:
-					// The same without the arena: the gradients gathered
-					// into the chunk's piece.
-					g := w.gbuf[part][:e-s]
-					if pend != 0 {
-						obj.gradChunkPrev(v, g, s)
-						kernel.Round32(g)
-						kernel.AxpyTo(th[s:e], th[s:e], pend, g)
-					}
-					obj.gradChunk(v, g, s)
-					kernel.Round32(g)
-					kernel.AxpyTo(b[s:e], th[s:e], a, g)
-				case dv32 != nil:
-					kernel.AxpyTo32(b[s:e], th[s:e], a, dv32[s:e])
+					// The potentials, the belief and the children's
+					// messages while the piece is in L1.
+					obj.potentialChunk(v, b[s:e], th[s:e], s)
 				case dv == nil:
 					copy(b[s:e], th[s:e])
 				default:
@@ -372,16 +327,6 @@ func (w *bpWork) bind(obj *objective) {
 	w.fin = make([]finPlan, len(jt.cliques))
 	w.interLeft = min(1<<20, jt.total/16)
 	w.bindUp()
-	if obj != nil {
-		// runFused's pieces: fuseCells, or whole upward blocks.
-		piece := fuseCells
-		for v := range jt.cliques {
-			if n := w.upBlock[v]; n > 0 {
-				piece = max(piece, max(1, fuseCells/n)*n)
-			}
-		}
-		w.gbuf = w.partBuffers(piece)
-	}
 	if !fuseDown {
 		return
 	}

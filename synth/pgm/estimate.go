@@ -10,7 +10,6 @@ import (
 	"slices"
 	"time"
 
-	"github.com/dpsql/dpsql/synth/pgm/internal/kernel"
 	"gonum.org/v1/gonum/mat"
 )
 
@@ -83,15 +82,6 @@ type EstimateOptions struct {
 	TakeWarmStart bool
 	// ExtraCliques are added to the model structure even if not measured.
 	ExtraCliques [][]int
-	// LeanGradient makes MirrorDescent keep no gradient arena: each
-	// propagation gathers the gradient piece by piece from the
-	// measurements' tables instead of reading it from a model-sized array
-	// written once per iteration, so the fit holds two model-sized arenas
-	// (potentials and marginals) instead of three, at the cost of more
-	// work per iteration (on adult's ε = 10 models, whose measurements'
-	// broadcasts are gathers, about 15 % more CPU:
-	// docs/aim-performance.md). The fit is the same bit for bit.
-	LeanGradient bool
 	// Stats, if non-nil, receives a summary of the run.
 	Stats *EstimateStats
 	// Step selects where each MirrorDescent line search starts.
@@ -457,9 +447,9 @@ type fitEnd struct {
 	logZ float64
 }
 
-// fuseGrad folds each iteration's gradient broadcast and the previous
-// step's update of theta into the first trial's propagation
-// (bpWork.runFused); tests turn it off to compare with the separate passes.
+// fuseGrad forms each trial's potentials from the step tables inside the
+// propagation (bpWork.runFused); tests turn it off to compare with the
+// separate passes (the potentials in an arena, then a propagation).
 var fuseGrad = true
 
 // mirrorDescent runs Algorithm 1 with Armijo backtracking, updating theta.
@@ -474,28 +464,15 @@ func mirrorDescent(ctx context.Context, jt *junctionTree, obj *objective, theta 
 	n := jt.total
 	p := make([]float64, n)
 	hugePages(p)
-	// A lean fit keeps no gradient arena: the propagations gather the
-	// gradient piece by piece from the measurements' tables (runFused), so
-	// it holds two model-sized arenas, θ and p. Otherwise the first trial
-	// of each iteration broadcasts it into dL (the separate passes, in
-	// tests, by obj.grad), and the other trials read it there. dL is single
-	// precision: the direction of every step is the gradient rounded to
-	// float32 (in a lean fit too, so that both take the same steps), a
-	// relative change of at most 2⁻²⁴ that the line search sees, as it
-	// tests the step it takes. That halves the arena, the largest of a
-	// fit after θ and p, and what the trials stream of it; θ, the
-	// marginals and every sum stay double.
-	lean := fuseGrad && o.LeanGradient
-	var (
-		dL   []float32
-		dL64 []float64 // the separate passes' unrounded gradient (tests)
-	)
-	if lean {
-		obj.keepPrevGrad()
-	} else {
-		dL = make([]float32, n)
-		hugePages(dL)
-	}
+	// No gradient arena: the fit keeps its steps as small tables, one per
+	// measurement projected from a clique, and forms each trial's
+	// potentials while it propagates (objective.initSteps); theta keeps
+	// the starting potentials until the fit returns, when the accepted
+	// steps are added into it. The fit holds two model-sized arenas, θ and
+	// p (docs/aim-performance.md, Issue 19, twelfth pass).
+	obj.initSteps()
+	defer obj.applySteps(theta)
+	var trialTheta []float64 // the separate passes' potentials (tests)
 	logZ := bp.run(p, theta)
 	st.OracleCalls++
 	loss := obj.valueBP(p)
@@ -519,36 +496,6 @@ func mirrorDescent(ctx context.Context, jt *junctionTree, obj *objective, theta 
 	// hist[k%len(hist)] is the loss after k iterations, for Tol.
 	var hist [TolWindow + 1]float64
 	hist[0] = loss
-	// pend is the accepted step not yet applied to theta: theta ← theta +
-	// pend·∇L is folded into the next iteration's first propagation
-	// (runFused), or done by flush when the fit ends — in a lean fit
-	// with the gradient of the last gradTables call, gathered per piece.
-	var pend float64
-	flush := func() {
-		if pend == 0 {
-			return
-		}
-		if !lean {
-			bp.team.run(n, 1, func(lo, hi, _ int) {
-				kernel.AxpyTo32(theta[lo:hi], theta[lo:hi], pend, dL[lo:hi])
-			})
-		} else {
-			for k := range jt.cliques {
-				th := jt.block(theta, k)
-				bp.team.run(len(th), 1, func(lo, hi, part int) {
-					g := bp.gbuf[part]
-					for s := lo; s < hi; s += len(g) {
-						e := min(s+len(g), hi)
-						obj.gradChunk(k, g[:e-s], s)
-						kernel.Round32(g[:e-s])
-						kernel.AxpyTo(th[s:e], th[s:e], pend, g[:e-s])
-					}
-				})
-			}
-		}
-		pend = 0
-	}
-	defer flush()
 	for i := range o.Iters {
 		if i > 0 {
 			prog.tick(i, loss)
@@ -560,34 +507,29 @@ func mirrorDescent(ctx context.Context, jt *junctionTree, obj *objective, theta 
 			bp.materialize(p)
 			return fitEnd{last, p, logZ}, nil
 		}
-		if !fuseGrad {
-			flush()
-			if dL64 == nil {
-				dL64 = make([]float64, n)
-			}
-			obj.grad(dL64)
-			kernel.RoundTo32(dL, dL64)
-		} else {
-			obj.gradTables()
-		}
-		// theta stays at omega while the trial steps are tried: BP forms
-		// omega − alpha·dL itself, and theta moves once, to the accepted step.
+		obj.gradTables()
+		// theta stays at the starting potentials while the trial steps
+		// are tried: the propagation forms them from the step tables.
 		var newLoss, trialLogZ float64
 		accepted, trials := false, 0
 		for range maxHalvings {
 			if testTrial != nil {
 				testTrial(alpha)
 			}
-			switch {
-			case !fuseGrad || (trials > 0 && !lean):
-				trialLogZ = bp.runStep32(p, theta, -alpha, dL)
-			case trials == 0:
-				// The first trial also applies the last step to theta
-				// (and writes the gradient into dL unless lean).
-				trialLogZ = bp.runFused(p, theta, -alpha, nil, dL, pend, obj)
-				pend = 0
-			default:
-				trialLogZ = bp.runFused(p, theta, -alpha, nil, nil, 0, obj)
+			obj.trialSteps(-alpha)
+			if fuseGrad {
+				trialLogZ = bp.runFused(p, theta, 0, nil, obj)
+			} else {
+				// The separate passes: the trial's potentials in an
+				// arena of their own, then a plain propagation.
+				if trialTheta == nil {
+					trialTheta = make([]float64, n)
+				}
+				for k := range jt.cliques {
+					th, tt := jt.block(theta, k), jt.block(trialTheta, k)
+					obj.potentialChunk(k, tt, th, 0)
+				}
+				trialLogZ = bp.run(p, trialTheta)
 			}
 			st.OracleCalls++
 			trials++
@@ -611,8 +553,8 @@ func mirrorDescent(ctx context.Context, jt *junctionTree, obj *objective, theta 
 			return fitEnd{step: last}, nil
 		}
 		logZ = trialLogZ
-		pend = -alpha
 		obj.accept()
+		obj.acceptSteps()
 		last = alpha
 		switch {
 		case !lineSearch:

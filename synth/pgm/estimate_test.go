@@ -856,14 +856,12 @@ func setsOf(meas []Measurement) [][]int {
 }
 
 // TestEstimateArenas: a mirror-descent fit holds two model-sized arenas,
-// the potentials and the marginals, and half of one for the gradient (in
-// single precision), and a lean one (LeanGradient) none for the gradient:
-// its propagations gather it per piece from the measurements' tables. A fit
-// that takes its warm start's potentials in place then allocates 1.5
-// arenas, or one when lean, and little else.
-// The model is one clique of 24⁴ cells (2.5 MB, below the size at which
-// Estimate collects) with 1-way measurements, so the objective's own
-// tables are small.
+// the potentials and the marginals: its steps are kept as tables of the
+// measurements' sizes (objective.initSteps), not as a gradient arena. A fit
+// that takes its warm start's potentials in place then allocates one arena
+// and little else. The model is one clique of 24⁴ cells (2.5 MB, below the
+// size at which Estimate collects) with 1-way measurements, so the
+// objective's own tables are small.
 func TestEstimateArenas(t *testing.T) {
 	rng := rand.New(rand.NewPCG(49, 50))
 	ctx := context.Background()
@@ -874,7 +872,7 @@ func TestEstimateArenas(t *testing.T) {
 	ds := randomDataset(t, 500, slices.Clone(dom.sizes), 3000)
 	meas := measure(ds, [][]int{{0}, {1}, {2}, {3}}, 5, rng)
 	extra := [][]int{{0, 1, 2, 3}}
-	for _, lean := range []bool{false, true} {
+	{
 		ws, err := Estimate(ctx, dom, meas, &EstimateOptions{Iters: 10, Step: KeepStep, ExtraCliques: extra})
 		if err != nil {
 			t.Fatal(err)
@@ -882,7 +880,7 @@ func TestEstimateArenas(t *testing.T) {
 		arena := float64(ws.jt.total * 8)
 		var before, after runtime.MemStats
 		runtime.ReadMemStats(&before)
-		m, err := Estimate(ctx, dom, meas, &EstimateOptions{Iters: 10, Step: KeepStep, ExtraCliques: extra, WarmStart: ws, TakeWarmStart: true, LeanGradient: lean})
+		m, err := Estimate(ctx, dom, meas, &EstimateOptions{Iters: 10, Step: KeepStep, ExtraCliques: extra, WarmStart: ws, TakeWarmStart: true})
 		runtime.ReadMemStats(&after)
 		if err != nil {
 			t.Fatal(err)
@@ -890,12 +888,9 @@ func TestEstimateArenas(t *testing.T) {
 		if &m.theta[0] != &ws.theta[0] {
 			t.Fatal("the fit did not take its warm start's potentials in place")
 		}
-		want := 1.5 // the marginals and the single-precision gradient
-		if lean {
-			want = 1
-		}
+		const want = 1 // the marginals
 		if got := float64(after.TotalAlloc-before.TotalAlloc) / arena; got < want || got > want+0.45 {
-			t.Errorf("lean %v: a fit in place allocated %.2f arenas of %.0f bytes, want %v", lean, got, arena, want)
+			t.Errorf("a fit in place allocated %.2f arenas of %.0f bytes, want %v", got, arena, want)
 		}
 	}
 }

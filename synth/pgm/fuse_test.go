@@ -9,17 +9,16 @@ import (
 	"testing"
 )
 
-// TestEstimateFusedMatchesSeparate: runFused folds the gradient broadcast
-// and the deferred update of θ into the first trial's propagation, and the
-// upward pass reduces cliques block by block (upPiece) or streams their rows
-// (upStreamed), and the downward pass
-// reduces separator marginals and the objective's projections piece by
-// piece (finalize), leaving cliques unscaled when nothing else reads them
-// (materialize); the fits must equal those of the separate passes
-// (fuseGrad, fuseUp and fuseDown off) bit for bit, on one core or several —
-// potentials, marginals, log Z, step and stats — whatever the chunks, tiles,
-// pieces, block bound, step rule, stopping rule and warm start, with a
-// gradient arena and without (LeanGradient).
+// TestEstimateFusedMatchesSeparate: runFused forms each trial's potentials
+// from the step tables piece by piece in the propagation, and the upward
+// pass reduces cliques block by block (upPiece) or streams their rows
+// (upStreamed), and the downward pass reduces separator marginals and the
+// objective's projections piece by piece (finalize), leaving cliques
+// unscaled when nothing else reads them (materialize); the fits must equal
+// those of the separate passes (the trial's potentials in an arena, and
+// fuseUp and fuseDown off) bit for bit, on one core or several —
+// potentials, marginals, log Z, step and stats — whatever the chunks,
+// tiles, pieces, block bound, step rule, stopping rule and warm start.
 func TestEstimateFusedMatchesSeparate(t *testing.T) {
 	rng := rand.New(rand.NewPCG(91, 92))
 	type layout struct{ chunk, tile, piece, block, procs int }
@@ -53,7 +52,7 @@ func TestEstimateFusedMatchesSeparate(t *testing.T) {
 			{Iters: 25, Loss: L1, StepSize: 0.01},
 		}
 		for oi, o := range opts {
-			fit := func(fuse, lean bool, l layout) (*Model, EstimateStats) {
+			fit := func(fuse bool, l layout) (*Model, EstimateStats) {
 				defer func(f, u, d, z bool, c, tl, p, b int) {
 					fuseGrad, fuseUp, fuseDown, fuseLazy, chunkCells, tileCells, fuseCells, maxUpBlock = f, u, d, z, c, tl, p, b
 				}(fuseGrad, fuseUp, fuseDown, fuseLazy, chunkCells, tileCells, fuseCells, maxUpBlock)
@@ -62,7 +61,6 @@ func TestEstimateFusedMatchesSeparate(t *testing.T) {
 				var st EstimateStats
 				oo := o
 				oo.Stats = &st
-				oo.LeanGradient = lean
 				m, err := Estimate(context.Background(), dom, meas, &oo)
 				if err != nil {
 					t.Fatal(err)
@@ -73,9 +71,9 @@ func TestEstimateFusedMatchesSeparate(t *testing.T) {
 				if trial == 8 && (l.piece == 1 || oi == 3) {
 					continue // one-cell pieces and 300 iterations: slow on its tables
 				}
-				want, wst := fit(false, false, l)
-				for _, lean := range []bool{false, true} {
-					got, gst := fit(true, lean, l)
+				want, wst := fit(false, l)
+				{
+					got, gst := fit(true, l)
 					if l.block > 1 {
 						func() {
 							defer func(b int) { maxUpBlock = b }(maxUpBlock)
@@ -118,7 +116,7 @@ func TestEstimateFusedMatchesSeparate(t *testing.T) {
 					}
 					for i := range want.theta {
 						if math.Float64bits(got.theta[i]) != math.Float64bits(want.theta[i]) || math.Float64bits(got.p[i]) != math.Float64bits(want.p[i]) {
-							t.Fatalf("trial %d options %d layout %v lean %v: cell %d θ, p = %v, %v; separate passes %v, %v", trial, oi, l, lean, i, got.theta[i], got.p[i], want.theta[i], want.p[i])
+							t.Fatalf("trial %d options %d layout %v: cell %d θ, p = %v, %v; separate passes %v, %v", trial, oi, l, i, got.theta[i], got.p[i], want.theta[i], want.p[i])
 						}
 					}
 				}

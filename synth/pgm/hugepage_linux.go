@@ -18,13 +18,12 @@ const hugePage = 2 << 20
 // default), this took 4–8 % less CPU at ε = 10 (docs/aim-performance.md,
 // Issue 19, eleventh pass). It is advice: it changes no value, and an
 // error (a kernel without THP) is ignored.
-func hugePages[T float32 | float64](x []T) {
-	size := uintptr(len(x)) * unsafe.Sizeof(x[0])
-	if size < 2*hugePage {
+func hugePages(x []float64) {
+	if len(x)*8 < 2*hugePage {
 		return
 	}
 	start := uintptr(unsafe.Pointer(&x[0]))
-	end := start + size
+	end := start + uintptr(len(x))*8
 	lo, hi := (start+hugePage-1)&^(hugePage-1), end&^(hugePage-1)
 	if hi <= lo {
 		return

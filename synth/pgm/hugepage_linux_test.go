@@ -41,8 +41,7 @@ func TestHugePages(t *testing.T) {
 	if b, err := os.ReadFile("/sys/kernel/mm/transparent_hugepage/enabled"); err != nil || strings.Contains(string(b), "[never]") {
 		t.Skip("transparent huge pages are not available")
 	}
-	hugePages[float64](nil)
-	hugePages[float32](nil)
+	hugePages(nil)
 	small := make([]float64, 1000)
 	hugePages(small)
 	x := make([]float64, 3*hugePage/8)

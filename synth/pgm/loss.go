@@ -32,18 +32,18 @@ type compiled struct {
 	gOwn  []float64 // c·Qᵀr at the point of the last grad call (real measurements)
 	r     []float64 // c·(Q·total·x − y)
 	g     []float64 // gradient over attrs, accumulated from dependants
-	// gPrev is g as the gradTables call before the last one left it, for
-	// measurements projected from their clique once keepPrevGrad is set:
-	// the deferred step of a fit without a gradient arena reads it.
-	gPrev  []float64
-	pseudo bool      // an unmeasured intermediate table: no loss of its own
-	byBP   bool      // projected by a bound bpWork's propagation (bind), not by valueBP
-	own    []float64 // Qᵀ r (dense queries only)
-	qx     *mat.VecDense
-	xv     *mat.VecDense
-	xvAcc  *mat.VecDense
-	ov     *mat.VecDense
-	rv     *mat.VecDense
+	// For measurements projected from their clique, once initSteps is
+	// called: the sum of the accepted steps along g (step), and that sum
+	// plus the step being tried (trial). See objective.initSteps.
+	step, trial []float64
+	pseudo      bool      // an unmeasured intermediate table: no loss of its own
+	byBP        bool      // projected by a bound bpWork's propagation (bind), not by valueBP
+	own         []float64 // Qᵀ r (dense queries only)
+	qx          *mat.VecDense
+	xv          *mat.VecDense
+	xvAcc       *mat.VecDense
+	ov          *mat.VecDense
+	rv          *mat.VecDense
 }
 
 // objective evaluates a loss over clique marginals.
@@ -57,9 +57,6 @@ type objective struct {
 	// bySrc[k] lists the measurements projected from clique k itself, in
 	// the order their gradients are added into the clique's.
 	bySrc [][]int
-	// keepPrev: gradTables keeps the previous tables of bySrc's
-	// measurements (gPrev); see keepPrevGrad.
-	keepPrev bool
 }
 
 func newObjective(jt *junctionTree, meas []Measurement, loss Loss, total float64) *objective {
@@ -281,11 +278,7 @@ func (o *objective) grad(dst []float64) {
 // propagation does chunk by chunk while the clique is in cache.
 func (o *objective) gradTables() {
 	for i := range o.meas {
-		m := &o.meas[i]
-		if o.keepPrev && m.src < 0 {
-			m.g, m.gPrev = m.gPrev, m.g
-		}
-		clear(m.g)
+		clear(o.meas[i].g)
 	}
 	for i := len(o.meas) - 1; i >= 0; i-- {
 		m := &o.meas[i]
@@ -325,20 +318,34 @@ func (o *objective) gradTables() {
 // gradient, from the tables of the last gradTables call: zero plus each
 // measurement projected from the clique, broadcast, in grad's order (the
 // same sums, bit for bit, however the clique is chunked).
-func (o *objective) gradChunk(k int, dst []float64, lo int) { o.gradChunkOf(k, dst, lo, false) }
-
-// gradChunkPrev is gradChunk from the tables of the gradTables call
-// before the last one (keepPrevGrad).
-func (o *objective) gradChunkPrev(k int, dst []float64, lo int) { o.gradChunkOf(k, dst, lo, true) }
-
-func (o *objective) gradChunkOf(k int, dst []float64, lo int, prev bool) {
+func (o *objective) gradChunk(k int, dst []float64, lo int) {
 	clear(dst)
+	o.addChunk(k, dst, lo, func(m *compiled) []float64 { return m.g })
+}
+
+// potentialChunk writes into dst the cells [lo, lo+len(dst)) of clique k's
+// potentials at the trial step: base (the cells of the fit's starting
+// potentials) plus each trial table broadcast (see initSteps). With dst
+// and base the same cells it adds in place.
+func (o *objective) potentialChunk(k int, dst, base []float64, lo int) {
+	if len(dst) == 0 {
+		return
+	}
+	if &dst[0] != &base[0] {
+		copy(dst, base)
+	}
+	o.addChunk(k, dst, lo, func(m *compiled) []float64 { return m.trial })
+}
+
+// addChunk adds into dst the cells [lo, lo+len(dst)) of the broadcast of
+// table(m) for each measurement m projected from clique k, in bySrc order.
+func (o *objective) addChunk(k int, dst []float64, lo int, table func(m *compiled) []float64) {
+	if len(dst) == 0 {
+		return
+	}
 	for _, i := range o.bySrc[k] {
 		m := &o.meas[i]
-		g := m.g
-		if prev {
-			g = m.gPrev
-		}
+		g := table(m)
 		switch {
 		case m.idx == nil:
 			kernel.Axpy(dst, 1, g[lo:lo+len(dst)])
@@ -381,20 +388,62 @@ func runsOf(sizes, keep []int) (run int, outer []int32) {
 	return run, kernel.Map(sizes[:n-t], keep[:len(keep)-t])
 }
 
-// keepPrevGrad makes every later gradTables call keep the tables it
-// replaces, so that gradChunkPrev can broadcast the gradient of the
-// iteration before: a fit that gathers its gradient per piece instead of
-// storing it in an arena applies its deferred step with it. Only the
-// tables of measurements projected from cliques are kept (bySrc's): the
-// measurements' own sizes, not the model's.
-func (o *objective) keepPrevGrad() {
-	if o.keepPrev {
-		return
+// initSteps starts a fit's steps at zero. Mirror descent moves a clique's
+// potentials along its gradient, which is a sum of the gradients of the
+// measurements projected from it, each broadcast from a small table; so
+// the potentials after any steps are the starting ones plus a sum of
+// small tables broadcast, one per measurement: θ = θ₀ + Σ_m bcast(step_m),
+// step_m = −Σ_t α_t·g_m,t. A fit keeps those tables instead of a gradient
+// arena, tries a step a by trialSteps(a) (small tables: trial = step +
+// a·g), forms each clique's potentials piece by piece while it propagates
+// (potentialChunk), never writes θ₀ until the fit ends (applySteps), and
+// holds two model-sized arenas: θ₀ and the marginals.
+func (o *objective) initSteps() {
+	for k := range o.bySrc {
+		for _, i := range o.bySrc[k] {
+			m := &o.meas[i]
+			m.step, m.trial = make([]float64, len(m.g)), make([]float64, len(m.g))
+		}
 	}
-	o.keepPrev = true
-	for i := range o.meas {
-		if m := &o.meas[i]; m.src < 0 {
-			m.gPrev = make([]float64, len(m.g))
+}
+
+// trialSteps sets every trial table to the accepted steps plus a times
+// the gradient of the last gradTables call.
+func (o *objective) trialSteps(a float64) {
+	for k := range o.bySrc {
+		for _, i := range o.bySrc[k] {
+			m := &o.meas[i]
+			kernel.AxpyTo(m.trial, m.step, a, m.g)
+		}
+	}
+}
+
+// acceptSteps makes the trial tables the accepted steps.
+func (o *objective) acceptSteps() {
+	for k := range o.bySrc {
+		for _, i := range o.bySrc[k] {
+			m := &o.meas[i]
+			m.step, m.trial = m.trial, m.step
+		}
+	}
+}
+
+// applySteps adds the accepted steps into theta (the fit's starting
+// potentials), clique by clique, in the arithmetic in which
+// potentialChunk formed the accepted trial's potentials: theta is then
+// bit for bit the potentials whose marginals the fit last accepted.
+func (o *objective) applySteps(theta []float64) {
+	for k := range o.bySrc {
+		for _, i := range o.bySrc[k] {
+			m := &o.meas[i]
+			m.trial, m.step = m.step, m.trial
+		}
+		th := o.jt.block(theta, k)
+		o.team.run(len(th), 1, func(lo, hi, _ int) { o.potentialChunk(k, th[lo:hi], th[lo:hi], lo) })
+		for _, i := range o.bySrc[k] {
+			m := &o.meas[i]
+			m.trial, m.step = m.step, m.trial
+			clear(m.step)
 		}
 	}
 }

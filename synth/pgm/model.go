@@ -104,11 +104,6 @@ func (jt *junctionTree) block(arena []float64, k int) []float64 {
 	return arena[jt.off[k] : jt.off[k]+jt.cells[k] : jt.off[k]+jt.cells[k]]
 }
 
-// block32 is block for a single-precision arena (a fit's gradient).
-func (jt *junctionTree) block32(arena []float32, k int) []float32 {
-	return arena[jt.off[k] : jt.off[k]+jt.cells[k] : jt.off[k]+jt.cells[k]]
-}
-
 // Marginal returns the expected count marginal over attrs (sums to Total),
 // by clique projection when attrs lies in one clique, by variable
 // elimination otherwise. attrs must be distinct attributes; the layout

@@ -275,51 +275,6 @@ func axpyToGo(dst []float64, y []float64, a float64, x []float64) {
 	}
 }
 
-// AxpyTo32 is AxpyTo with x in single precision: `dst[i] = y[i] +
-// a*float64(x[i])`, the product and the sum rounded separately. A fit's
-// gradient arena is single precision (RoundTo32): half the bytes to
-// stream and to hold, while θ, the marginals and every sum stay double.
-func AxpyTo32(dst []float64, y []float64, a float64, x []float32) {
-	if len(x) != len(dst) || len(y) != len(dst) {
-		panic(errLength)
-	}
-	axpyTo32(dst, y, a, x)
-}
-
-func axpyTo32Go(dst []float64, y []float64, a float64, x []float32) {
-	for i := range dst {
-		dst[i] = y[i] + float64(a*float64(x[i]))
-	}
-}
-
-// RoundTo32 stores x rounded to single precision (to nearest, ties to
-// even) in dst and rounds x in place the same way, so that a caller that
-// goes on with x uses the values dst holds.
-func RoundTo32(dst []float32, x []float64) {
-	if len(x) != len(dst) {
-		panic(errLength)
-	}
-	roundTo32(dst, x)
-}
-
-func roundTo32Go(dst []float32, x []float64) {
-	for i, v := range x {
-		f := float32(v)
-		dst[i] = f
-		x[i] = float64(f)
-	}
-}
-
-// Round32 rounds x to single precision in place: RoundTo32 without the
-// stored copy.
-func Round32(x []float64) { round32(x) }
-
-func round32Go(x []float64) {
-	for i, v := range x {
-		x[i] = float64(float32(v))
-	}
-}
-
 // DotDiff is Σ g[i]·(x[i] − y[i]). The assembly version sums in another
 // order, with fused multiply-adds.
 func DotDiff(g, x, y []float64) float64 {

@@ -194,39 +194,6 @@ func axpyTo(dst, y []float64, a float64, x []float64) {
 	}
 }
 
-//go:noescape
-func axpyTo32AVX512(dst, y []float64, a float64, x []float32)
-
-//go:noescape
-func roundTo32AVX512(dst []float32, x []float64)
-
-//go:noescape
-func round32AVX512(x []float64)
-
-func axpyTo32(dst, y []float64, a float64, x []float32) {
-	if level >= levelAVX512 {
-		axpyTo32AVX512(dst, y, a, x)
-	} else {
-		axpyTo32Go(dst, y, a, x)
-	}
-}
-
-func roundTo32(dst []float32, x []float64) {
-	if level >= levelAVX512 {
-		roundTo32AVX512(dst, x)
-	} else {
-		roundTo32Go(dst, x)
-	}
-}
-
-func round32(x []float64) {
-	if level >= levelAVX512 {
-		round32AVX512(x)
-	} else {
-		round32Go(x)
-	}
-}
-
 func dotDiff(g, x, y []float64) float64 {
 	switch {
 	case level >= levelAVX512:

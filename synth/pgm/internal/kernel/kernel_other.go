@@ -4,20 +4,14 @@ package kernel
 
 // Without assembly every kernel runs its Go reference.
 
-func expand(dst, src []float64, idx []int32)            { expandGo(dst, src, idx) }
-func scale(x, f []float64, idx []int32)                 { scaleGo(x, f, idx) }
-func expShiftGather(x, shift []float64, idx []int32)    { expShiftGatherGo(x, shift, idx) }
-func expShiftTotal(x []float64, s float64) float64      { return expShiftTotalGo(x, s) }
-func expShiftInPlace(x []float64, s float64)            { expShiftGo(x, s) }
-func maxOf(x []float64) float64                         { return maxGo(x) }
-func scaleAll(x []float64, a float64)                   { scaleAllGo(x, a) }
-func axpy(y []float64, a float64, x []float64)          { axpyGo(y, a, x) }
-func axpyTo32(dst, y []float64, a float64, x []float32) { axpyTo32Go(dst, y, a, x) }
-
-func roundTo32(dst []float32, x []float64) { roundTo32Go(dst, x) }
-
-func round32(x []float64) { round32Go(x) }
-
+func expand(dst, src []float64, idx []int32)         { expandGo(dst, src, idx) }
+func scale(x, f []float64, idx []int32)              { scaleGo(x, f, idx) }
+func expShiftGather(x, shift []float64, idx []int32) { expShiftGatherGo(x, shift, idx) }
+func expShiftTotal(x []float64, s float64) float64   { return expShiftTotalGo(x, s) }
+func expShiftInPlace(x []float64, s float64)         { expShiftGo(x, s) }
+func maxOf(x []float64) float64                      { return maxGo(x) }
+func scaleAll(x []float64, a float64)                { scaleAllGo(x, a) }
+func axpy(y []float64, a float64, x []float64)       { axpyGo(y, a, x) }
 func axpyTo(dst, y []float64, a float64, x []float64) {
 	axpyToGo(dst, y, a, x)
 }

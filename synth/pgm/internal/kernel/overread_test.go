@@ -44,14 +44,6 @@ func (f *fenced) floats(n int, atEnd bool) []float64 {
 	return all[:n:n]
 }
 
-func (f *fenced) float32s(n int, atEnd bool) []float32 {
-	all := unsafe.Slice((*float32)(unsafe.Pointer(&f.body[0])), len(f.body)/4)
-	if atEnd {
-		return all[len(all)-n:]
-	}
-	return all[:n:n]
-}
-
 func (f *fenced) int32s(n int, atEnd bool) []int32 {
 	all := unsafe.Slice((*int32)(unsafe.Pointer(&f.body[0])), len(f.body)/4)
 	if atEnd {
@@ -90,10 +82,6 @@ func TestArchNoOverread(t *testing.T) {
 				Axpy(a, 0.5, b)
 				AxpyTo(a, b, 0.5, c)
 				DotDiff(a, b, c)
-				f32 := fi.float32s(n, atEnd)
-				RoundTo32(f32, c)
-				AxpyTo32(a, b, 0.5, f32)
-				Round32(b)
 				// Reductions of every shape that fits in n cells.
 				for inner := 1; inner <= n && inner <= 40; inner++ {
 					for s := 1; s*inner <= n && s <= 5; s++ {
