@@ -129,13 +129,16 @@ var fuseCells = 2048
 // write of θ (a and dir are unused).
 func (w *bpWork) runFused(p, theta []float64, a float64, dir []float64, obj *objective) float64 {
 	jt := w.jt
-	if len(p) != jt.total || len(theta) != jt.total || (dir != nil && len(dir) != jt.total) {
+	if len(p) != jt.total || (len(theta) != jt.total && (obj == nil || theta != nil)) || (dir != nil && len(dir) != jt.total) {
 		panic("pgm: arena length mismatch")
 	}
 	var logZ float64
 	for _, v := range jt.post {
 		b := jt.block(p, v)
-		th := jt.block(theta, v)
+		var th []float64 // nil: no starting potentials (obj's step tables alone)
+		if theta != nil {
+			th = jt.block(theta, v)
+		}
 		var dv []float64
 		if dir != nil {
 			dv = jt.block(dir, v)
@@ -180,7 +183,11 @@ func (w *bpWork) runFused(p, theta []float64, a float64, dir []float64, obj *obj
 				case obj != nil:
 					// The potentials, the belief and the children's
 					// messages while the piece is in L1.
-					obj.potentialChunk(v, b[s:e], th[s:e], s)
+					var base []float64
+					if th != nil {
+						base = th[s:e]
+					}
+					obj.potentialChunk(v, b[s:e], base, s)
 				case dv == nil:
 					copy(b[s:e], th[s:e])
 				default:

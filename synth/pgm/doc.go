@@ -89,10 +89,12 @@
 // # Memory
 //
 // After encoding, a Dataset is Rows × Len × 2 bytes. Mirror-descent
-// estimation holds two model-sized arenas, the potentials and the
-// marginals (its steps are tables of the measurements' sizes, see
-// objective.initSteps), besides the measurements' buffers and index maps,
-// and nothing proportional to the data. A
+// estimation holds one model-sized arena, the marginals: its parameters
+// are step tables of the measurements' sizes (see objective.initSteps),
+// carried from fit to fit; a fit warm-started from a model's potentials
+// (a decoded or lean model) also holds them. Besides that come the
+// measurements' buffers and index maps, and nothing proportional to the
+// data. A
 // Model keeps only its potentials and clique marginals. An out-of-clique
 // marginal never materialises a product of factors, and its intermediate
 // tables are bounded by max(4 × model cells, 4 × result cells, 2^22)

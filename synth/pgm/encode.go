@@ -85,8 +85,8 @@ func (m *Model) AppendBinary(b []byte) ([]byte, error) {
 			b = binary.LittleEndian.AppendUint32(b, uint32(a))
 		}
 	}
-	if m.theta != nil {
-		for _, v := range m.theta {
+	if m.theta != nil || m.steps != nil {
+		for _, v := range m.potentials() {
 			b = binary.LittleEndian.AppendUint64(b, math.Float64bits(v))
 		}
 	} else {

@@ -31,9 +31,13 @@ func TestEncodeRoundTrip(t *testing.T) {
 			!slices.EqualFunc(got.Cliques(), m.Cliques(), slices.Equal) {
 			t.Fatalf("trial %d: decoded model differs", trial)
 		}
-		for i := range m.theta {
-			if math.Float64bits(got.theta[i]) != math.Float64bits(m.theta[i]) {
-				t.Fatalf("trial %d: potential %d = %v, want %v", trial, i, got.theta[i], m.theta[i])
+		want := m.potentials()
+		if len(got.theta) != len(want) || len(want) == 0 {
+			t.Fatalf("trial %d: %d potentials decoded, want %d", trial, len(got.theta), len(want))
+		}
+		for i := range want {
+			if math.Float64bits(got.theta[i]) != math.Float64bits(want[i]) {
+				t.Fatalf("trial %d: potential %d = %v, want %v", trial, i, got.theta[i], want[i])
 			}
 		}
 		// Answers are unchanged, bit for bit: same potentials, same tree,

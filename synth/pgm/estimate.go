@@ -293,11 +293,29 @@ func Estimate(ctx context.Context, dom *Domain, meas []Measurement, opts *Estima
 	// itself, and the arenas would be added on top. A collection of these
 	// heaps of float arrays (nothing to scan) takes about a millisecond.
 	collect := ws != nil && jt.total >= gcCells
-	if ws != nil && o.TakeWarmStart && ws.theta != nil && ws.dom.Equal(jt.dom) && sameCliques(ws.jt, jt) {
+	// Mirror descent from scratch, or from a model fitted by mirror
+	// descent to the first measurements of this fit (AIM's rounds), starts
+	// from step tables and needs no arena of potentials
+	// (objective.initSteps); the warm start's tables are taken when
+	// TakeWarmStart allows, copied otherwise.
+	var warm [][]float64
+	factored := o.Method == MirrorDescent
+	if factored && ws != nil {
+		if warm = ws.stepsFor(jt.dom, meas); warm == nil {
+			factored = false
+		} else if !o.TakeWarmStart {
+			for i, t := range warm {
+				warm[i] = slices.Clone(t)
+			}
+		}
+	}
+	switch {
+	case factored:
+	case ws != nil && o.TakeWarmStart && ws.theta != nil && ws.dom.Equal(jt.dom) && sameCliques(ws.jt, jt):
 		// warmStart would add each clique's potential into a zero arena
 		// laid out alike: theta is the warm start's, bit for bit.
 		theta, inPlace = ws.theta, true
-	} else {
+	default:
 		if collect {
 			runtime.GC()
 		}
@@ -305,7 +323,7 @@ func Estimate(ctx context.Context, dom *Domain, meas []Measurement, opts *Estima
 		hugePages(theta)
 	}
 	if ws != nil {
-		if !inPlace {
+		if !inPlace && !factored {
 			if err := warmStart(theta, jt, ws); err != nil {
 				return nil, err
 			}
@@ -331,7 +349,8 @@ func Estimate(ctx context.Context, dom *Domain, meas []Measurement, opts *Estima
 	var end fitEnd
 	switch o.Method {
 	case MirrorDescent:
-		end, err = mirrorDescent(ctx, jt, obj, theta, &o, warmStep, &stats)
+		end, err = mirrorDescent(ctx, jt, obj, theta, warm, len(meas), &o, warmStep, &stats)
+		warm = nil
 	case Accelerated:
 		err = accelerated(ctx, jt, obj, theta, &o, &stats)
 	default:
@@ -346,8 +365,15 @@ func Estimate(ctx context.Context, dom *Domain, meas []Measurement, opts *Estima
 	var m *Model
 	if end.p != nil {
 		// The fit ended on an accepted trial, whose marginals are those
-		// of theta bit for bit: no second propagation, no second arena.
+		// of theta (or of the step tables) bit for bit: no second
+		// propagation, no second arena.
 		m = &Model{dom: jt.dom, jt: jt, theta: theta, p: end.p, logZ: end.logZ, total: total}
+		if end.steps != nil {
+			m.steps, m.stepSets = end.steps, make([][]int, len(meas))
+			for i, x := range meas {
+				m.stepSets[i] = x.Attrs
+			}
+		}
 	} else {
 		m = newModel(jt, theta, total)
 	}
@@ -445,6 +471,9 @@ type fitEnd struct {
 	step float64
 	p    []float64
 	logZ float64
+	// steps are the fit's step tables by measurement (mirror descent from
+	// no arena of potentials: the model's parameters, see initSteps).
+	steps [][]float64
 }
 
 // fuseGrad forms each trial's potentials from the step tables inside the
@@ -453,8 +482,13 @@ type fitEnd struct {
 var fuseGrad = true
 
 // mirrorDescent runs Algorithm 1 with Armijo backtracking, updating theta.
-// warmStep is the last step of the warm start's fit (0 if none).
-func mirrorDescent(ctx context.Context, jt *junctionTree, obj *objective, theta []float64, o *EstimateOptions, warmStep float64, st *EstimateStats) (fitEnd, error) {
+// warmStep is the last step of the warm start's fit (0 if none). theta,
+// the starting potentials, may be nil: the fit then starts from the step
+// tables warm (by measurement index, see objective.initSteps) and holds no
+// arena of potentials; the end's p is then always set and its steps are
+// the model's parameters. Otherwise the accepted steps are added into
+// theta when the fit returns.
+func mirrorDescent(ctx context.Context, jt *junctionTree, obj *objective, theta []float64, warm [][]float64, nmeas int, o *EstimateOptions, warmStep float64, st *EstimateStats) (end fitEnd, err error) {
 	bp := newBPWork(jt)
 	bp.team = obj.team
 	bp.bind(obj)
@@ -464,16 +498,45 @@ func mirrorDescent(ctx context.Context, jt *junctionTree, obj *objective, theta 
 	n := jt.total
 	p := make([]float64, n)
 	hugePages(p)
-	// No gradient arena: the fit keeps its steps as small tables, one per
-	// measurement projected from a clique, and forms each trial's
-	// potentials while it propagates (objective.initSteps); theta keeps
-	// the starting potentials until the fit returns, when the accepted
-	// steps are added into it. The fit holds two model-sized arenas, θ and
-	// p (docs/aim-performance.md, Issue 19, twelfth pass).
-	obj.initSteps()
-	defer obj.applySteps(theta)
+	// No gradient arena and, from scratch or from a fit of the same
+	// measurements, no arena of potentials: the fit keeps its steps as
+	// small tables, one per measurement, and forms each trial's potentials
+	// while it propagates (objective.initSteps). Such a fit holds one
+	// model-sized arena, p (docs/aim-performance.md, Issue 19, twelfth
+	// pass); one from a model's potentials also holds theta, into which
+	// the accepted steps are added when it returns.
+	obj.initSteps(warm)
+	defer func() {
+		if err != nil {
+			return
+		}
+		if theta != nil {
+			obj.applySteps(theta)
+		} else {
+			end.steps = obj.steps(nmeas)
+		}
+	}()
 	var trialTheta []float64 // the separate passes' potentials (tests)
-	logZ := bp.run(p, theta)
+	propagate := func() float64 {
+		if fuseGrad {
+			return bp.runFused(p, theta, 0, nil, obj)
+		}
+		// The separate passes: the trial's potentials in an arena of
+		// their own, then a plain propagation.
+		if trialTheta == nil {
+			trialTheta = make([]float64, n)
+		}
+		for k := range jt.cliques {
+			var base []float64
+			if theta != nil {
+				base = jt.block(theta, k)
+			}
+			obj.potentialChunk(k, jt.block(trialTheta, k), base, 0)
+		}
+		return bp.run(p, trialTheta)
+	}
+	obj.trialSteps(0)
+	logZ := propagate()
 	st.OracleCalls++
 	loss := obj.valueBP(p)
 	obj.accept()
@@ -505,11 +568,11 @@ func mirrorDescent(ctx context.Context, jt *junctionTree, obj *objective, theta 
 		}
 		if loss == 0 {
 			bp.materialize(p)
-			return fitEnd{last, p, logZ}, nil
+			return fitEnd{step: last, p: p, logZ: logZ}, nil
 		}
-		obj.gradTables()
-		// theta stays at the starting potentials while the trial steps
-		// are tried: the propagation forms them from the step tables.
+		obj.gradOwn(false)
+		// theta (if any) stays at the starting potentials while the trial
+		// steps are tried: the propagation forms them from the step tables.
 		var newLoss, trialLogZ float64
 		accepted, trials := false, 0
 		for range maxHalvings {
@@ -517,20 +580,7 @@ func mirrorDescent(ctx context.Context, jt *junctionTree, obj *objective, theta 
 				testTrial(alpha)
 			}
 			obj.trialSteps(-alpha)
-			if fuseGrad {
-				trialLogZ = bp.runFused(p, theta, 0, nil, obj)
-			} else {
-				// The separate passes: the trial's potentials in an
-				// arena of their own, then a plain propagation.
-				if trialTheta == nil {
-					trialTheta = make([]float64, n)
-				}
-				for k := range jt.cliques {
-					th, tt := jt.block(theta, k), jt.block(trialTheta, k)
-					obj.potentialChunk(k, tt, th, 0)
-				}
-				trialLogZ = bp.run(p, trialTheta)
-			}
+			trialLogZ = propagate()
 			st.OracleCalls++
 			trials++
 			newLoss = obj.valueBP(p)
@@ -549,8 +599,16 @@ func mirrorDescent(ctx context.Context, jt *junctionTree, obj *objective, theta 
 			// No step of 25 halvings decreases the loss enough: the fit
 			// has converged to working precision. (The reference takes
 			// the last trial step anyway, which can increase the loss.)
-			// p holds a rejected trial.
-			return fitEnd{step: last}, nil
+			// p holds a rejected trial: propagated again at the accepted
+			// steps when there is no arena of potentials to propagate.
+			if theta != nil {
+				return fitEnd{step: last}, nil
+			}
+			obj.trialSteps(0)
+			logZ = propagate()
+			st.OracleCalls++
+			bp.materialize(p)
+			return fitEnd{step: last, p: p, logZ: logZ}, nil
 		}
 		logZ = trialLogZ
 		obj.accept()
@@ -571,11 +629,11 @@ func mirrorDescent(ctx context.Context, jt *junctionTree, obj *objective, theta 
 		hist[st.Iters%len(hist)] = loss
 		if o.Tol > 0 && st.Iters >= TolWindow && hist[(st.Iters-TolWindow)%len(hist)]-loss < o.Tol*TolWindow*math.Abs(loss) {
 			bp.materialize(p)
-			return fitEnd{last, p, logZ}, nil
+			return fitEnd{step: last, p: p, logZ: logZ}, nil
 		}
 	}
 	bp.materialize(p)
-	return fitEnd{last, p, logZ}, nil
+	return fitEnd{step: last, p: p, logZ: logZ}, nil
 }
 
 // testTrial, nil outside tests, sees the step of every line-search trial

@@ -306,7 +306,7 @@ func TestEstimateModelMarginals(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		want := newModel(m.jt, m.theta, m.total)
+		want := newModel(m.jt, m.potentials(), m.total)
 		if math.Float64bits(m.logZ) != math.Float64bits(want.logZ) {
 			t.Fatalf("%+v: log Z %v, propagated %v", o, m.logZ, want.logZ)
 		}
@@ -779,12 +779,14 @@ func TestEstimateReleasesWarmStart(t *testing.T) {
 }
 
 // TestEstimateTakeWarmStart: a fit handed its warm start (TakeWarmStart)
-// returns the model a copying fit returns, bit for bit; when the cliques
-// are the warm start's it starts from its potentials in place (no second
-// arena while the warm start is live), and otherwise it copies them as
-// without the option. The warm start's potentials are copied through tiled
-// maps; they must equal the full index maps' copy (the oracle below) bit
-// for bit.
+// returns the model a copying fit returns, bit for bit. A warm start that
+// mirror descent fitted to a prefix of the measurements hands over its step
+// tables and the fit holds no arena of potentials; one with potentials
+// (here: the same model with its potentials formed) is started from in
+// place when the cliques are the warm start's (no second arena while the
+// warm start is live), and otherwise copied as without the option. The
+// potentials are copied through tiled maps; they must equal the full index
+// maps' copy (the oracle below) bit for bit.
 func TestEstimateTakeWarmStart(t *testing.T) {
 	rng := rand.New(rand.NewPCG(47, 48))
 	ctx := context.Background()
@@ -799,10 +801,36 @@ func TestEstimateTakeWarmStart(t *testing.T) {
 			name string
 			meas []Measurement
 		}{{"same cliques", first}, {"one more measurement", meas}} {
+			fit := func(ws *Model, take bool) *Model {
+				m, err := Estimate(ctx, dom, tc.meas, &EstimateOptions{Iters: 30, Step: KeepStep, WarmStart: ws, TakeWarmStart: take})
+				if err != nil {
+					t.Fatal(err)
+				}
+				return m
+			}
+			same := func(a, b *Model) bool {
+				return slices.EqualFunc(a.steps, b.steps, slices.Equal[[]float64]) && slices.Equal(a.theta, b.theta) &&
+					slices.Equal(a.p, b.p) && a.logZ == b.logZ && a.step == b.step
+			}
 			ws, err := Estimate(ctx, dom, first, &EstimateOptions{Iters: 30, Step: KeepStep})
 			if err != nil {
 				t.Fatal(err)
 			}
+			if ws.theta != nil || len(ws.steps) != len(first) {
+				t.Fatalf("trial %d: a fit from scratch has potentials %v and %d step tables", trial, ws.theta != nil, len(ws.steps))
+			}
+			// Step tables, taken or copied.
+			copied := *ws
+			copied.steps = make([][]float64, len(ws.steps))
+			for i, x := range ws.steps {
+				copied.steps[i] = slices.Clone(x)
+			}
+			ref := fit(&copied, false)
+			if got := fit(ws, true); !same(got, ref) || got.theta != nil || len(got.steps) != len(tc.meas) {
+				t.Errorf("trial %d, %s: the fit that took its warm start's step tables differs from the copying one", trial, tc.name)
+			}
+			// Potentials: the warm start with its potentials formed.
+			ws = &Model{dom: copied.dom, jt: copied.jt, theta: copied.potentials(), p: copied.p, logZ: copied.logZ, total: copied.total, step: copied.step}
 			// The oracle: the warm start added through full index maps.
 			jt, err := newJunctionTree(dom, setsOf(tc.meas), nil)
 			if err != nil {
@@ -821,25 +849,19 @@ func TestEstimateTakeWarmStart(t *testing.T) {
 			if !slices.Equal(got, want) {
 				t.Fatalf("trial %d, %s: the tiled warm start differs from the full maps'", trial, tc.name)
 			}
-			copied := *ws
-			copied.theta = slices.Clone(ws.theta)
-			ref, err := Estimate(ctx, dom, tc.meas, &EstimateOptions{Iters: 30, Step: KeepStep, WarmStart: &copied})
-			if err != nil {
-				t.Fatal(err)
-			}
+			cp := *ws
+			cp.theta = slices.Clone(ws.theta)
+			ref = fit(&cp, false)
 			arena := &ws.theta[0]
-			m, err := Estimate(ctx, dom, tc.meas, &EstimateOptions{Iters: 30, Step: KeepStep, WarmStart: ws, TakeWarmStart: true})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !slices.Equal(m.theta, ref.theta) || !slices.Equal(m.p, ref.p) || m.logZ != ref.logZ || m.step != ref.step {
+			m := fit(ws, true)
+			if !same(m, ref) {
 				t.Errorf("trial %d, %s: the fit that took its warm start differs from the copying one", trial, tc.name)
 			}
-			same := sameCliques(ws.jt, m.jt)
-			if inPlace := &m.theta[0] == arena; inPlace != same {
-				t.Errorf("trial %d, %s: potentials in place %v, same cliques %v", trial, tc.name, inPlace, same)
+			sameCl := sameCliques(ws.jt, m.jt)
+			if inPlace := &m.theta[0] == arena; inPlace != sameCl {
+				t.Errorf("trial %d, %s: potentials in place %v, same cliques %v", trial, tc.name, inPlace, sameCl)
 			}
-			if tc.name == "same cliques" && !same {
+			if tc.name == "same cliques" && !sameCl {
 				t.Errorf("trial %d: refitting the same measurements changed the cliques", trial)
 			}
 		}
@@ -855,13 +877,14 @@ func setsOf(meas []Measurement) [][]int {
 	return out
 }
 
-// TestEstimateArenas: a mirror-descent fit holds two model-sized arenas,
-// the potentials and the marginals: its steps are kept as tables of the
-// measurements' sizes (objective.initSteps), not as a gradient arena. A fit
-// that takes its warm start's potentials in place then allocates one arena
-// and little else. The model is one clique of 24⁴ cells (2.5 MB, below the
-// size at which Estimate collects) with 1-way measurements, so the
-// objective's own tables are small.
+// TestEstimateArenas: a mirror-descent fit from scratch or from a fit of
+// the same measurements holds one model-sized arena, the marginals: its
+// parameters are step tables of the measurements' sizes
+// (objective.initSteps), and it keeps no arena of potentials or gradient;
+// one from a model's potentials holds them too, in place when the cliques
+// are the same. Each allocates one arena and little else. The model is one
+// clique of 24⁴ cells (2.5 MB, below the size at which Estimate collects)
+// with 1-way measurements, so the objective's own tables are small.
 func TestEstimateArenas(t *testing.T) {
 	rng := rand.New(rand.NewPCG(49, 50))
 	ctx := context.Background()
@@ -872,10 +895,13 @@ func TestEstimateArenas(t *testing.T) {
 	ds := randomDataset(t, 500, slices.Clone(dom.sizes), 3000)
 	meas := measure(ds, [][]int{{0}, {1}, {2}, {3}}, 5, rng)
 	extra := [][]int{{0, 1, 2, 3}}
-	{
+	for _, fromPotentials := range []bool{false, true} {
 		ws, err := Estimate(ctx, dom, meas, &EstimateOptions{Iters: 10, Step: KeepStep, ExtraCliques: extra})
 		if err != nil {
 			t.Fatal(err)
+		}
+		if fromPotentials {
+			ws = &Model{dom: ws.dom, jt: ws.jt, theta: ws.potentials(), p: ws.p, logZ: ws.logZ, total: ws.total, step: ws.step}
 		}
 		arena := float64(ws.jt.total * 8)
 		var before, after runtime.MemStats
@@ -885,12 +911,15 @@ func TestEstimateArenas(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if &m.theta[0] != &ws.theta[0] {
+		if fromPotentials && &m.theta[0] != &ws.theta[0] {
 			t.Fatal("the fit did not take its warm start's potentials in place")
+		}
+		if !fromPotentials && (m.theta != nil || len(m.steps) != len(meas)) {
+			t.Fatalf("a fit from step tables has potentials %v and %d step tables", m.theta != nil, len(m.steps))
 		}
 		const want = 1 // the marginals
 		if got := float64(after.TotalAlloc-before.TotalAlloc) / arena; got < want || got > want+0.45 {
-			t.Errorf("a fit in place allocated %.2f arenas of %.0f bytes, want %v", got, arena, want)
+			t.Errorf("from potentials %v: a fit allocated %.2f arenas of %.0f bytes, want %v", fromPotentials, got, arena, want)
 		}
 	}
 }

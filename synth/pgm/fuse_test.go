@@ -114,9 +114,18 @@ func TestEstimateFusedMatchesSeparate(t *testing.T) {
 					if math.Float64bits(got.step) != math.Float64bits(want.step) || math.Float64bits(got.logZ) != math.Float64bits(want.logZ) {
 						t.Fatalf("trial %d options %d layout %v: step, log Z %v %v, separate passes %v %v", trial, oi, l, got.step, got.logZ, want.step, want.logZ)
 					}
-					for i := range want.theta {
-						if math.Float64bits(got.theta[i]) != math.Float64bits(want.theta[i]) || math.Float64bits(got.p[i]) != math.Float64bits(want.p[i]) {
-							t.Fatalf("trial %d options %d layout %v: cell %d θ, p = %v, %v; separate passes %v, %v", trial, oi, l, i, got.theta[i], got.p[i], want.theta[i], want.p[i])
+					gth, wth := got.potentials(), want.potentials()
+					if len(wth) != len(want.p) || (got.theta == nil) != (want.theta == nil) {
+						t.Fatalf("trial %d options %d layout %v: %d potentials for %d cells", trial, oi, l, len(wth), len(want.p))
+					}
+					for i := range wth {
+						if math.Float64bits(gth[i]) != math.Float64bits(wth[i]) || math.Float64bits(got.p[i]) != math.Float64bits(want.p[i]) {
+							t.Fatalf("trial %d options %d layout %v: cell %d θ, p = %v, %v; separate passes %v, %v", trial, oi, l, i, gth[i], got.p[i], wth[i], want.p[i])
+						}
+					}
+					for i := range want.steps {
+						if !slices.Equal(got.steps[i], want.steps[i]) {
+							t.Fatalf("trial %d options %d layout %v: step table %d differs from the separate passes'", trial, oi, l, i)
 						}
 					}
 				}

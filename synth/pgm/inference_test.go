@@ -54,7 +54,7 @@ func TestMarginalBruteForce(t *testing.T) {
 	for trial := range 150 {
 		d := 1 + rng.IntN(6)
 		m := randomModel(t, rng, d, 1000)
-		p, _ := normalize(bruteJoint(m.jt, m.theta))
+		p, _ := normalize(bruteJoint(m.jt, m.potentials()))
 		// Any subset, in random order, including cross-clique ones.
 		k := rng.IntN(d + 1)
 		attrs := rng.Perm(d)[:k]

@@ -70,7 +70,11 @@ func TestModelLean(t *testing.T) {
 		sameMarginals(t, fb, fa, allSubsets(dom.Len(), 2), 1e-6, fmt.Sprintf("seed %d: fit warm-started from the lean model", seed))
 		// Only the lean model kept: the potentials are freed.
 		freed := make(chan struct{})
-		runtime.AddCleanup(&m.theta[0], func(ch chan struct{}) { close(ch) }, freed)
+		params := &m.steps[0][0] // the model's parameters: step tables (no arena of potentials)
+		if m.theta != nil {
+			params = &m.theta[0]
+		}
+		runtime.AddCleanup(params, func(ch chan struct{}) { close(ch) }, freed)
 		m, fa, fb = nil, nil, nil
 		if !gctest.Collected(freed) {
 			t.Fatalf("seed %d: the potentials are still reachable from the lean model", seed)

@@ -32,11 +32,13 @@ type compiled struct {
 	gOwn  []float64 // c·Qᵀr at the point of the last grad call (real measurements)
 	r     []float64 // c·(Q·total·x − y)
 	g     []float64 // gradient over attrs, accumulated from dependants
-	// For measurements projected from their clique, once initSteps is
-	// called: the sum of the accepted steps along g (step), and that sum
-	// plus the step being tried (trial). See objective.initSteps.
-	step, trial []float64
-	pseudo      bool      // an unmeasured intermediate table: no loss of its own
+	// Once initSteps is called (see there): for real measurements, the sum
+	// of the accepted steps along gOwn (step) and that sum plus the step
+	// being tried (try); for every measurement, try plus its dependants'
+	// acc broadcast (acc), which a clique's potentials add up.
+	step, try, acc []float64
+	orig           int  // index in the fit's measurements; -1 for an intermediate
+	pseudo         bool      // an unmeasured intermediate table: no loss of its own
 	byBP        bool      // projected by a bound bpWork's propagation (bind), not by valueBP
 	own         []float64 // Qᵀ r (dense queries only)
 	qx          *mat.VecDense
@@ -82,10 +84,11 @@ func newObjective(jt *junctionTree, meas []Measurement, loss Loss, total float64
 		m := meas[i]
 		k := clique[i]
 		n := jt.dom.Cells(m.Attrs)
-		cm := compiled{clique: k, src: -1, q: m.Query, y: m.Y, x: make([]float64, n), xAcc: make([]float64, n), r: make([]float64, len(m.Y)), g: make([]float64, n)}
+		cm := compiled{clique: k, src: -1, orig: -1, q: m.Query, y: m.Y, x: make([]float64, n), xAcc: make([]float64, n), r: make([]float64, len(m.Y)), g: make([]float64, n)}
 		if i < nreal {
 			cm.c = 1 / m.Sigma
 			cm.gOwn = make([]float64, n)
+			cm.orig = i
 		} else {
 			cm.pseudo = true
 		}
@@ -280,6 +283,14 @@ func (o *objective) gradTables() {
 	for i := range o.meas {
 		clear(o.meas[i].g)
 	}
+	o.gradOwn(true)
+}
+
+// gradOwn sets every real measurement's own gradient gOwn (c·Qᵀr at the
+// point of the last value call); with accumulate, also g as gradTables
+// does. A mirror-descent fit needs gOwn only: its step tables accumulate
+// themselves (trialSteps).
+func (o *objective) gradOwn(accumulate bool) {
 	for i := len(o.meas) - 1; i >= 0; i-- {
 		m := &o.meas[i]
 		if !m.pseudo {
@@ -298,9 +309,11 @@ func (o *objective) gradTables() {
 			for j, v := range own {
 				m.gOwn[j] = m.c * v
 			}
-			kernel.Axpy(m.g, 1, m.gOwn)
+			if accumulate {
+				kernel.Axpy(m.g, 1, m.gOwn)
+			}
 		}
-		if m.src < 0 {
+		if m.src < 0 || !accumulate {
 			continue
 		}
 		to := o.meas[m.src].g
@@ -325,16 +338,19 @@ func (o *objective) gradChunk(k int, dst []float64, lo int) {
 
 // potentialChunk writes into dst the cells [lo, lo+len(dst)) of clique k's
 // potentials at the trial step: base (the cells of the fit's starting
-// potentials) plus each trial table broadcast (see initSteps). With dst
-// and base the same cells it adds in place.
+// potentials; nil for none) plus each acc table broadcast (see
+// initSteps). With dst and base the same cells it adds in place.
 func (o *objective) potentialChunk(k int, dst, base []float64, lo int) {
 	if len(dst) == 0 {
 		return
 	}
-	if &dst[0] != &base[0] {
+	switch {
+	case base == nil:
+		clear(dst)
+	case &dst[0] != &base[0]:
 		copy(dst, base)
 	}
-	o.addChunk(k, dst, lo, func(m *compiled) []float64 { return m.trial })
+	o.addChunk(k, dst, lo, func(m *compiled) []float64 { return m.acc })
 }
 
 // addChunk adds into dst the cells [lo, lo+len(dst)) of the broadcast of
@@ -388,44 +404,87 @@ func runsOf(sizes, keep []int) (run int, outer []int32) {
 	return run, kernel.Map(sizes[:n-t], keep[:len(keep)-t])
 }
 
-// initSteps starts a fit's steps at zero. Mirror descent moves a clique's
-// potentials along its gradient, which is a sum of the gradients of the
-// measurements projected from it, each broadcast from a small table; so
-// the potentials after any steps are the starting ones plus a sum of
-// small tables broadcast, one per measurement: θ = θ₀ + Σ_m bcast(step_m),
-// step_m = −Σ_t α_t·g_m,t. A fit keeps those tables instead of a gradient
-// arena, tries a step a by trialSteps(a) (small tables: trial = step +
-// a·g), forms each clique's potentials piece by piece while it propagates
-// (potentialChunk), never writes θ₀ until the fit ends (applySteps), and
-// holds two model-sized arenas: θ₀ and the marginals.
-func (o *objective) initSteps() {
-	for k := range o.bySrc {
-		for _, i := range o.bySrc[k] {
-			m := &o.meas[i]
-			m.step, m.trial = make([]float64, len(m.g)), make([]float64, len(m.g))
+// initSteps starts a fit's steps. Mirror descent moves the potentials
+// along the gradient, and the gradient is a sum of broadcast tables: each
+// real measurement's own gradient (gOwn), added into the table it is
+// projected from (an intermediate or a larger measurement of its clique)
+// and so on up to the clique. So the potentials after any steps are the
+// starting ones (a fit from scratch: none) plus the same structure over
+// the summed steps, step_m = −Σ_t α_t·gOwn_{m,t}: a table per measurement.
+// A fit keeps those tables instead of arenas: it tries a step a by
+// trialSteps(a) (step + a·gOwn, accumulated into acc up to the cliques'
+// tables), forms each clique's potentials piece by piece while it
+// propagates (potentialChunk), and never writes an arena of potentials,
+// unless it started from one (applySteps). warm holds starting steps by
+// measurement index (nil entries: zero); entries are taken, not copied.
+func (o *objective) initSteps(warm [][]float64) {
+	for i := range o.meas {
+		m := &o.meas[i]
+		m.acc = make([]float64, len(m.g))
+		if m.pseudo {
+			continue
 		}
+		if m.orig < len(warm) && len(warm[m.orig]) == len(m.g) {
+			m.step = warm[m.orig]
+		} else {
+			m.step = make([]float64, len(m.g))
+		}
+		m.try = make([]float64, len(m.g))
 	}
 }
 
-// trialSteps sets every trial table to the accepted steps plus a times
-// the gradient of the last gradTables call.
+// trialSteps sets every try table to the accepted steps plus a times the
+// own gradient of the last gradTables call, and the acc tables to them
+// accumulated as gradTables accumulates the gradients.
 func (o *objective) trialSteps(a float64) {
-	for k := range o.bySrc {
-		for _, i := range o.bySrc[k] {
-			m := &o.meas[i]
-			kernel.AxpyTo(m.trial, m.step, a, m.g)
+	for i := range o.meas {
+		m := &o.meas[i]
+		if m.pseudo {
+			clear(m.acc)
+			continue
+		}
+		if a == 0 {
+			copy(m.try, m.step)
+		} else {
+			kernel.AxpyTo(m.try, m.step, a, m.gOwn)
+		}
+		copy(m.acc, m.try)
+	}
+	for i := len(o.meas) - 1; i >= 0; i-- {
+		m := &o.meas[i]
+		if m.src < 0 {
+			continue
+		}
+		to := o.meas[m.src].acc
+		if m.idx == nil {
+			kernel.Axpy(to, 1, m.acc)
+		} else {
+			o.team.run(len(to), 1, func(lo, hi, _ int) {
+				m.idx.Expand(to[lo:hi], m.acc, lo)
+			})
 		}
 	}
 }
 
-// acceptSteps makes the trial tables the accepted steps.
+// acceptSteps makes the try tables the accepted steps.
 func (o *objective) acceptSteps() {
-	for k := range o.bySrc {
-		for _, i := range o.bySrc[k] {
-			m := &o.meas[i]
-			m.step, m.trial = m.trial, m.step
+	for i := range o.meas {
+		if m := &o.meas[i]; !m.pseudo {
+			m.step, m.try = m.try, m.step
 		}
 	}
+}
+
+// steps returns the accepted step tables by measurement index (real
+// measurements only), for a later fit's warm start.
+func (o *objective) steps(n int) [][]float64 {
+	out := make([][]float64, n)
+	for i := range o.meas {
+		if m := &o.meas[i]; !m.pseudo {
+			out[m.orig] = m.step
+		}
+	}
+	return out
 }
 
 // applySteps adds the accepted steps into theta (the fit's starting
@@ -433,18 +492,10 @@ func (o *objective) acceptSteps() {
 // potentialChunk formed the accepted trial's potentials: theta is then
 // bit for bit the potentials whose marginals the fit last accepted.
 func (o *objective) applySteps(theta []float64) {
+	o.trialSteps(0)
 	for k := range o.bySrc {
-		for _, i := range o.bySrc[k] {
-			m := &o.meas[i]
-			m.trial, m.step = m.step, m.trial
-		}
 		th := o.jt.block(theta, k)
 		o.team.run(len(th), 1, func(lo, hi, _ int) { o.potentialChunk(k, th[lo:hi], th[lo:hi], lo) })
-		for _, i := range o.bySrc[k] {
-			m := &o.meas[i]
-			m.trial, m.step = m.step, m.trial
-			clear(m.step)
-		}
 	}
 }
 

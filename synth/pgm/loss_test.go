@@ -53,7 +53,7 @@ func TestObjectiveAgainstNaive(t *testing.T) {
 			meas = append(meas, Measurement{Attrs: s, Y: y, Sigma: 0.5 + rng.Float64()})
 		}
 		m := normalModel(t, rng, dom, sets, 1, 1)
-		jt, theta, p := m.jt, m.theta, m.p
+		jt, theta, p := m.jt, m.potentials(), m.p
 		obj := newObjective(jt, meas, L2, 300)
 		for _, m := range obj.meas {
 			if m.pseudo {

@@ -54,7 +54,7 @@ func TestMarginalsAgainstOracles(t *testing.T) {
 	for trial := range 60 {
 		d := 2 + rng.IntN(7)
 		m := treeModel(t, rng, d, rng.IntN(5), 3)
-		p, _ := normalize(bruteJoint(m.jt, m.theta))
+		p, _ := normalize(bruteJoint(m.jt, m.potentials()))
 		var sets [][]int
 		for range 12 {
 			sets = append(sets, rng.Perm(d)[:rng.IntN(min(d, 4)+1)])
@@ -132,7 +132,7 @@ func TestMarginalsConcurrentModels(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m2 := newModel(m.jt, m.theta, m.total)
+	m2 := newModel(m.jt, m.potentials(), m.total)
 	done := make(chan [][]float64)
 	for range 4 {
 		go func() {

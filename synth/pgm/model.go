@@ -23,6 +23,29 @@ type Model struct {
 	// last (0 if unknown): a KeepStep fit warm-started from the model
 	// starts its first search there instead of at the full step.
 	step float64
+	// steps, for a model that mirror descent fitted without an arena of
+	// potentials, are its parameters: a table over stepSets[i] per
+	// measurement i of the fit (objective.initSteps), from which a later
+	// fit of more measurements starts. Such a model has no theta; its
+	// potentials, where asked for, are derived from its marginals as a
+	// lean model's are.
+	steps    [][]float64
+	stepSets [][]int
+}
+
+// stepsFor returns m's step tables as the warm start of a fit of meas
+// over dom (their tables, not copies), or nil unless m has step tables
+// for a prefix of meas.
+func (m *Model) stepsFor(dom *Domain, meas []Measurement) [][]float64 {
+	if m.steps == nil || len(m.stepSets) > len(meas) || !m.dom.Equal(dom) {
+		return nil
+	}
+	for i, set := range m.stepSets {
+		if !slices.Equal(set, meas[i].Attrs) || len(m.steps[i]) != dom.Cells(set) {
+			return nil
+		}
+	}
+	return slices.Clone(m.steps)
 }
 
 // newModel runs belief propagation on theta (which the model keeps).
@@ -56,7 +79,8 @@ func (m *Model) LogZ() float64 { return m.logZ }
 
 // Potential returns a copy of the log potential of clique k (in the order of
 // Cliques). A lean model's potentials are derived from its marginals (see
-// Lean).
+// Lean); a model fitted from step tables forms all of them from its tables
+// on each call.
 func (m *Model) Potential(k int) []float64 {
 	return slices.Clone(m.potentials()[m.jt.off[k] : m.jt.off[k]+m.jt.cells[k]])
 }
@@ -72,7 +96,7 @@ func (m *Model) Potential(k int) []float64 {
 // distribution, to round-off); LogZ stays m's. Lean of a nil or lean model
 // is that model.
 func (m *Model) Lean() *Model {
-	if m == nil || m.theta == nil {
+	if m == nil || m.theta == nil && m.steps == nil {
 		return m
 	}
 	return &Model{dom: m.dom, jt: m.jt, p: m.p, logZ: m.logZ, total: m.total, step: m.step}
@@ -83,11 +107,27 @@ func (m *Model) Lean() *Model {
 // and unlike −∞ it cannot meet another −∞ in a difference (NaN).
 const leanLogFloor = -1e4
 
-// potentials returns m's log potentials; a lean model's are derived from its
+// potentials returns m's log potentials. A model fitted without an arena
+// of potentials forms them from its step tables, as its fit did, bit for
+// bit (a new arena on each call); a lean model's are derived from its
 // marginals on each call (a new arena).
 func (m *Model) potentials() []float64 {
 	if m.theta != nil {
 		return m.theta
+	}
+	if m.steps != nil {
+		meas := make([]Measurement, len(m.stepSets))
+		for i, a := range m.stepSets {
+			meas[i] = Measurement{Attrs: a, Sigma: 1}
+		}
+		o := newObjective(m.jt, meas, L2, m.total)
+		o.initSteps(slices.Clone(m.steps)) // read, not written: trialSteps(0) copies them
+		o.trialSteps(0)
+		theta := make([]float64, m.jt.total)
+		for k := range m.jt.cliques {
+			o.potentialChunk(k, m.jt.block(theta, k), nil, 0)
+		}
+		return theta
 	}
 	theta := make([]float64, m.jt.total)
 	mle(theta, m.jt, m.p)

@@ -41,7 +41,7 @@ func TestPairRoutes(t *testing.T) {
 	for trial := range 12 {
 		d := 7 + rng.IntN(4)
 		m := treeModel(t, rng, d, 3+rng.IntN(5), 3)
-		p, _ := normalize(bruteJoint(m.jt, m.theta))
+		p, _ := normalize(bruteJoint(m.jt, m.potentials()))
 		sets := triples(rng, d)
 		b := m.NewBatch()
 		check := func(how string, s []int, x []float64) {

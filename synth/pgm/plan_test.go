@@ -115,7 +115,7 @@ func TestMarginalsOptimalPlan(t *testing.T) {
 	for trial := range 40 {
 		d := 4 + rng.IntN(6)
 		m := treeModel(t, rng, d, rng.IntN(5), 3)
-		p, _ := normalize(bruteJoint(m.jt, m.theta))
+		p, _ := normalize(bruteJoint(m.jt, m.potentials()))
 		var sets [][]int
 		for range 12 {
 			sets = append(sets, rng.Perm(d)[:1+rng.IntN(min(d, 4))])

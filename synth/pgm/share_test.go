@@ -20,7 +20,7 @@ func TestSharedSteps(t *testing.T) {
 	for trial := range 10 {
 		d := 7 + rng.IntN(5)
 		m := treeModel(t, rng, d, 3+rng.IntN(5), 3)
-		p, _ := normalize(bruteJoint(m.jt, m.theta))
+		p, _ := normalize(bruteJoint(m.jt, m.potentials()))
 		sets := triples(rng, d)
 		for range 20 {
 			sets = append(sets, rng.Perm(d)[:4])
