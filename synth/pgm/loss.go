@@ -37,15 +37,15 @@ type compiled struct {
 	// being tried (try); for every measurement, try plus its dependants'
 	// acc broadcast (acc), which a clique's potentials add up.
 	step, try, acc []float64
-	orig           int  // index in the fit's measurements; -1 for an intermediate
+	orig           int       // index in the fit's measurements; -1 for an intermediate
 	pseudo         bool      // an unmeasured intermediate table: no loss of its own
-	byBP        bool      // projected by a bound bpWork's propagation (bind), not by valueBP
-	own         []float64 // Qᵀ r (dense queries only)
-	qx          *mat.VecDense
-	xv          *mat.VecDense
-	xvAcc       *mat.VecDense
-	ov          *mat.VecDense
-	rv          *mat.VecDense
+	byBP           bool      // projected by a bound bpWork's propagation (bind), not by valueBP
+	own            []float64 // Qᵀ r (dense queries only)
+	qx             *mat.VecDense
+	xv             *mat.VecDense
+	xvAcc          *mat.VecDense
+	ov             *mat.VecDense
+	rv             *mat.VecDense
 }
 
 // objective evaluates a loss over clique marginals.
