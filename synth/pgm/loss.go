@@ -316,15 +316,18 @@ func (o *objective) gradOwn(accumulate bool) {
 		if m.src < 0 || !accumulate {
 			continue
 		}
-		to := o.meas[m.src].g
-		if m.idx == nil {
-			kernel.Axpy(to, 1, m.g)
-		} else {
-			o.team.run(len(to), 1, func(lo, hi, _ int) {
-				m.idx.Expand(to[lo:hi], m.g, lo)
-			})
-		}
+		o.addToSource(m, o.meas[m.src].g, m.g)
 	}
+}
+
+// addToSource adds x, a table over m's attributes, broadcast into to, the
+// table of m's source.
+func (o *objective) addToSource(m *compiled, to, x []float64) {
+	if m.idx == nil {
+		kernel.Axpy(to, 1, x)
+		return
+	}
+	o.team.run(len(to), 1, func(lo, hi, _ int) { m.idx.Expand(to[lo:hi], x, lo) })
 }
 
 // gradChunk writes into dst the cells [lo, lo+len(dst)) of clique k's
@@ -455,14 +458,7 @@ func (o *objective) trialSteps(a float64) {
 		if m.src < 0 {
 			continue
 		}
-		to := o.meas[m.src].acc
-		if m.idx == nil {
-			kernel.Axpy(to, 1, m.acc)
-		} else {
-			o.team.run(len(to), 1, func(lo, hi, _ int) {
-				m.idx.Expand(to[lo:hi], m.acc, lo)
-			})
-		}
+		o.addToSource(m, o.meas[m.src].acc, m.acc)
 	}
 }
 
