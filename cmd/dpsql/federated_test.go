@@ -382,20 +382,29 @@ func testFederatedConnecting(t *testing.T, r *remoteDB, s *server, root *sql.DB,
 	}
 }
 
-// marginalQuery matches a query of a synthesis on the source: on
-// PostgreSQL the codes table's CREATE (which reads the table) and the
-// GROUP BYs over it; on MySQL a GROUP BY.
+// marginalQuery matches a query of a synthesis on this test's table: on
+// PostgreSQL the codes table's CREATE (which reads the table), on MySQL a
+// GROUP BY. The table's name keeps out the queries of other tests, which
+// share the servers and run at the same time in the full suite.
 func (r *remoteDB) marginalQuery() string {
 	if r.c.Driver == federated.Postgres {
-		return "%dpsql_codes%"
+		return "%dpsql_codes%" + r.table + "%"
 	}
-	return "%GROUP BY%"
+	return "%" + r.table + "%GROUP BY%"
 }
 
 // testFederatedKill blocks the source table with a lock held by another
 // session, kills the synthesis waiting for it, and checks that the remote
 // query is gone.
 func testFederatedKill(t *testing.T, r *remoteDB, s *server, root *sql.DB) {
+	// A query of an earlier subtest that the source still lists (one
+	// cancelled when a sibling fetch failed ends when the source notices)
+	// would pass for the synthesis's own below: wait for none first.
+	for deadline := time.Now().Add(time.Minute); r.activeQueries(t, r.marginalQuery()) != 0; time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("an earlier query still runs on the source")
+		}
+	}
 	release := lockTable(t, r, r.table)
 	defer release()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -422,7 +431,16 @@ func testFederatedKill(t *testing.T, r *remoteDB, s *server, root *sql.DB) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	state := queryStrings(t, root, "SELECT STATE FROM information_schema.processlist WHERE ID = "+id)
+	// The synthesis is the only one querying the source, and it stays
+	// blocked on the lock: its State must say so (read until it does, for
+	// a slow machine, within the deadline).
+	var state [][]string
+	for deadline = time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		state = queryStrings(t, root, "SELECT STATE FROM information_schema.processlist WHERE ID = "+id)
+		if len(state) == 1 && strings.Contains(state[0][0], "reading the source") || time.Now().After(deadline) {
+			break
+		}
+	}
 	if len(state) != 1 || !strings.Contains(state[0][0], "reading the source") {
 		t.Errorf("State while the source is read: %v", state)
 	}
