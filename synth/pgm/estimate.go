@@ -350,7 +350,6 @@ func Estimate(ctx context.Context, dom *Domain, meas []Measurement, opts *Estima
 	switch o.Method {
 	case MirrorDescent:
 		end, err = mirrorDescent(ctx, jt, obj, theta, warm, len(meas), &o, warmStep, &stats)
-		warm = nil
 	case Accelerated:
 		err = accelerated(ctx, jt, obj, theta, &o, &stats)
 	default:
@@ -364,9 +363,9 @@ func Estimate(ctx context.Context, dom *Domain, meas []Measurement, opts *Estima
 	}
 	var m *Model
 	if end.p != nil {
-		// The fit ended on an accepted trial, whose marginals are those
-		// of theta (or of the step tables) bit for bit: no second
-		// propagation, no second arena.
+		// Mirror descent returns the marginals of its accepted point,
+		// those of theta (or of the step tables) bit for bit: no second
+		// propagation, no second arena. Accelerated's are propagated.
 		m = &Model{dom: jt.dom, jt: jt, theta: theta, p: end.p, logZ: end.logZ, total: total}
 		if end.steps != nil {
 			m.steps, m.stepSets = end.steps, make([][]int, len(meas))
@@ -485,9 +484,9 @@ var fuseGrad = true
 // warmStep is the last step of the warm start's fit (0 if none). theta,
 // the starting potentials, may be nil: the fit then starts from the step
 // tables warm (by measurement index, see objective.initSteps) and holds no
-// arena of potentials; the end's p is then always set and its steps are
-// the model's parameters. Otherwise the accepted steps are added into
-// theta when the fit returns.
+// arena of potentials, and the end's steps are the model's parameters;
+// otherwise the accepted steps are added into theta when the fit returns.
+// The end's p is always set.
 func mirrorDescent(ctx context.Context, jt *junctionTree, obj *objective, theta []float64, warm [][]float64, nmeas int, o *EstimateOptions, warmStep float64, st *EstimateStats) (end fitEnd, err error) {
 	bp := newBPWork(jt)
 	bp.team = obj.team
@@ -526,13 +525,7 @@ func mirrorDescent(ctx context.Context, jt *junctionTree, obj *objective, theta 
 		if trialTheta == nil {
 			trialTheta = make([]float64, n)
 		}
-		for k := range jt.cliques {
-			var base []float64
-			if theta != nil {
-				base = jt.block(theta, k)
-			}
-			obj.potentialChunk(k, jt.block(trialTheta, k), base, 0)
-		}
+		obj.formPotentials(trialTheta, theta)
 		return bp.run(p, trialTheta)
 	}
 	obj.trialSteps(0)
@@ -600,10 +593,7 @@ func mirrorDescent(ctx context.Context, jt *junctionTree, obj *objective, theta 
 			// has converged to working precision. (The reference takes
 			// the last trial step anyway, which can increase the loss.)
 			// p holds a rejected trial: propagated again at the accepted
-			// steps when there is no arena of potentials to propagate.
-			if theta != nil {
-				return fitEnd{step: last}, nil
-			}
+			// steps.
 			obj.trialSteps(0)
 			logZ = propagate()
 			st.OracleCalls++

@@ -484,14 +484,31 @@ func (o *objective) steps(n int) [][]float64 {
 }
 
 // applySteps adds the accepted steps into theta (the fit's starting
-// potentials), clique by clique, in the arithmetic in which
-// potentialChunk formed the accepted trial's potentials: theta is then
-// bit for bit the potentials whose marginals the fit last accepted.
+// potentials) in the arithmetic in which potentialChunk formed the
+// accepted trial's potentials: theta is then bit for bit the potentials
+// whose marginals the fit last accepted.
 func (o *objective) applySteps(theta []float64) {
 	o.trialSteps(0)
+	o.formPotentials(theta, theta)
+}
+
+// formPotentials writes the potentials at the trial step into the arena
+// dst, clique by clique (potentialChunk): base plus the acc tables
+// broadcast; base nil for none, or dst itself to add in place.
+func (o *objective) formPotentials(dst, base []float64) {
 	for k := range o.bySrc {
-		th := o.jt.block(theta, k)
-		o.team.run(len(th), 1, func(lo, hi, _ int) { o.potentialChunk(k, th[lo:hi], th[lo:hi], lo) })
+		d := o.jt.block(dst, k)
+		var b []float64
+		if base != nil {
+			b = o.jt.block(base, k)
+		}
+		o.team.run(len(d), 1, func(lo, hi, _ int) {
+			var piece []float64
+			if b != nil {
+				piece = b[lo:hi]
+			}
+			o.potentialChunk(k, d[lo:hi], piece, lo)
+		})
 	}
 }
 

@@ -27,8 +27,8 @@ type Model struct {
 	// potentials, are its parameters: a table over stepSets[i] per
 	// measurement i of the fit (objective.initSteps), from which a later
 	// fit of more measurements starts. Such a model has no theta; its
-	// potentials, where asked for, are derived from its marginals as a
-	// lean model's are.
+	// potentials, where asked for, are formed from the tables as its fit
+	// formed them (potentials).
 	steps    [][]float64
 	stepSets [][]int
 }
@@ -124,9 +124,7 @@ func (m *Model) potentials() []float64 {
 		o.initSteps(slices.Clone(m.steps)) // read, not written: trialSteps(0) copies them
 		o.trialSteps(0)
 		theta := make([]float64, m.jt.total)
-		for k := range m.jt.cliques {
-			o.potentialChunk(k, m.jt.block(theta, k), nil, 0)
-		}
+		o.formPotentials(theta, nil)
 		return theta
 	}
 	theta := make([]float64, m.jt.total)

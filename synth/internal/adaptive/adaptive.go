@@ -135,13 +135,13 @@ func (tr *Tracker) SpillTo(f *os.File) { tr.spill = f }
 // Load reads the spilled snapshots back into memory before Fill, in round
 // order, and with Compact compacts every snapshot where that pays (as Fill
 // would), one at a time, calling between (if non-nil) after each one it
-// loads or compacts and within a compaction (see compact). At large ε a run spills a dozen snapshots, each up to
-// a model: read back all at once and then compacted, they and the
-// compactions' elimination tables were live together, and the collector's
-// headroom doubled them, which set an AIM run's peak at its end; now one
-// snapshot's work is live beside what was kept of the earlier ones, and
-// between lets the caller collect its garbage. The snapshots and marginals
-// kept are the same either way.
+// loads or compacts and within a compaction (see compact). At large ε a
+// run spills a dozen snapshots, each up to a model: read back all at once
+// and then compacted, they and the compactions' elimination tables were
+// live together, and the collector's headroom doubled them, which set an
+// AIM run's peak at its end; now one snapshot's work is live beside what
+// was kept of the earlier ones, and between lets the caller collect its
+// garbage. The snapshots and marginals kept are the same either way.
 func (tr *Tracker) Load(between func()) error {
 	rounds := slices.Sorted(maps.Keys(tr.spilled))
 	for _, r := range rounds {
