@@ -400,11 +400,9 @@ func testFederatedKill(t *testing.T, r *remoteDB, s *server, root *sql.DB) {
 	// A query of an earlier subtest that the source still lists (one
 	// cancelled when a sibling fetch failed ends when the source notices)
 	// would pass for the synthesis's own below: wait for none first.
-	for deadline := time.Now().Add(time.Minute); r.activeQueries(t, r.marginalQuery()) != 0; time.Sleep(50 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("an earlier query still runs on the source")
-		}
-	}
+	active := func(like string) func() bool { return func() bool { return r.activeQueries(t, like) != 0 } }
+	idle := func(like string) func() bool { return func() bool { return r.activeQueries(t, like) == 0 } }
+	waitFor(t, time.Minute, "an earlier query still runs on the source", idle(r.marginalQuery()))
 	release := lockTable(t, r, r.table)
 	defer release()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -424,18 +422,12 @@ func testFederatedKill(t *testing.T, r *remoteDB, s *server, root *sql.DB) {
 		done <- err
 	}()
 	// Wait until the synthesis waits on the source.
-	deadline := time.Now().Add(time.Minute)
-	for r.activeQueries(t, r.marginalQuery()) == 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("the synthesis never queried the source")
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	waitFor(t, time.Minute, "the synthesis never queried the source", active(r.marginalQuery()))
 	// The synthesis is the only one querying the source, and it stays
 	// blocked on the lock: its State must say so (read until it does, for
 	// a slow machine, within the deadline).
 	var state [][]string
-	for deadline = time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
 		state = queryStrings(t, root, "SELECT STATE FROM information_schema.processlist WHERE ID = "+id)
 		if len(state) == 1 && strings.Contains(state[0][0], "reading the source") || time.Now().After(deadline) {
 			break
@@ -448,11 +440,7 @@ func testFederatedKill(t *testing.T, r *remoteDB, s *server, root *sql.DB) {
 	if err := <-done; mysqlCode(err) != 1317 {
 		t.Errorf("killed synthesis: %v", err)
 	}
-	for deadline = time.Now().Add(30 * time.Second); r.activeQueries(t, r.marginalQuery()) != 0; time.Sleep(50 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("the remote query still runs after KILL QUERY")
-		}
-	}
+	waitFor(t, 30*time.Second, "the remote query still runs after KILL QUERY", idle(r.marginalQuery()))
 	if rows := queryStrings(t, root, "SHOW TABLES FROM lab LIKE 'k'"); len(rows) != 0 {
 		t.Error("killed synthesis wrote its table")
 	}
@@ -463,18 +451,21 @@ func testFederatedKill(t *testing.T, r *remoteDB, s *server, root *sql.DB) {
 		_, err := queryStringsContext(ctx, conn, "SELECT * FROM census.big")
 		done <- err
 	}()
-	for deadline = time.Now().Add(time.Minute); r.activeQueries(t, scan) == 0; time.Sleep(50 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("the SELECT never queried the source")
-		}
-	}
+	waitFor(t, time.Minute, "the SELECT never queried the source", active(scan))
 	mustExec(t, root, "KILL QUERY "+id)
 	if err := <-done; err == nil {
 		t.Error("killed SELECT succeeded")
 	}
-	for deadline = time.Now().Add(30 * time.Second); r.activeQueries(t, scan) != 0; time.Sleep(50 * time.Millisecond) {
+	waitFor(t, 30*time.Second, "the remote scan still runs after KILL QUERY", idle(scan))
+}
+
+// waitFor polls cond every 50 ms until it holds, and fails the test with
+// what if it does not within d.
+func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(d); !cond(); time.Sleep(50 * time.Millisecond) {
 		if time.Now().After(deadline) {
-			t.Fatal("the remote scan still runs after KILL QUERY")
+			t.Fatal(what)
 		}
 	}
 }
