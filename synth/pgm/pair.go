@@ -172,17 +172,31 @@ func (m *Model) pairTable(scope []int, cache *reduceCache) []float64 {
 	return m.eliminateDirect(scope, nil, cache, nil).vals
 }
 
-// getPair returns the cached pair table under key.
+// getPair returns the cached pair table under key, which becomes the most
+// recently used.
 func (c *reduceCache) getPair(key string) ([]float64, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	t, ok := c.pairs[key]
-	return t, ok
+	e, ok := c.pairs[key]
+	if !ok {
+		return nil, false
+	}
+	c.pairOrder.MoveToBack(e)
+	return e.Value.(*pairEntry).vals, true
 }
 
-// putPair keeps t under key, dropping the oldest tables while the pair
-// budget is exceeded (triples sharing a table tend to come together; a
-// dropped table may still be read by the worker that got it).
+// pairEntry is a cached pair or step table.
+type pairEntry struct {
+	key  string
+	vals []float64
+}
+
+// putPair keeps t under key, dropping the least recently used tables
+// while the pair budget is exceeded (a dropped table may still be read by
+// the worker that got it). Least recently used, not oldest: a step or pair
+// table that many sets of a group read stays while the group lasts, and on
+// wide30 a scoring call with an 8 MB cache then computed 13 % fewer cells
+// of shared steps.
 func (c *reduceCache) putPair(key string, t []float64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -190,13 +204,11 @@ func (c *reduceCache) putPair(key string, t []float64) {
 		return
 	}
 	for c.pairBudget < len(t) {
-		old := c.pairOrder[0]
-		c.pairOrder = c.pairOrder[1:]
-		c.pairBudget += len(c.pairs[old])
-		delete(c.pairs, old)
+		old := c.pairOrder.Remove(c.pairOrder.Front()).(*pairEntry)
+		c.pairBudget += len(old.vals)
+		delete(c.pairs, old.key)
 	}
-	c.pairs[key] = t
-	c.pairOrder = append(c.pairOrder, key)
+	c.pairs[key] = c.pairOrder.PushBack(&pairEntry{key: key, vals: t})
 	c.pairBudget -= len(t)
 }
 
@@ -229,8 +241,13 @@ func (c *reduceCache) count(fresh bool) {
 }
 
 // pairMinBudget and pairMaxBudget bound the pair budget of a caching call
-// (cells: 1 and 32 MB); within them it is four times the call's reduction
-// budget, 8 × the model's cells. The floor was 8 MB: on a small model the
+// (cells: 1 and 16 MB); within them it is four times the call's reduction
+// budget, 8 × the model's cells. The cap was 32 MB: on wide30 (4.4 MB
+// models) the cache then held 7 × the model, a quarter of the process's
+// peak; at 16 MB, with the sets grouped (cacheOrder) and the least recently
+// used dropped, scoring sweeps 9 % more cells and the peak fits 4 × the
+// model + the data + 100 MB (docs/aim-performance.md, "Issue 19,
+// thirteenth pass"). The floor was 8 MB: on a small model the
 // cache then held up to 20 × the model, the part of a federated synthesis's
 // memory that grew from 1 M to 10 M rows (the model AIM picks from ten
 // times the signal, 0.36 against 0.8 MB); at 1 MB the peak there fell from
@@ -238,7 +255,7 @@ func (c *reduceCache) count(fresh bool) {
 // (docs/federated.md, issue 14's ninth pass).
 const (
 	pairMinBudget = 1 << 17
-	pairMaxBudget = 1 << 22
+	pairMaxBudget = 1 << 21
 )
 
 // announce counts, for the 3-sets of a call about to be computed, the pair
