@@ -232,6 +232,7 @@ func Execute(ctx context.Context, cfg Config, w io.Writer) ([]Report, error) {
 			return reports, fmt.Errorf("bench: seed %d: %w", seed, err)
 		}
 		note := res.Note
+		largest, largestRound := largestModel(res.Rounds)
 		r := Report{Seed: seed, Rounds: len(res.Rounds), RhoUsed: res.RhoUsed, Wall: wall, CPU: cpu, PeakMB: peak, BaseMB: mem.baseMB, HeapMB: heap}
 		if mech.Output() == synth.AnswersOnly {
 			// hdmm_lls releases Kronecker measurements; its answers are
@@ -264,6 +265,10 @@ func Execute(ctx context.Context, cfg Config, w io.Writer) ([]Report, error) {
 		if note != "" {
 			fmt.Fprintf(w, "seed %d note: %s\n", seed, note)
 		}
+		if r.Model && largest > r.ModelMB+0.005 {
+			fmt.Fprintf(w, "seed %d note: the run held a %.2f MB model (round %d), larger than the %.2f MB it released\n",
+				seed, largest, largestRound, r.ModelMB)
+		}
 		if r.Model && r.ModelSets < len(sets) {
 			fmt.Fprintf(w, "seed %d note: model error over %d of %d workload marginals; the others need more than %.3g cells of inference each (--model-budget)\n",
 				seed, r.ModelSets, len(sets), modelBudget(cfg.ModelBudget))
@@ -295,6 +300,19 @@ func Execute(ctx context.Context, cfg Config, w io.Writer) ([]Report, error) {
 	// The mean row's size and memory columns are the largest of the seeds'.
 	line("mean", mean, fmt.Sprintf("%.1f", float64(mean.Rounds)/float64(len(reports))))
 	return reports, nil
+}
+
+// largestModel returns the largest model size of the rounds (MB) and the
+// first round that held it (0, 0 without rounds). A refit can triangulate
+// the model more tightly than the round before, so a run may hold a
+// larger model than it releases; its memory is bounded by that one.
+func largestModel(rounds []synth.Round) (mb float64, round int) {
+	for _, r := range rounds {
+		if r.ModelSize > mb {
+			mb, round = r.ModelSize, r.Round
+		}
+	}
+	return mb, round
 }
 
 func workloadName(s string) string {

@@ -333,3 +333,26 @@ func TestModelErrorsBudget(t *testing.T) {
 		}
 	}
 }
+
+// TestLargestModel checks the largest model a run held, which the bench
+// notes when it is above the released one.
+func TestLargestModel(t *testing.T) {
+	for _, tt := range []struct {
+		name  string
+		sizes []float64
+		mb    float64
+		round int
+	}{
+		{"no rounds", nil, 0, 0},
+		{"growing", []float64{1, 2, 3}, 3, 3},
+		{"shrunk at the end", []float64{1, 7.98, 7.98, 5.31}, 7.98, 2},
+	} {
+		var rounds []synth.Round
+		for i, s := range tt.sizes {
+			rounds = append(rounds, synth.Round{Round: i + 1, ModelSize: s})
+		}
+		if mb, round := largestModel(rounds); mb != tt.mb || round != tt.round {
+			t.Errorf("%s: largest model %v MB in round %d, want %v in round %d", tt.name, mb, round, tt.mb, tt.round)
+		}
+	}
+}
