@@ -70,14 +70,11 @@ func newReduceCache(jt *junctionTree, budget int) *reduceCache {
 		// four times the reduced cliques' (8 × the model's cells): on
 		// wide30 the steps its triples repeat are the root clique's
 		// sweeps, each near the root's size.
+		// Models above 16 MB had half the 32 MB cap, 16 MB, which kept
+		// AIM at ε = 3 (19.6 MB models) within 4 × the model + 100 MB;
+		// they keep it: halved again, adult at ε = 10 ran 10 % slower
+		// on a fixed-noise trajectory.
 		c.pairMax = min(max(4*budget, pairMinBudget), pairMaxBudget)
-		if budget > pairMaxBudget {
-			// A model of more than 8 MB: its fit's arenas, several
-			// times its size, set the peak, and scoring is a small share
-			// of its rounds' time. Half the cache kept AIM at ε = 3
-			// (19.6 MB models) within 4 × the model + 100 MB.
-			c.pairMax = pairMaxBudget / 2
-		}
 		c.pairBudget = c.pairMax
 	}
 	if jt != nil {

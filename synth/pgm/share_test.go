@@ -64,7 +64,7 @@ func TestSharedSteps(t *testing.T) {
 
 // TestPairBudget checks the scoring cache's budget for shared steps and
 // pair tables against a model's size (cells): 4 × the reduction budget
-// (2 × the model) within [1 MB, 16 MB], and 8 MB for models above 8 MB.
+// (2 × the model) within [1 MB, 16 MB].
 func TestPairBudget(t *testing.T) {
 	for _, tt := range []struct{ model, want int }{
 		{1 << 10, pairMinBudget},           // a small model: the floor
@@ -72,8 +72,8 @@ func TestPairBudget(t *testing.T) {
 		{1 << 17, 8 << 17},                 // 8 × its cells
 		{1 << 19, pairMaxBudget},           // 4 MB: the cap
 		{pairMaxBudget / 2, pairMaxBudget}, // 8 MB: still the cap
-		{pairMaxBudget/2 + 1, pairMaxBudget / 2},
-		{1 << 23, pairMaxBudget / 2}, // ε = 10's models
+		{pairMaxBudget/2 + 1, pairMaxBudget},
+		{1 << 23, pairMaxBudget}, // ε = 10's models
 	} {
 		if got := newReduceCache(nil, 2*tt.model).pairMax; got != tt.want {
 			t.Errorf("model of %d cells: pair budget %d, want %d", tt.model, got, tt.want)
