@@ -41,8 +41,9 @@ type sentinel struct{ _ [32]byte }
 // environment's GOGC do not call it when one is set.
 func Start(headroom uint64, minPercent, maxPercent int) (stop func()) {
 	var stopped atomic.Bool
-	sample := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
 	adjust := func() {
+		// A sample per call: cleanups may run on several goroutines.
+		sample := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
 		metrics.Read(sample)
 		var live uint64
 		if sample[0].Value.Kind() == metrics.KindUint64 {
