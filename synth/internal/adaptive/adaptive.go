@@ -235,22 +235,6 @@ func (tr *Tracker) Round(t int, candidates []int, model *pgm.Model) {
 	}
 }
 
-// HeldMB is the memory the snapshots hold, in MB: the marginals of the
-// rounds kept as models in memory (lean: their marginals only) and the
-// compacted marginals of others; spilled snapshots hold none.
-func (tr *Tracker) HeldMB() float64 {
-	var mb float64
-	for _, m := range tr.snaps {
-		mb += m.Size()
-	}
-	for _, ms := range tr.kept {
-		for _, m := range ms {
-			mb += float64(len(m.X)) * 8 / (1 << 20)
-		}
-	}
-	return mb
-}
-
 // compact replaces the model of round r's snapshot by the marginals the
 // bounds read of it, if they are fewer cells than the model and cheap,
 // and reports whether it did. It calls between (if non-nil) after each
