@@ -265,7 +265,7 @@ func Execute(ctx context.Context, cfg Config, w io.Writer) ([]Report, error) {
 		if note != "" {
 			fmt.Fprintf(w, "seed %d note: %s\n", seed, note)
 		}
-		if r.Model && largest > r.ModelMB+0.005 {
+		if r.Model && largest > r.ModelMB+0.005 { // sizes print to 0.01 MB
 			fmt.Fprintf(w, "seed %d note: the run held a %.2f MB model (round %d), larger than the %.2f MB it released\n",
 				seed, largest, largestRound, r.ModelMB)
 		}

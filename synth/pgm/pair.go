@@ -245,9 +245,10 @@ func (c *reduceCache) count(fresh bool) {
 // budget, 8 × the model's cells. The cap was 32 MB: on wide30 (4.4 MB
 // models) the cache then held 7 × the model, a quarter of the process's
 // peak; at 16 MB, with the sets grouped (cacheOrder) and the least recently
-// used dropped, scoring sweeps 9 % more cells and the peak fits 4 × the
-// model + the data + 100 MB (docs/aim-performance.md, "Issue 19,
-// thirteenth pass"). The floor was 8 MB: on a small model the
+// used dropped, scoring sweeps 9 % more cells and wide30's peak fell by
+// about a third with the collector's headroom bounded too, to 1–10 MB
+// above 4 × the model + the data + 100 MB (docs/aim-performance.md,
+// "Issue 19, thirteenth pass"). The floor was 8 MB: on a small model the
 // cache then held up to 20 × the model, the part of a federated synthesis's
 // memory that grew from 1 M to 10 M rows (the model AIM picks from ten
 // times the signal, 0.36 against 0.8 MB); at 1 MB the peak there fell from
