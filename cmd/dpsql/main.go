@@ -56,19 +56,28 @@ var commands = []command{
 	}},
 }
 
-// heapHeadroom is what the heap may grow by between two collections
-// (heapgoal) unless the environment sets GOGC. dpsql's live heap is mostly
-// pointer-free numeric tables (data, models, marginals) that the collector
-// marks at almost no cost, but the default GOGC = 100 lets a 60 MB live
-// heap peak at 120 MB. GOGC follows the live heap within [20, 100]: a
-// small heap (a synthesis at ε = 1, 20–40 MB) keeps about the default
-// and its CPU, a large one is held to 1.2 × what is live
-// (docs/aim-performance.md, "Issue 19, thirteenth pass").
-const heapHeadroom = 12 << 20
+// heapGoal is how the collector is paced unless the environment sets GOGC
+// (internal/heapgoal). dpsql's live heap is mostly pointer-free numeric
+// tables (data, models, marginals) that the collector marks at almost no
+// cost, but the default GOGC = 100 lets a 60 MB live heap peak at 120 MB.
+// GOGC follows the live heap within [20, 100], letting it grow by about
+// 12 MB: a small heap (a synthesis at ε = 1, 20–40 MB) keeps about the
+// default and its CPU, a large one is held to 1.2 × what is live. Unless
+// the environment sets GOMEMLIMIT, the memory limit is 1.25 × the heap
+// goal and at least 80 MB, so that the pages a collection frees go
+// back to the system within a cycle rather than at the scavenger's pace
+// (docs/aim-performance.md, "Issue 19, thirteenth pass" and "fourteenth
+// pass").
+var heapGoal = heapgoal.Options{Headroom: 12 << 20, MinPercent: 20, MaxPercent: 100,
+	RetainPercent: 125, RetainFloor: 80 << 20}
 
 func main() {
 	if _, set := os.LookupEnv("GOGC"); !set {
-		heapgoal.Start(heapHeadroom, 20, 100)
+		o := heapGoal
+		if _, set := os.LookupEnv("GOMEMLIMIT"); set {
+			o.RetainPercent = 0
+		}
+		heapgoal.Start(o)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	go func() {

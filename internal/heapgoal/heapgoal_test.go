@@ -29,6 +29,25 @@ func TestPercent(t *testing.T) {
 	}
 }
 
+func TestLimit(t *testing.T) {
+	const mb = 1 << 20
+	for _, tt := range []struct {
+		name    string
+		live    uint64
+		percent int
+		want    uint64
+	}{
+		{"small heap: the floor", 20 * mb, 60, 80 * mb},
+		{"goal of 64 MB: 1.25 × is the floor", 32 * mb, 100, 80 * mb},
+		{"wide30's heap", 60 * mb, 20, 90 * mb},
+		{"adult ε = 10's heap", 200 * mb, 20, 300 * mb},
+	} {
+		if got := Limit(tt.live, tt.percent, 125, 80*mb); got != tt.want {
+			t.Errorf("%s: Limit(%d MB, %d) = %.2f MB, want %.2f MB", tt.name, tt.live/mb, tt.percent, float64(got)/mb, float64(tt.want)/mb)
+		}
+	}
+}
+
 // gogc reads the collector's current target.
 func gogc() int64 {
 	s := []metrics.Sample{{Name: "/gc/gogc:percent"}}
@@ -36,40 +55,61 @@ func gogc() int64 {
 	return int64(s[0].Value.Uint64())
 }
 
-// TestStartFollowsLiveHeap checks that after a collection GOGC is what
-// Percent gives for the live heap, as it grows and after it shrinks, and
-// that stop leaves it alone.
+// TestStartFollowsLiveHeap checks that after a collection GOGC and the
+// memory limit are what Percent and Limit give for the live heap, as it
+// grows and after it shrinks, and that stop restores the limit and leaves
+// GOGC alone.
 func TestStartFollowsLiveHeap(t *testing.T) {
 	defer debug.SetGCPercent(debug.SetGCPercent(100))
-	const headroom = 4 << 20
-	stop := Start(headroom, 10, 100)
+	defer debug.SetMemoryLimit(debug.SetMemoryLimit(-1))
+	const (
+		mb       = 1 << 20
+		headroom = 4 * mb
+		floor    = 32 * mb
+	)
+	before := debug.SetMemoryLimit(-1)
+	stop := Start(Options{Headroom: headroom, MinPercent: 10, MaxPercent: 100, RetainPercent: 125, RetainFloor: floor})
 	defer stop()
-	await := func(want func(int64) bool) int64 {
-		var got int64
+	await := func(want func(p, limit int64) bool) (int64, int64) {
+		var p, limit int64
 		for range 50 {
 			runtime.GC()
 			time.Sleep(10 * time.Millisecond) // the cleanup runs on its own goroutine
-			if got = gogc(); want(got) {
+			if p, limit = gogc(), debug.SetMemoryLimit(-1); want(p, limit) {
 				break
 			}
 		}
-		return got
+		return p, limit
 	}
-	held := make([]byte, 64<<20) // 64 MB live: 4 MB of headroom is 6 %, the floor
+	held := make([]byte, 64*mb) // 64 MB live: 4 MB of headroom is 6 %, the floor
 	for i := range held {
 		held[i] = byte(i)
 	}
-	if got := await(func(p int64) bool { return p == 10 }); got != 10 {
-		t.Fatalf("with 64 MB live GOGC = %d, want the floor 10", got)
+	// The goal is 1.1 × the live heap (64 MB and the test's own), the
+	// limit 1.25 × that.
+	lo, hi := int64(1.25*1.1*64*mb), int64(1.25*1.1*72*mb)
+	p, limit := await(func(p, limit int64) bool { return p == 10 && limit >= lo && limit <= hi })
+	if p != 10 {
+		t.Fatalf("with 64 MB live GOGC = %d, want the floor 10", p)
+	}
+	if limit < lo || limit > hi {
+		t.Fatalf("with 64 MB live the memory limit is %.1f MB, want 1.25 × the goal, in [%.1f, %.1f] MB", float64(limit)/mb, float64(lo)/mb, float64(hi)/mb)
 	}
 	runtime.KeepAlive(held)
 	held = nil
-	if got := await(func(p int64) bool { return p > 10 }); got <= 10 {
-		t.Fatalf("after freeing 64 MB GOGC stayed %d", got)
+	p, limit = await(func(p, limit int64) bool { return p > 10 && limit == floor })
+	if p <= 10 {
+		t.Fatalf("after freeing 64 MB GOGC stayed %d", p)
+	}
+	if limit != floor {
+		t.Fatalf("after freeing 64 MB the memory limit is %.1f MB, want the floor %d MB", float64(limit)/mb, floor/mb)
 	}
 	stop()
+	if got := debug.SetMemoryLimit(-1); got != before {
+		t.Fatalf("after stop the memory limit is %d, want %d as before Start", got, before)
+	}
 	debug.SetGCPercent(77)
-	if got := await(func(p int64) bool { return p != 77 }); got != 77 {
-		t.Fatalf("after stop GOGC moved to %d", got)
+	if p, limit := await(func(p, limit int64) bool { return p != 77 || limit != before }); p != 77 || limit != before {
+		t.Fatalf("after stop GOGC moved to %d, the limit to %d", p, limit)
 	}
 }
