@@ -120,8 +120,12 @@ type Tracker struct {
 }
 
 // spillMB is the size from which SpillTo writes a snapshot model out: a
-// smaller one is not worth a write (tests lower it).
-var spillMB = 4.0
+// smaller one is not worth a write (tests lower it). On a 30-attribute
+// table whose models stay at 2–3 MB, the snapshots kept in memory under
+// 4 MB were three models' arenas at the peak; from 1 MB that peak fell by
+// 5 MB at no measured CPU (docs/aim-performance.md, Issue 19, fourteenth
+// pass).
+var spillMB = 1.0
 
 // SpillTo makes the tracker write the model snapshots of earlier rounds
 // of spillMB or more to f once they are no longer the latest (the
