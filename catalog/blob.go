@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"runtime"
 
@@ -110,50 +111,140 @@ func (s *Store) StageBlob(ctx context.Context, v []byte) ([]byte, error) {
 	if len(v) < blobInline {
 		return v, nil
 	}
+	w := s.NewBlobWriter(ctx)
+	w.n, w.collect = len(v), len(v) >= blobCollect
+	for off := 0; off < len(v); off += blobChunk {
+		if err := w.commit(v[off:min(off+blobChunk, len(v))]); err != nil {
+			return nil, err
+		}
+	}
+	return blobRef(w.id, len(v)), nil
+}
+
+// BlobWriter stages a value written piece by piece, as StageBlob stages a
+// whole one, with the same chunks and reference: it commits each chunk as
+// it fills, so an encoder that writes into it (an AIM model of tens of
+// megabytes) never holds its whole encoding. Close returns what StageBlob
+// would have; after an error, or to give up, Abort deletes the chunks
+// committed so far.
+type BlobWriter struct {
+	s       *Store
+	ctx     context.Context
+	buf     []byte // written and not committed
+	sealed  []byte // the chunk being committed, sealed; reused after each commit
+	id      uint64
+	n       int // bytes written
+	chunks  int // chunks committed
+	collect bool
+	err     error
+}
+
+// NewBlobWriter returns a BlobWriter that stages a value in s.
+func (s *Store) NewBlobWriter(ctx context.Context) *BlobWriter {
+	return &BlobWriter{s: s, ctx: ctx}
+}
+
+// Write appends p to the value, committing every chunk that fills once the
+// value is too long to be kept as it is. It holds at most a chunk of p.
+func (w *BlobWriter) Write(p []byte) (int, error) {
+	if w.err != nil {
+		return 0, w.err
+	}
+	written := len(p)
+	for len(p) > 0 {
+		k := len(p)
+		if room := blobChunk - len(w.buf); room > 0 && k > room {
+			k = room
+		}
+		w.buf = append(w.buf, p[:k]...)
+		w.n += k
+		p = p[k:]
+		w.collect = w.collect || w.n >= blobCollect
+		for w.n >= blobInline && len(w.buf) >= blobChunk {
+			if err := w.commit(w.buf[:blobChunk]); err != nil {
+				return 0, err
+			}
+			w.buf = w.buf[:copy(w.buf, w.buf[blobChunk:])]
+		}
+	}
+	return written, nil
+}
+
+// Close commits the last chunk and returns the reference to the value, or
+// the value itself if it is shorter than blobInline.
+func (w *BlobWriter) Close() ([]byte, error) {
+	if w.err != nil {
+		return nil, w.err
+	}
+	if w.chunks == 0 && w.n < blobInline {
+		return w.buf, nil
+	}
+	if len(w.buf) > 0 {
+		if err := w.commit(w.buf); err != nil {
+			return nil, err
+		}
+	}
+	w.buf = nil
+	return blobRef(w.id, w.n), nil
+}
+
+// Abort deletes the chunks committed so far (the value will not be used).
+func (w *BlobWriter) Abort() {
+	if w.chunks > 0 {
+		_ = w.s.DropBlob(context.WithoutCancel(w.ctx), blobRef(w.id, w.n))
+		w.chunks = 0
+	}
+	w.buf = nil
+	if w.err == nil {
+		w.err = errBlobAborted
+	}
+}
+
+var errBlobAborted = errors.New("catalog: blob writer aborted")
+
+// commit writes chunk as the next chunk of the blob in a transaction of
+// its own. On an error the chunks committed before are deleted and the
+// writer fails from then on.
+func (w *BlobWriter) commit(chunk []byte) error {
 	name, err := metaBucketName(BucketBlob)
-	if err != nil {
-		return nil, err
+	if err == nil {
+		err = w.ctx.Err()
 	}
-	var id uint64
-	buf := make([]byte, 0, min(blobChunk, len(v))+seal.Size)
-	for i, off := 0, 0; off < len(v); i, off = i+1, off+blobChunk {
-		chunk := v[off:min(off+blobChunk, len(v))]
-		err := ctx.Err()
-		if err == nil {
-			err = guard(s.path, func() error {
-				return s.db.Update(func(tx *bbolt.Tx) error {
-					b, err := tx.CreateBucketIfNotExists(name)
-					if err != nil {
+	i := w.chunks
+	if err == nil {
+		err = guard(w.s.path, func() error {
+			return w.s.db.Update(func(tx *bbolt.Tx) error {
+				b, err := tx.CreateBucketIfNotExists(name)
+				if err != nil {
+					return err
+				}
+				if i == 0 {
+					if w.id, err = b.NextSequence(); err != nil {
 						return err
 					}
-					if i == 0 {
-						if id, err = b.NextSequence(); err != nil {
-							return err
-						}
-					}
-					key := blobKey(id, i)
-					cb, err := b.CreateBucket(key)
-					if err != nil {
-						return err
-					}
-					// bbolt holds the value until the commit; buf is
-					// reused only after it.
-					buf = seal.Append(buf[:0], key, chunk)
-					return cb.Put(key, buf)
-				})
+				}
+				key := blobKey(w.id, i)
+				cb, err := b.CreateBucket(key)
+				if err != nil {
+					return err
+				}
+				// bbolt holds the value until the commit; sealed is
+				// reused only after it.
+				w.sealed = seal.Append(w.sealed[:0], key, chunk)
+				return cb.Put(key, w.sealed)
 			})
-			if err == nil && len(v) >= blobCollect {
-				runtime.GC()
-			}
-		}
-		if err != nil {
-			if i > 0 {
-				_ = s.DropBlob(context.WithoutCancel(ctx), blobRef(id, len(v)))
-			}
-			return nil, fmt.Errorf("catalog: writing a value of %d bytes (chunk %d): %w", len(v), i, err)
+		})
+		if err == nil && w.collect {
+			runtime.GC()
 		}
 	}
-	return blobRef(id, len(v)), nil
+	if err != nil {
+		w.Abort()
+		w.err = fmt.Errorf("catalog: writing a value of %d bytes (chunk %d): %w", w.n, i, err)
+		return w.err
+	}
+	w.chunks++
+	return nil
 }
 
 // DropBlob deletes the chunks of the blob ref refers to (nothing if ref is

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"strings"
 	"testing"
@@ -186,6 +187,101 @@ func TestStageBlobCancelled(t *testing.T) {
 	}
 	if got := blobChunks(t, s); len(got) != 0 {
 		t.Fatalf("chunks left: %v", got)
+	}
+}
+
+// TestBlobWriter: a value written in pieces of any size is staged as
+// StageBlob stages it whole (the same chunks, read back the same through a
+// record); a short one comes back as it is; a cancelled or aborted writer
+// leaves no chunk behind.
+func TestBlobWriter(t *testing.T) {
+	smallBlobs(t)
+	rng := rand.New(rand.NewPCG(3, 4))
+	s := mustOpen(t, "")
+	ctx := context.Background()
+	write := func(ctx context.Context, v []byte, piece int) ([]byte, error) {
+		w := s.NewBlobWriter(ctx)
+		for off := 0; off < len(v); off += piece {
+			if _, err := w.Write(v[off:min(off+piece, len(v))]); err != nil {
+				w.Abort()
+				return nil, err
+			}
+		}
+		return w.Close()
+	}
+	for _, tt := range []struct{ n, piece int }{
+		{0, 1}, {99, 7}, {99, 1000}, {100, 1}, {999, 333}, {1000, 1000}, {1001, 1}, {5500, 64}, {5500, 5500}, {7321, 2999},
+	} {
+		v := randomBytes(rng, tt.n)
+		ref, err := write(ctx, v, tt.piece)
+		if err != nil {
+			t.Fatalf("%d bytes in pieces of %d: %v", tt.n, tt.piece, err)
+		}
+		if tt.n < 100 {
+			if !bytes.Equal(ref, v) || IsBlobRef(ref) {
+				t.Fatalf("%d bytes: %d bytes back (reference %v), want the value itself", tt.n, len(ref), IsBlobRef(ref))
+			}
+			continue
+		}
+		id, n, ok := parseBlobRef(ref)
+		if !ok || n != tt.n {
+			t.Fatalf("%d bytes in pieces of %d: reference %v to %d bytes", tt.n, tt.piece, ok, n)
+		}
+		if got, want := blobChunks(t, s)[id], (tt.n+999)/1000; got != want {
+			t.Errorf("%d bytes in pieces of %d: %d chunks, want %d", tt.n, tt.piece, got, want)
+		}
+		name := fmt.Sprintf("w%d_%d", tt.n, tt.piece)
+		table := createSynthetic(t, s, name, ref, nil)
+		err = s.View(ctx, func(tx *Tx) error {
+			got, err := tx.SyntheticModel(table)
+			if err != nil || !bytes.Equal(got, v) {
+				t.Errorf("%s: read %d bytes back (%v), want the %d written", name, len(got), err, len(v))
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Update(ctx, func(tx *Tx) error { return tx.DeleteSynthetic(table) }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := blobChunks(t, s); len(got) != 0 {
+		t.Fatalf("chunks left after the records were deleted: %v", got)
+	}
+
+	// Cancelled after two chunks: the write fails, Abort deletes them.
+	cctx, cancel := context.WithCancel(ctx)
+	w := s.NewBlobWriter(cctx)
+	if _, err := w.Write(randomBytes(rng, 2500)); err != nil {
+		t.Fatal(err)
+	}
+	if got := blobChunks(t, s); len(got) != 1 {
+		t.Fatalf("after 2500 bytes: chunks %v, want two of one blob", got)
+	}
+	cancel()
+	if _, err := w.Write(randomBytes(rng, 1000)); !errors.Is(err, context.Canceled) {
+		t.Fatalf("write after cancel: %v", err)
+	}
+	if _, err := w.Close(); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Close after a failed write: %v", err)
+	}
+	w.Abort()
+	if got := blobChunks(t, s); len(got) != 0 {
+		t.Fatalf("cancelled writer left chunks: %v", got)
+	}
+
+	// Aborted by its caller (the encoder failed).
+	w = s.NewBlobWriter(ctx)
+	if _, err := w.Write(randomBytes(rng, 3500)); err != nil {
+		t.Fatal(err)
+	}
+	w.Abort()
+	if got := blobChunks(t, s); len(got) != 0 {
+		t.Fatalf("aborted writer left chunks: %v", got)
+	}
+	if _, err := w.Close(); err == nil {
+		t.Fatal("Close after Abort succeeded")
 	}
 }
 
