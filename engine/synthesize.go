@@ -898,8 +898,9 @@ var (
 // its codes, and the transaction holds each row once, encoded. Their codes
 // are checked here, before the charge is committed.
 //
-// Large encodings are written as they are made, each in chunks of their
-// own transactions (catalog.StageBlob), and model and release are what
+// Large encodings are written in chunks of their own transactions, the
+// model's as it is encoded (catalog.BlobWriter), the release's once
+// encoded (catalog.StageBlob), and model and release are what
 // the table's transaction stores in their place: the model's encoding is
 // let go before the release is encoded, and the table's commit copies
 // references into bbolt's pages, not a second copy of both. On an error
@@ -943,16 +944,20 @@ func (e *Engine) prepareRelease(ctx context.Context, r *synthRequest, out *synth
 		if rows, nrows, err = decodedRows(ctx, r, out, sch, decodeNoise); err != nil {
 			return
 		}
-		if model, err = out.Model.MarshalBinary(); err != nil {
-			err = fmt.Errorf("encoding the model: %w", err)
-			return
-		}
+		// The model's encoding is staged as it is made, a chunk at a
+		// time, so a large model is never held beside its encoding.
 		// Encoded, the model is read no more: collected before the
 		// release (its snapshots, as large as a few models at ε = 10)
-		// is encoded beside it.
+		// is encoded.
 		modelMB = out.Model.Size()
+		w := e.dp.cat.NewBlobWriter(ctx)
+		if _, err = out.Model.WriteBinary(w); err != nil {
+			w.Abort()
+			err = fmt.Errorf("writing the model: %w", err)
+			return
+		}
 		out.Model = nil
-		if model, err = e.dp.cat.StageBlob(ctx, model); err != nil {
+		if model, err = w.Close(); err != nil {
 			err = fmt.Errorf("writing the model: %w", err)
 			return
 		}

@@ -1,10 +1,12 @@
 package pgm
 
 import (
+	"bufio"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"io"
 	"math"
 	"slices"
 )
@@ -66,6 +68,66 @@ func (m *Model) MarshalBinary() ([]byte, error) {
 func (m *Model) AppendBinary(b []byte) ([]byte, error) {
 	start := len(b)
 	b = slices.Grow(b, m.EncodedSizeHint())
+	b = m.appendHeader(b)
+	if m.theta != nil || m.steps != nil {
+		for _, v := range m.potentials() {
+			b = binary.LittleEndian.AppendUint64(b, math.Float64bits(v))
+		}
+	} else {
+		b = m.appendLeanPotentials(b)
+	}
+	b = binary.LittleEndian.AppendUint32(b, crc32.Checksum(b[start:], castagnoli))
+	return b, nil
+}
+
+// WriteBinary writes MarshalBinary's encoding to w through a buffer of
+// 64 KB, without holding the encoding: a server stages a large model in
+// chunks as it is encoded (catalog.BlobWriter) instead of beside it. It
+// returns the bytes written.
+func (m *Model) WriteBinary(w io.Writer) (int64, error) {
+	cw := &crcWriter{w: w}
+	bw := bufio.NewWriterSize(cw, 64<<10)
+	buf := m.appendHeader(make([]byte, 0, 4096))
+	if _, err := bw.Write(buf); err != nil {
+		return cw.n, err
+	}
+	var cell [8]byte
+	put := func(x float64) {
+		binary.LittleEndian.PutUint64(cell[:], math.Float64bits(x))
+		bw.Write(cell[:]) // an error sticks to bw and is returned by Flush
+	}
+	if m.theta != nil || m.steps != nil {
+		for _, v := range m.potentials() {
+			put(v)
+		}
+	} else {
+		m.leanPotentials(func(x float64) { put(x) })
+	}
+	if err := bw.Flush(); err != nil {
+		return cw.n, err
+	}
+	binary.LittleEndian.PutUint32(cell[:4], cw.crc)
+	n, err := w.Write(cell[:4])
+	return cw.n + int64(n), err
+}
+
+// crcWriter passes writes on to w, counting them and keeping their CRC.
+type crcWriter struct {
+	w   io.Writer
+	crc uint32
+	n   int64
+}
+
+func (c *crcWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.crc = crc32.Update(c.crc, castagnoli, p[:n])
+	c.n += int64(n)
+	return n, err
+}
+
+// appendHeader appends the encoding up to the potentials: the domain, the
+// total, the elimination order and the cliques.
+func (m *Model) appendHeader(b []byte) []byte {
 	b = append(b, modelMagic...)
 	b = binary.LittleEndian.AppendUint32(b, modelVersion)
 	b = binary.LittleEndian.AppendUint32(b, uint32(m.dom.Len()))
@@ -85,27 +147,27 @@ func (m *Model) AppendBinary(b []byte) ([]byte, error) {
 			b = binary.LittleEndian.AppendUint32(b, uint32(a))
 		}
 	}
-	if m.theta != nil || m.steps != nil {
-		for _, v := range m.potentials() {
-			b = binary.LittleEndian.AppendUint64(b, math.Float64bits(v))
-		}
-	} else {
-		b = m.appendLeanPotentials(b)
-	}
-	b = binary.LittleEndian.AppendUint32(b, crc32.Checksum(b[start:], castagnoli))
-	return b, nil
+	return b
 }
 
-// appendLeanPotentials appends the potentials of a lean model, clique by
-// clique in arena order, as potentials derives them (mle, then log 0 raised
-// to leanLogFloor), bit for bit, without their arena.
+// appendLeanPotentials appends the potentials of a lean model (see
+// leanPotentials).
 func (m *Model) appendLeanPotentials(b []byte) []byte {
+	m.leanPotentials(func(x float64) {
+		b = binary.LittleEndian.AppendUint64(b, math.Float64bits(x))
+	})
+	return b
+}
+
+// leanPotentials calls f with the potentials of a lean model, clique by
+// clique in arena order, as potentials derives them (mle, then log 0
+// raised to leanLogFloor), bit for bit, without their arena.
+func (m *Model) leanPotentials(f func(float64)) {
 	for v := range m.jt.cliques {
 		m.jt.mleClique(v, m.p, func(_ int, x float64) {
-			b = binary.LittleEndian.AppendUint64(b, math.Float64bits(max(x, leanLogFloor)))
+			f(max(x, leanLogFloor))
 		})
 	}
-	return b
 }
 
 // decoder reads little-endian values, remembering the first failure.

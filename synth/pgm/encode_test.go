@@ -166,3 +166,75 @@ func TestMarshalLeanAllocates(t *testing.T) {
 		t.Fatalf("encoding a lean model of %d cells allocated %d bytes for a %d-byte encoding", lean.jt.total, alloc, hint)
 	}
 }
+
+// shortWriter accepts at most max bytes a call (a chunking writer) and
+// fails once failAt bytes have been written, if failAt is positive.
+type shortWriter struct {
+	b           []byte
+	max, failAt int
+}
+
+var errShortWriter = errors.New("test writer failed")
+
+func (w *shortWriter) Write(p []byte) (int, error) {
+	for i := 0; i < len(p); i += w.max {
+		piece := p[i:min(i+w.max, len(p))]
+		if w.failAt > 0 && len(w.b)+len(piece) >= w.failAt {
+			return i, errShortWriter
+		}
+		w.b = append(w.b, piece...)
+	}
+	return len(p), nil
+}
+
+// TestWriteBinary: the streamed encoding is MarshalBinary's, bit for bit,
+// for models with potentials and lean ones, whatever the writer's pieces;
+// its count is the bytes written; a writer's error is returned.
+func TestWriteBinary(t *testing.T) {
+	rng := rand.New(rand.NewPCG(29, 30))
+	for trial := range 30 {
+		m := randomModel(t, rng, 1+rng.IntN(6), 1+rng.Float64()*1000)
+		for _, model := range []*Model{m, m.Lean()} {
+			want, err := model.MarshalBinary()
+			if err != nil {
+				t.Fatal(err)
+			}
+			w := &shortWriter{max: 1 + rng.IntN(100)}
+			n, err := model.WriteBinary(w)
+			if err != nil || n != int64(len(want)) || !slices.Equal(w.b, want) {
+				t.Fatalf("trial %d (lean %v): wrote %d bytes (count %d, %v), want MarshalBinary's %d", trial, model.theta == nil, len(w.b), n, err, len(want))
+			}
+			fail := &shortWriter{max: 7, failAt: 1 + rng.IntN(len(want))}
+			if _, err := model.WriteBinary(fail); !errors.Is(err, errShortWriter) {
+				t.Fatalf("trial %d: a writer failing at byte %d of %d: %v", trial, fail.failAt, len(want), err)
+			}
+		}
+	}
+}
+
+// TestWriteBinaryAllocates: streaming a lean model allocates its buffer and
+// the separator tables of the derivation (a quarter of the encoding here),
+// not its encoding nor an arena of potentials (each as large as all of it).
+func TestWriteBinaryAllocates(t *testing.T) {
+	dom, err := NewDomain([]string{"a", "b", "c", "d"}, []int{40, 50, 30, 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lean := normalModel(t, rand.New(rand.NewPCG(7, 8)), dom, [][]int{{0, 1, 2}, {1, 2, 3}}, 1, 1000).Lean()
+	hint := lean.EncodedSizeHint()
+	var w discardCounter
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	n, err := lean.WriteBinary(&w)
+	runtime.ReadMemStats(&after)
+	if err != nil || n != int64(hint) || w.n != hint {
+		t.Fatalf("wrote %d bytes (count %d, %v), want %d", w.n, n, err, hint)
+	}
+	if alloc := after.TotalAlloc - before.TotalAlloc; alloc > uint64(hint)/2 {
+		t.Fatalf("streaming a lean model of %d cells allocated %d bytes for a %d-byte encoding", lean.jt.total, alloc, hint)
+	}
+}
+
+type discardCounter struct{ n int }
+
+func (d *discardCounter) Write(p []byte) (int, error) { d.n += len(p); return len(p), nil }
