@@ -898,9 +898,8 @@ var (
 // its codes, and the transaction holds each row once, encoded. Their codes
 // are checked here, before the charge is committed.
 //
-// Large encodings are written in chunks of their own transactions, the
-// model's as it is encoded (catalog.BlobWriter), the release's once
-// encoded (catalog.StageBlob), and model and release are what
+// Large encodings are written in chunks of their own transactions as they
+// are encoded (catalog.BlobWriter), and model and release are what
 // the table's transaction stores in their place: the model's encoding is
 // let go before the release is encoded, and the table's commit copies
 // references into bbolt's pages, not a second copy of both. On an error
@@ -950,14 +949,14 @@ func (e *Engine) prepareRelease(ctx context.Context, r *synthRequest, out *synth
 		// release (its snapshots, as large as a few models at ε = 10)
 		// is encoded.
 		modelMB = out.Model.Size()
-		w := e.dp.cat.NewBlobWriter(ctx)
-		if _, err = out.Model.WriteBinary(w); err != nil {
-			w.Abort()
+		mw := e.dp.cat.NewBlobWriter(ctx)
+		if _, err = out.Model.WriteBinary(mw); err != nil {
+			mw.Abort()
 			err = fmt.Errorf("writing the model: %w", err)
 			return
 		}
 		out.Model = nil
-		if model, err = w.Close(); err != nil {
+		if model, err = mw.Close(); err != nil {
 			err = fmt.Errorf("writing the model: %w", err)
 			return
 		}
@@ -966,10 +965,13 @@ func (e *Engine) prepareRelease(ctx context.Context, r *synthRequest, out *synth
 	if testEncodingRelease != nil {
 		testEncodingRelease()
 	}
-	if release, err = synth.MarshalRelease(out); err != nil {
+	w := e.dp.cat.NewBlobWriter(ctx)
+	if _, err = synth.WriteRelease(w, out); err != nil {
+		w.Abort()
+		err = fmt.Errorf("writing the release: %w", err)
 		return
 	}
-	if release, err = e.dp.cat.StageBlob(ctx, release); err != nil {
+	if release, err = w.Close(); err != nil {
 		err = fmt.Errorf("writing the release: %w", err)
 		return
 	}

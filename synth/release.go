@@ -1,9 +1,11 @@
 package synth
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 
 	"gonum.org/v1/gonum/mat"
@@ -94,15 +96,43 @@ func sizeHint(r *Result) int {
 // MarshalRelease encodes r's release: everything but Model and Rows.
 func MarshalRelease(r *Result) ([]byte, error) { return marshalRelease(r, releaseVersion) }
 
+// WriteRelease writes MarshalRelease's encoding to out as it is made,
+// through a buffer of about 64 KB (snapshot models through their own
+// WriteBinary), and returns the bytes written: a server stages a release
+// of tens of megabytes at a large ε (catalog.BlobWriter) without holding
+// it.
+func WriteRelease(out io.Writer, r *Result) (int64, error) {
+	return writeRelease(out, r, releaseVersion)
+}
+
 // marshalRelease writes r in the layout of the given version (tests write
 // old versions with it, to check that they still decode).
 func marshalRelease(r *Result, version uint64) ([]byte, error) {
-	w := releaseWriter{b: append(make([]byte, 0, sizeHint(r)), releaseMagic...)}
+	buf := bytes.NewBuffer(make([]byte, 0, sizeHint(r)))
+	if _, err := writeRelease(buf, r, version); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// writeRelease is WriteRelease in the layout of the given version.
+func writeRelease(out io.Writer, r *Result, version uint64) (int64, error) {
+	w := releaseWriter{out: out, b: append(make([]byte, 0, releaseBuffer+4096), releaseMagic...)}
+	if err := w.encode(r, version); err != nil {
+		return w.n, err
+	}
+	w.flush()
+	return w.n, w.err
+}
+
+// encode writes r in the layout of the given version.
+func (w *releaseWriter) encode(r *Result, version uint64) error {
 	w.uint(version)
 	w.float(r.RhoUsed)
 	w.uint(uint64(len(r.Measurements)))
 	for i := range r.Measurements {
 		m := &r.Measurements[i]
+		w.spill()
 		w.ints(m.Attrs)
 		w.int(int64(m.Round))
 		w.float(m.Epsilon)
@@ -119,7 +149,7 @@ func marshalRelease(r *Result, version uint64) ([]byte, error) {
 		}
 		switch {
 		case version < 3 && m.Kron != nil:
-			return nil, fmt.Errorf("synth: release version %d cannot hold Kronecker measurements", version)
+			return fmt.Errorf("synth: release version %d cannot hold Kronecker measurements", version)
 		case version < 3:
 		case m.Kron == nil:
 			w.uint(0)
@@ -132,6 +162,7 @@ func marshalRelease(r *Result, version uint64) ([]byte, error) {
 	}
 	w.uint(uint64(len(r.Rounds)))
 	for _, rd := range r.Rounds {
+		w.spill()
 		w.int(int64(rd.Round))
 		w.float(rd.Epsilon)
 		w.float(rd.Sigma)
@@ -143,32 +174,37 @@ func marshalRelease(r *Result, version uint64) ([]byte, error) {
 	}
 	w.uint(uint64(len(r.LastCandidate)))
 	for _, c := range r.LastCandidate {
+		w.spill()
 		w.ints(c.Attrs)
 		w.int(int64(c.Round))
 	}
 	w.uint(uint64(len(r.Snapshots)))
 	for _, s := range r.Snapshots {
+		w.spill()
 		w.int(int64(s.Round))
 		if s.Model == nil {
 			w.uint(0)
 		} else {
-			// Appended in place (a lean snapshot derives its potentials
-			// clique by clique): no copy of a model-sized encoding.
+			// Streamed (a lean snapshot derives its potentials clique
+			// by clique): no model-sized encoding is held.
 			n := s.Model.EncodedSizeHint()
 			w.uint(uint64(n) + 1)
-			start := len(w.b)
-			b, err := s.Model.AppendBinary(w.b)
+			if w.flush(); w.err != nil {
+				return w.err
+			}
+			wrote, err := s.Model.WriteBinary(w.out)
+			w.n += wrote
 			if err != nil {
-				return nil, fmt.Errorf("synth: encoding snapshot of round %d: %w", s.Round, err)
+				w.err = err
+				return fmt.Errorf("synth: encoding snapshot of round %d: %w", s.Round, err)
 			}
-			if len(b)-start != n {
-				return nil, fmt.Errorf("synth: snapshot of round %d encoded in %d bytes, not the %d announced", s.Round, len(b)-start, n)
+			if wrote != int64(n) {
+				return fmt.Errorf("synth: snapshot of round %d encoded in %d bytes, not the %d announced", s.Round, wrote, n)
 			}
-			w.b = b
 		}
 		switch {
 		case version < 4 && s.Marginals != nil:
-			return nil, fmt.Errorf("synth: release version %d cannot hold snapshot marginals", version)
+			return fmt.Errorf("synth: release version %d cannot hold snapshot marginals", version)
 		case version < 4:
 		default:
 			w.uint(uint64(len(s.Marginals)))
@@ -180,15 +216,16 @@ func marshalRelease(r *Result, version uint64) ([]byte, error) {
 	}
 	if version < 2 {
 		if r.Note != "" || r.Artifact != nil {
-			return nil, fmt.Errorf("synth: release version %d cannot hold a note or an artifact", version)
+			return fmt.Errorf("synth: release version %d cannot hold a note or an artifact", version)
 		}
-		return w.b, nil
+		return nil
 	}
+	w.spill()
 	w.uint(uint64(len(r.Note)))
 	w.b = append(w.b, r.Note...)
 	w.uint(uint64(len(r.Artifact)))
 	w.b = append(w.b, r.Artifact...)
-	return w.b, nil
+	return nil
 }
 
 // UnmarshalRelease decodes a release written by MarshalRelease into a
@@ -303,7 +340,34 @@ func UnmarshalRelease(b []byte) (*Result, error) {
 	return r, nil
 }
 
-type releaseWriter struct{ b []byte }
+// releaseWriter encodes into b, which it writes to out (keeping the first
+// error) whenever it holds releaseBuffer bytes or more.
+type releaseWriter struct {
+	out io.Writer
+	b   []byte
+	n   int64 // bytes written to out
+	err error
+}
+
+// releaseBuffer is what a releaseWriter holds before it writes out.
+const releaseBuffer = 64 << 10
+
+// spill writes the buffer out once it is full.
+func (w *releaseWriter) spill() {
+	if len(w.b) >= releaseBuffer {
+		w.flush()
+	}
+}
+
+// flush writes the buffer out.
+func (w *releaseWriter) flush() {
+	if w.err == nil && len(w.b) > 0 {
+		var n int
+		n, w.err = w.out.Write(w.b)
+		w.n += int64(n)
+	}
+	w.b = w.b[:0]
+}
 
 // matrix writes 0 for nil, else rows+1, cols and the entries row by row.
 func (w *releaseWriter) matrix(m *mat.Dense) {
@@ -315,6 +379,7 @@ func (w *releaseWriter) matrix(m *mat.Dense) {
 	w.uint(uint64(rows) + 1)
 	w.uint(uint64(cols))
 	for i := range rows {
+		w.spill()
 		for j := range cols {
 			w.float(m.At(i, j))
 		}
@@ -336,7 +401,10 @@ func (w *releaseWriter) ints(s []int) {
 
 func (w *releaseWriter) floats(s []float64) {
 	w.uint(uint64(len(s)))
-	for _, f := range s {
+	for i, f := range s {
+		if i%4096 == 0 {
+			w.spill()
+		}
 		w.float(f)
 	}
 }

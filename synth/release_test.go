@@ -202,3 +202,58 @@ func TestReleaseMalformed(t *testing.T) {
 		}
 	}
 }
+
+// pieceWriter takes at most max bytes a call and fails once failAt bytes
+// are written, if failAt is positive.
+type pieceWriter struct {
+	b           []byte
+	max, failAt int
+}
+
+var errPieceWriter = errors.New("test writer failed")
+
+func (w *pieceWriter) Write(p []byte) (int, error) {
+	for i := 0; i < len(p); i += w.max {
+		piece := p[i:min(i+w.max, len(p))]
+		if w.failAt > 0 && len(w.b)+len(piece) >= w.failAt {
+			return i, errPieceWriter
+		}
+		w.b = append(w.b, piece...)
+	}
+	return len(p), nil
+}
+
+// TestWriteRelease: the streamed release is MarshalRelease's, byte for
+// byte, with a snapshot model and marginals larger than the writer's
+// buffer; its count is the bytes written; a writer's error is returned
+// wherever it happens.
+func TestWriteRelease(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	r := testRelease(t, rng)
+	big := make([]float64, 3*releaseBuffer/8)
+	for i := range big {
+		big[i] = rng.NormFloat64()
+	}
+	r.Snapshots = append(r.Snapshots, Snapshot{Round: 4, Model: r.Model, Marginals: []SnapshotMarginal{{Attrs: []int{0, 1, 2}, X: big}}})
+	r.Measurements[0].Y = big
+	want, err := MarshalRelease(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(want) < 4*releaseBuffer {
+		t.Fatalf("test release of %d bytes, want several buffers", len(want))
+	}
+	for _, piece := range []int{1, 1000, 1 << 20} {
+		w := &pieceWriter{max: piece}
+		n, err := WriteRelease(w, r)
+		if err != nil || n != int64(len(want)) || !bytes.Equal(w.b, want) {
+			t.Fatalf("pieces of %d: wrote %d bytes (count %d, %v), want MarshalRelease's %d", piece, len(w.b), n, err, len(want))
+		}
+	}
+	for range 20 {
+		w := &pieceWriter{max: 777, failAt: 1 + rng.IntN(len(want))}
+		if _, err := WriteRelease(w, r); !errors.Is(err, errPieceWriter) {
+			t.Fatalf("a writer failing at byte %d of %d: %v", w.failAt, len(want), err)
+		}
+	}
+}
