@@ -11,6 +11,7 @@ import (
 
 	"gonum.org/v1/gonum/mat"
 
+	"github.com/dpsql/dpsql/internal/testio"
 	"github.com/dpsql/dpsql/synth/pgm"
 )
 
@@ -203,26 +204,6 @@ func TestReleaseMalformed(t *testing.T) {
 	}
 }
 
-// pieceWriter takes at most max bytes a call and fails once failAt bytes
-// are written, if failAt is positive.
-type pieceWriter struct {
-	b           []byte
-	max, failAt int
-}
-
-var errPieceWriter = errors.New("test writer failed")
-
-func (w *pieceWriter) Write(p []byte) (int, error) {
-	for i := 0; i < len(p); i += w.max {
-		piece := p[i:min(i+w.max, len(p))]
-		if w.failAt > 0 && len(w.b)+len(piece) >= w.failAt {
-			return i, errPieceWriter
-		}
-		w.b = append(w.b, piece...)
-	}
-	return len(p), nil
-}
-
 // TestWriteRelease: the streamed release is MarshalRelease's, byte for
 // byte, with a snapshot model and marginals larger than the writer's
 // buffer; its count is the bytes written; a writer's error is returned
@@ -244,16 +225,16 @@ func TestWriteRelease(t *testing.T) {
 		t.Fatalf("test release of %d bytes, want several buffers", len(want))
 	}
 	for _, piece := range []int{1, 1000, 1 << 20} {
-		w := &pieceWriter{max: piece}
+		w := &testio.Writer{Max: piece}
 		n, err := WriteRelease(w, r)
-		if err != nil || n != int64(len(want)) || !bytes.Equal(w.b, want) {
-			t.Fatalf("pieces of %d: wrote %d bytes (count %d, %v), want MarshalRelease's %d", piece, len(w.b), n, err, len(want))
+		if err != nil || n != int64(len(want)) || !bytes.Equal(w.B, want) {
+			t.Fatalf("pieces of %d: wrote %d bytes (count %d, %v), want MarshalRelease's %d", piece, len(w.B), n, err, len(want))
 		}
 	}
 	for range 20 {
-		w := &pieceWriter{max: 777, failAt: 1 + rng.IntN(len(want))}
-		if _, err := WriteRelease(w, r); !errors.Is(err, errPieceWriter) {
-			t.Fatalf("a writer failing at byte %d of %d: %v", w.failAt, len(want), err)
+		w := &testio.Writer{Max: 777, FailAt: 1 + rng.IntN(len(want))}
+		if _, err := WriteRelease(w, r); !errors.Is(err, testio.ErrWriter) {
+			t.Fatalf("a writer failing at byte %d of %d: %v", w.FailAt, len(want), err)
 		}
 	}
 }

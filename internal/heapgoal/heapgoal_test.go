@@ -8,42 +8,29 @@ import (
 	"time"
 )
 
-func TestPercent(t *testing.T) {
-	const mb = 1 << 20
-	for _, tt := range []struct {
-		name     string
-		live     uint64
-		headroom uint64
-		want     int
-	}{
-		{"nothing live", 0, 16 * mb, 100},
-		{"small heap: the default", 8 * mb, 16 * mb, 100},
-		{"headroom equal to the heap", 16 * mb, 16 * mb, 100},
-		{"a heap of twice the headroom", 32 * mb, 16 * mb, 50},
-		{"wide30's heap", 64 * mb, 16 * mb, 25},
-		{"adult ε = 10's heap: the floor", 200 * mb, 16 * mb, 25},
-	} {
-		if got := Percent(tt.live, tt.headroom, 25, 100); got != tt.want {
-			t.Errorf("%s: Percent(%d MB live) = %d, want %d", tt.name, tt.live/mb, got, tt.want)
-		}
-	}
-}
-
-func TestLimit(t *testing.T) {
+// TestPercentAndLimit: the GOGC and memory limit set for a live heap, with
+// a headroom of 16 MB in [25, 100] and 125 % of the goal, at least 80 MB.
+func TestPercentAndLimit(t *testing.T) {
 	const mb = 1 << 20
 	for _, tt := range []struct {
 		name    string
 		live    uint64
 		percent int
-		want    uint64
+		limitMB float64
 	}{
-		{"small heap: the floor", 20 * mb, 60, 80 * mb},
-		{"goal of 64 MB: 1.25 × is the floor", 32 * mb, 100, 80 * mb},
-		{"wide30's heap", 60 * mb, 20, 90 * mb},
-		{"adult ε = 10's heap", 200 * mb, 20, 300 * mb},
+		{"nothing live", 0, 100, 80},
+		{"small heap: the default", 8 * mb, 100, 80},
+		{"headroom equal to the heap", 16 * mb, 100, 80},
+		{"a heap of twice the headroom", 32 * mb, 50, 80},
+		{"wide30's heap: 1.25 × an 80 MB goal", 64 * mb, 25, 100},
+		{"adult ε = 10's heap: the floor, 1.25 × 250 MB", 200 * mb, 25, 312.5},
 	} {
-		if got := Limit(tt.live, tt.percent, 125, 80*mb); got != tt.want {
-			t.Errorf("%s: Limit(%d MB, %d) = %.2f MB, want %.2f MB", tt.name, tt.live/mb, tt.percent, float64(got)/mb, float64(tt.want)/mb)
+		p := Percent(tt.live, 16*mb, 25, 100)
+		if p != tt.percent {
+			t.Errorf("%s: Percent(%d MB live) = %d, want %d", tt.name, tt.live/mb, p, tt.percent)
+		}
+		if got := Limit(tt.live, p, 125, 80*mb); got != uint64(tt.limitMB*mb) {
+			t.Errorf("%s: Limit(%d MB, %d) = %.2f MB, want %.2f MB", tt.name, tt.live/mb, p, float64(got)/mb, tt.limitMB)
 		}
 	}
 }

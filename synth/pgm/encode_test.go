@@ -3,12 +3,15 @@ package pgm
 import (
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"hash/crc32"
 	"math"
 	"math/rand/v2"
 	"runtime"
 	"slices"
 	"testing"
+
+	"github.com/dpsql/dpsql/internal/testio"
 )
 
 func TestEncodeRoundTrip(t *testing.T) {
@@ -144,49 +147,6 @@ func TestAppendBinaryLean(t *testing.T) {
 	}
 }
 
-// TestMarshalLeanAllocates: encoding a lean model allocates its encoding
-// and separator tables, not an arena of derived potentials beside it.
-func TestMarshalLeanAllocates(t *testing.T) {
-	dom, err := NewDomain([]string{"a", "b", "c", "d"}, []int{40, 50, 30, 20})
-	if err != nil {
-		t.Fatal(err)
-	}
-	lean := normalModel(t, rand.New(rand.NewPCG(5, 6)), dom, [][]int{{0, 1, 2}, {1, 2, 3}}, 1, 1000).Lean()
-	hint := lean.EncodedSizeHint()
-	var before, after runtime.MemStats
-	runtime.ReadMemStats(&before)
-	b, err := lean.MarshalBinary()
-	runtime.ReadMemStats(&after)
-	if err != nil || len(b) != hint {
-		t.Fatalf("encoding of %d bytes, want %d (%v)", len(b), hint, err)
-	}
-	// The arena of derived potentials alone is 8 bytes a cell, as large as
-	// the encoding.
-	if alloc := after.TotalAlloc - before.TotalAlloc; alloc > uint64(hint)+uint64(hint)/4 {
-		t.Fatalf("encoding a lean model of %d cells allocated %d bytes for a %d-byte encoding", lean.jt.total, alloc, hint)
-	}
-}
-
-// shortWriter accepts at most max bytes a call (a chunking writer) and
-// fails once failAt bytes have been written, if failAt is positive.
-type shortWriter struct {
-	b           []byte
-	max, failAt int
-}
-
-var errShortWriter = errors.New("test writer failed")
-
-func (w *shortWriter) Write(p []byte) (int, error) {
-	for i := 0; i < len(p); i += w.max {
-		piece := p[i:min(i+w.max, len(p))]
-		if w.failAt > 0 && len(w.b)+len(piece) >= w.failAt {
-			return i, errShortWriter
-		}
-		w.b = append(w.b, piece...)
-	}
-	return len(p), nil
-}
-
 // TestWriteBinary: the streamed encoding is MarshalBinary's, bit for bit,
 // for models with potentials and lean ones, whatever the writer's pieces;
 // its count is the bytes written; a writer's error is returned.
@@ -199,39 +159,56 @@ func TestWriteBinary(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			w := &shortWriter{max: 1 + rng.IntN(100)}
+			w := &testio.Writer{Max: 1 + rng.IntN(100)}
 			n, err := model.WriteBinary(w)
-			if err != nil || n != int64(len(want)) || !slices.Equal(w.b, want) {
-				t.Fatalf("trial %d (lean %v): wrote %d bytes (count %d, %v), want MarshalBinary's %d", trial, model.theta == nil, len(w.b), n, err, len(want))
+			if err != nil || n != int64(len(want)) || !slices.Equal(w.B, want) {
+				t.Fatalf("trial %d (lean %v): wrote %d bytes (count %d, %v), want MarshalBinary's %d", trial, model.theta == nil, len(w.B), n, err, len(want))
 			}
-			fail := &shortWriter{max: 7, failAt: 1 + rng.IntN(len(want))}
-			if _, err := model.WriteBinary(fail); !errors.Is(err, errShortWriter) {
-				t.Fatalf("trial %d: a writer failing at byte %d of %d: %v", trial, fail.failAt, len(want), err)
+			fail := &testio.Writer{Max: 7, FailAt: 1 + rng.IntN(len(want))}
+			if _, err := model.WriteBinary(fail); !errors.Is(err, testio.ErrWriter) {
+				t.Fatalf("trial %d: a writer failing at byte %d of %d: %v", trial, fail.FailAt, len(want), err)
 			}
 		}
 	}
 }
 
-// TestWriteBinaryAllocates: streaming a lean model allocates its buffer and
-// the separator tables of the derivation (a quarter of the encoding here),
-// not its encoding nor an arena of potentials (each as large as all of it).
-func TestWriteBinaryAllocates(t *testing.T) {
+// TestEncodeLeanAllocates: encoding a lean model allocates its encoding
+// and the separator tables of the derivation, not an arena of derived
+// potentials beside it (8 bytes a cell, as large as the encoding);
+// streaming it allocates its buffer and those tables alone (a quarter of
+// the encoding here).
+func TestEncodeLeanAllocates(t *testing.T) {
 	dom, err := NewDomain([]string{"a", "b", "c", "d"}, []int{40, 50, 30, 20})
 	if err != nil {
 		t.Fatal(err)
 	}
-	lean := normalModel(t, rand.New(rand.NewPCG(7, 8)), dom, [][]int{{0, 1, 2}, {1, 2, 3}}, 1, 1000).Lean()
+	lean := normalModel(t, rand.New(rand.NewPCG(5, 6)), dom, [][]int{{0, 1, 2}, {1, 2, 3}}, 1, 1000).Lean()
 	hint := lean.EncodedSizeHint()
-	var w discardCounter
-	var before, after runtime.MemStats
-	runtime.ReadMemStats(&before)
-	n, err := lean.WriteBinary(&w)
-	runtime.ReadMemStats(&after)
-	if err != nil || n != int64(hint) || w.n != hint {
-		t.Fatalf("wrote %d bytes (count %d, %v), want %d", w.n, n, err, hint)
-	}
-	if alloc := after.TotalAlloc - before.TotalAlloc; alloc > uint64(hint)/2 {
-		t.Fatalf("streaming a lean model of %d cells allocated %d bytes for a %d-byte encoding", lean.jt.total, alloc, hint)
+	for _, tt := range []struct {
+		name   string
+		encode func() (int, error)
+		most   int
+	}{
+		{"MarshalBinary", func() (int, error) { b, err := lean.MarshalBinary(); return len(b), err }, hint + hint/4},
+		{"WriteBinary", func() (int, error) {
+			var w discardCounter
+			n, err := lean.WriteBinary(&w)
+			if int(n) != w.n {
+				return -1, fmt.Errorf("counted %d bytes, wrote %d", n, w.n)
+			}
+			return w.n, err
+		}, hint / 2},
+	} {
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		n, err := tt.encode()
+		runtime.ReadMemStats(&after)
+		if err != nil || n != hint {
+			t.Fatalf("%s: encoding of %d bytes, want %d (%v)", tt.name, n, hint, err)
+		}
+		if alloc := after.TotalAlloc - before.TotalAlloc; alloc > uint64(tt.most) {
+			t.Fatalf("%s: a lean model of %d cells allocated %d bytes for a %d-byte encoding, want at most %d", tt.name, lean.jt.total, alloc, hint, tt.most)
+		}
 	}
 }
 
