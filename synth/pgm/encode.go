@@ -60,49 +60,36 @@ func (m *Model) MarshalBinary() ([]byte, error) {
 }
 
 // AppendBinary appends MarshalBinary's encoding to b (it implements
-// encoding.BinaryAppender, so a release embeds a model without a second
-// copy of its bytes). A lean model's potentials are derived clique by
-// clique as they are written (appendLeanPotentials), the same values that
+// encoding.BinaryAppender). A lean model's potentials are derived clique by
+// clique as they are written (eachPotential), the same values that
 // Potential and a warm start derive, so encoding it allocates no arena of
-// them: a large model's release is written beside its marginals alone.
+// them: a large model is encoded beside its marginals alone.
 func (m *Model) AppendBinary(b []byte) ([]byte, error) {
 	start := len(b)
 	b = slices.Grow(b, m.EncodedSizeHint())
 	b = m.appendHeader(b)
-	if m.theta != nil || m.steps != nil {
-		for _, v := range m.potentials() {
-			b = binary.LittleEndian.AppendUint64(b, math.Float64bits(v))
-		}
-	} else {
-		b = m.appendLeanPotentials(b)
-	}
+	m.eachPotential(func(x float64) {
+		b = binary.LittleEndian.AppendUint64(b, math.Float64bits(x))
+	})
 	b = binary.LittleEndian.AppendUint32(b, crc32.Checksum(b[start:], castagnoli))
 	return b, nil
 }
 
 // WriteBinary writes MarshalBinary's encoding to w through a buffer of
 // 64 KB, without holding the encoding: a server stages a large model in
-// chunks as it is encoded (catalog.BlobWriter) instead of beside it. It
-// returns the bytes written.
+// chunks as it is encoded (catalog.Store.StageFrom) instead of beside it.
+// It returns the bytes written.
 func (m *Model) WriteBinary(w io.Writer) (int64, error) {
 	cw := &crcWriter{w: w}
 	bw := bufio.NewWriterSize(cw, 64<<10)
-	buf := m.appendHeader(make([]byte, 0, 4096))
-	if _, err := bw.Write(buf); err != nil {
+	if _, err := bw.Write(m.appendHeader(make([]byte, 0, 4096))); err != nil {
 		return cw.n, err
 	}
 	var cell [8]byte
-	put := func(x float64) {
+	m.eachPotential(func(x float64) {
 		binary.LittleEndian.PutUint64(cell[:], math.Float64bits(x))
 		bw.Write(cell[:]) // an error sticks to bw and is returned by Flush
-	}
-	if m.theta != nil || m.steps != nil {
-		for _, v := range m.potentials() {
-			put(v)
-		}
-	} else {
-		m.leanPotentials(func(x float64) { put(x) })
-	}
+	})
 	if err := bw.Flush(); err != nil {
 		return cw.n, err
 	}
@@ -150,19 +137,17 @@ func (m *Model) appendHeader(b []byte) []byte {
 	return b
 }
 
-// appendLeanPotentials appends the potentials of a lean model (see
-// leanPotentials).
-func (m *Model) appendLeanPotentials(b []byte) []byte {
-	m.leanPotentials(func(x float64) {
-		b = binary.LittleEndian.AppendUint64(b, math.Float64bits(x))
-	})
-	return b
-}
-
-// leanPotentials calls f with the potentials of a lean model, clique by
-// clique in arena order, as potentials derives them (mle, then log 0
-// raised to leanLogFloor), bit for bit, without their arena.
-func (m *Model) leanPotentials(f func(float64)) {
+// eachPotential calls f with the model's potentials in arena order: those
+// of theta or of the step tables (potentials), or for a lean model derived
+// clique by clique as potentials derives them (mle, then log 0 raised to
+// leanLogFloor), bit for bit, without their arena.
+func (m *Model) eachPotential(f func(float64)) {
+	if m.theta != nil || m.steps != nil {
+		for _, v := range m.potentials() {
+			f(v)
+		}
+		return
+	}
 	for v := range m.jt.cliques {
 		m.jt.mleClique(v, m.p, func(_ int, x float64) {
 			f(max(x, leanLogFloor))

@@ -246,9 +246,10 @@ func (c *reduceCache) count(fresh bool) {
 // models) the cache then held 7 × the model, a quarter of the process's
 // peak; at 16 MB, with the sets grouped (cacheOrder) and the least recently
 // used dropped, scoring sweeps 9 % more cells and wide30's peak fell by
-// about a third with the collector's headroom bounded too, to 1–10 MB
-// above 4 × the model + the data + 100 MB (docs/aim-performance.md,
-// "Issue 19, thirteenth pass"). The floor was 8 MB: on a small model the
+// about a third with the collector's headroom bounded too
+// (docs/aim-performance.md, "Issue 19, thirteenth pass"; the fourteenth
+// brought it within 4 × the model + the data + 100 MB by returning freed
+// pages sooner). The floor was 8 MB: on a small model the
 // cache then held up to 20 × the model, the part of a federated synthesis's
 // memory that grew from 1 M to 10 M rows (the model AIM picks from ten
 // times the signal, 0.36 against 0.8 MB); at 1 MB the peak there fell from
