@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"runtime"
 
 	"go.etcd.io/bbolt"
@@ -111,7 +112,7 @@ func (s *Store) StageBlob(ctx context.Context, v []byte) ([]byte, error) {
 	if len(v) < blobInline {
 		return v, nil
 	}
-	w := s.NewBlobWriter(ctx)
+	w := s.newBlobWriter(ctx)
 	w.n, w.collect = len(v), len(v) >= blobCollect
 	for off := 0; off < len(v); off += blobChunk {
 		if err := w.commit(v[off:min(off+blobChunk, len(v))]); err != nil {
@@ -121,13 +122,24 @@ func (s *Store) StageBlob(ctx context.Context, v []byte) ([]byte, error) {
 	return blobRef(w.id, len(v)), nil
 }
 
-// BlobWriter stages a value written piece by piece, as StageBlob stages a
-// whole one, with the same chunks and reference: it commits each chunk as
-// it fills, so an encoder that writes into it (an AIM model of tens of
-// megabytes) never holds its whole encoding. Close returns what StageBlob
-// would have; after an error, or to give up, Abort deletes the chunks
-// committed so far.
-type BlobWriter struct {
+// StageFrom stages the value that write writes, as StageBlob stages a
+// whole one, with the same chunks, reference and inline rule, committing
+// each chunk as it fills: an encoder (an AIM model or release of tens of
+// megabytes) never holds its whole encoding. On an error from write or a
+// commit, nothing written is left behind.
+func (s *Store) StageFrom(ctx context.Context, write func(io.Writer) (int64, error)) ([]byte, error) {
+	w := s.newBlobWriter(ctx)
+	if _, err := write(w); err != nil {
+		w.abort()
+		return nil, err
+	}
+	return w.close()
+}
+
+// blobWriter stages a value written piece by piece (StageFrom). close
+// returns what StageBlob would have; after an error, or to give up, abort
+// deletes the chunks committed so far.
+type blobWriter struct {
 	s       *Store
 	ctx     context.Context
 	buf     []byte // written and not committed
@@ -139,14 +151,13 @@ type BlobWriter struct {
 	err     error
 }
 
-// NewBlobWriter returns a BlobWriter that stages a value in s.
-func (s *Store) NewBlobWriter(ctx context.Context) *BlobWriter {
-	return &BlobWriter{s: s, ctx: ctx}
+func (s *Store) newBlobWriter(ctx context.Context) *blobWriter {
+	return &blobWriter{s: s, ctx: ctx}
 }
 
 // Write appends p to the value, committing every chunk that fills once the
 // value is too long to be kept as it is. It holds at most a chunk of p.
-func (w *BlobWriter) Write(p []byte) (int, error) {
+func (w *blobWriter) Write(p []byte) (int, error) {
 	if w.err != nil {
 		return 0, w.err
 	}
@@ -170,9 +181,9 @@ func (w *BlobWriter) Write(p []byte) (int, error) {
 	return written, nil
 }
 
-// Close commits the last chunk and returns the reference to the value, or
+// close commits the last chunk and returns the reference to the value, or
 // the value itself if it is shorter than blobInline.
-func (w *BlobWriter) Close() ([]byte, error) {
+func (w *blobWriter) close() ([]byte, error) {
 	if w.err != nil {
 		return nil, w.err
 	}
@@ -188,8 +199,8 @@ func (w *BlobWriter) Close() ([]byte, error) {
 	return blobRef(w.id, w.n), nil
 }
 
-// Abort deletes the chunks committed so far (the value will not be used).
-func (w *BlobWriter) Abort() {
+// abort deletes the chunks committed so far (the value will not be used).
+func (w *blobWriter) abort() {
 	if w.chunks > 0 {
 		_ = w.s.DropBlob(context.WithoutCancel(w.ctx), blobRef(w.id, w.n))
 		w.chunks = 0
@@ -205,7 +216,7 @@ var errBlobAborted = errors.New("catalog: blob writer aborted")
 // commit writes chunk as the next chunk of the blob in a transaction of
 // its own. On an error the chunks committed before are deleted and the
 // writer fails from then on.
-func (w *BlobWriter) commit(chunk []byte) error {
+func (w *blobWriter) commit(chunk []byte) error {
 	name, err := metaBucketName(BucketBlob)
 	if err == nil {
 		err = w.ctx.Err()
@@ -239,7 +250,7 @@ func (w *BlobWriter) commit(chunk []byte) error {
 		}
 	}
 	if err != nil {
-		w.Abort()
+		w.abort()
 		w.err = fmt.Errorf("catalog: writing a value of %d bytes (chunk %d): %w", w.n, i, err)
 		return w.err
 	}

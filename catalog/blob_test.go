@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"strings"
 	"testing"
@@ -190,24 +191,24 @@ func TestStageBlobCancelled(t *testing.T) {
 	}
 }
 
-// TestBlobWriter: a value written in pieces of any size is staged as
+// TestStageFrom: a value written in pieces of any size is staged as
 // StageBlob stages it whole (the same chunks, read back the same through a
-// record); a short one comes back as it is; a cancelled or aborted writer
-// leaves no chunk behind.
-func TestBlobWriter(t *testing.T) {
+// record); a short one comes back as it is; a failed, cancelled or aborted
+// write leaves no chunk behind.
+func TestStageFrom(t *testing.T) {
 	smallBlobs(t)
 	rng := rand.New(rand.NewPCG(3, 4))
 	s := mustOpen(t, "")
 	ctx := context.Background()
 	write := func(ctx context.Context, v []byte, piece int) ([]byte, error) {
-		w := s.NewBlobWriter(ctx)
-		for off := 0; off < len(v); off += piece {
-			if _, err := w.Write(v[off:min(off+piece, len(v))]); err != nil {
-				w.Abort()
-				return nil, err
+		return s.StageFrom(ctx, func(w io.Writer) (int64, error) {
+			for off := 0; off < len(v); off += piece {
+				if _, err := w.Write(v[off:min(off+piece, len(v))]); err != nil {
+					return int64(off), err
+				}
 			}
-		}
-		return w.Close()
+			return int64(len(v)), nil
+		})
 	}
 	for _, tt := range []struct{ n, piece int }{
 		{0, 1}, {99, 7}, {99, 1000}, {100, 1}, {999, 333}, {1000, 1000}, {1001, 1}, {5500, 64}, {5500, 5500}, {7321, 2999},
@@ -250,9 +251,25 @@ func TestBlobWriter(t *testing.T) {
 		t.Fatalf("chunks left after the records were deleted: %v", got)
 	}
 
-	// Cancelled after two chunks: the write fails, Abort deletes them.
+	// The encoder fails after two chunks: StageFrom returns its error and
+	// deletes them.
+	errEncoder := errors.New("encoder failed")
+	if _, err := s.StageFrom(ctx, func(w io.Writer) (int64, error) {
+		n, err := w.Write(randomBytes(rng, 2500))
+		if err == nil && len(blobChunks(t, s)) != 1 {
+			t.Errorf("after 2500 bytes: chunks %v, want two of one blob", blobChunks(t, s))
+		}
+		return int64(n), errors.Join(err, errEncoder)
+	}); !errors.Is(err, errEncoder) {
+		t.Fatalf("StageFrom with a failing encoder: %v", err)
+	}
+	if got := blobChunks(t, s); len(got) != 0 {
+		t.Fatalf("a failed encoder left chunks: %v", got)
+	}
+
+	// Cancelled after two chunks: the write fails, abort deletes them.
 	cctx, cancel := context.WithCancel(ctx)
-	w := s.NewBlobWriter(cctx)
+	w := s.newBlobWriter(cctx)
 	if _, err := w.Write(randomBytes(rng, 2500)); err != nil {
 		t.Fatal(err)
 	}
@@ -263,25 +280,25 @@ func TestBlobWriter(t *testing.T) {
 	if _, err := w.Write(randomBytes(rng, 1000)); !errors.Is(err, context.Canceled) {
 		t.Fatalf("write after cancel: %v", err)
 	}
-	if _, err := w.Close(); !errors.Is(err, context.Canceled) {
-		t.Fatalf("Close after a failed write: %v", err)
+	if _, err := w.close(); !errors.Is(err, context.Canceled) {
+		t.Fatalf("close after a failed write: %v", err)
 	}
-	w.Abort()
+	w.abort()
 	if got := blobChunks(t, s); len(got) != 0 {
 		t.Fatalf("cancelled writer left chunks: %v", got)
 	}
 
-	// Aborted by its caller (the encoder failed).
-	w = s.NewBlobWriter(ctx)
+	// Aborted by its caller.
+	w = s.newBlobWriter(ctx)
 	if _, err := w.Write(randomBytes(rng, 3500)); err != nil {
 		t.Fatal(err)
 	}
-	w.Abort()
+	w.abort()
 	if got := blobChunks(t, s); len(got) != 0 {
 		t.Fatalf("aborted writer left chunks: %v", got)
 	}
-	if _, err := w.Close(); err == nil {
-		t.Fatal("Close after Abort succeeded")
+	if _, err := w.close(); err == nil {
+		t.Fatal("close after abort succeeded")
 	}
 }
 

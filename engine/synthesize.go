@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"runtime/debug"
 	"strconv"
@@ -899,7 +900,7 @@ var (
 // are checked here, before the charge is committed.
 //
 // Large encodings are written in chunks of their own transactions as they
-// are encoded (catalog.BlobWriter), and model and release are what
+// are encoded (catalog.Store.StageFrom), and model and release are what
 // the table's transaction stores in their place: the model's encoding is
 // let go before the release is encoded, and the table's commit copies
 // references into bbolt's pages, not a second copy of both. On an error
@@ -949,29 +950,17 @@ func (e *Engine) prepareRelease(ctx context.Context, r *synthRequest, out *synth
 		// release (its snapshots, as large as a few models at ε = 10)
 		// is encoded.
 		modelMB = out.Model.Size()
-		mw := e.dp.cat.NewBlobWriter(ctx)
-		if _, err = out.Model.WriteBinary(mw); err != nil {
-			mw.Abort()
+		if model, err = e.dp.cat.StageFrom(ctx, out.Model.WriteBinary); err != nil {
 			err = fmt.Errorf("writing the model: %w", err)
 			return
 		}
 		out.Model = nil
-		if model, err = mw.Close(); err != nil {
-			err = fmt.Errorf("writing the model: %w", err)
-			return
-		}
 		synth.ReleaseAfter(modelMB)
 	}
 	if testEncodingRelease != nil {
 		testEncodingRelease()
 	}
-	w := e.dp.cat.NewBlobWriter(ctx)
-	if _, err = synth.WriteRelease(w, out); err != nil {
-		w.Abort()
-		err = fmt.Errorf("writing the release: %w", err)
-		return
-	}
-	if release, err = w.Close(); err != nil {
+	if release, err = e.dp.cat.StageFrom(ctx, func(w io.Writer) (int64, error) { return synth.WriteRelease(w, out) }); err != nil {
 		err = fmt.Errorf("writing the release: %w", err)
 		return
 	}

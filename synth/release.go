@@ -99,7 +99,7 @@ func MarshalRelease(r *Result) ([]byte, error) { return marshalRelease(r, releas
 // WriteRelease writes MarshalRelease's encoding to out as it is made,
 // through a buffer of about 64 KB (snapshot models through their own
 // WriteBinary), and returns the bytes written: a server stages a release
-// of tens of megabytes at a large ε (catalog.BlobWriter) without holding
+// of tens of megabytes at a large ε (catalog.Store.StageFrom) without holding
 // it.
 func WriteRelease(out io.Writer, r *Result) (int64, error) {
 	return writeRelease(out, r, releaseVersion)
