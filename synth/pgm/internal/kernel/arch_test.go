@@ -153,13 +153,28 @@ func relClose(a, b, tol float64) bool {
 }
 
 // randomMap returns an index map for a random table of about n cells (some
-// from Map, some random) and the length of the sub-table.
+// from Map, some random, some mostly within windows of 8 indices, as a
+// broadcast along dropped inner axes gives, up to the sub-table's end) and
+// the length of the sub-table.
 func randomMap(rng *rand.Rand, n int) ([]int32, int) {
-	if rng.IntN(4) == 0 {
+	switch rng.IntN(5) {
+	case 0:
 		m := 1 + rng.IntN(n+1)
 		idx := make([]int32, n)
 		for i := range idx {
 			idx[i] = int32(rng.IntN(m))
+		}
+		return idx, m
+	case 1:
+		r := 1 + rng.IntN(9) // each index repeated r times, give or take
+		m := max(1, n/r)
+		idx := make([]int32, n)
+		for i := range idx {
+			v := i / r
+			if rng.IntN(16) == 0 {
+				v += rng.IntN(17) - 8 // a jump out of the window, either way
+			}
+			idx[i] = int32(min(max(v, 0), m-1))
 		}
 		return idx, m
 	}

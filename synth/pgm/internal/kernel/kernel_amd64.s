@@ -109,19 +109,25 @@ GLOBL iota32<>(SB), RODATA|NOPTR, $32
 	VMAXSD tx, x, x
 
 // GATHER_SETUP prepares the index checks and the run detection of GATHER8:
-// SI = src, AX = len(src), Y15 = len(src) in each lane, Y14 = 0…7, Y13 = the
-// previous chunk's indices (none yet), K3 = lanes found in range so far.
+// SI = src, AX = R11 = len(src), Y15 = len(src) in each lane, Y14 = 0…7,
+// Y10 = 8 in each lane, Y13 = the previous chunk's indices (none yet), K3 =
+// lanes found in range so far.
 #define GATHER_SETUP \
+	MOVQ AX, R11; \
 	VPBROADCASTD AX, Y15; \
 	VMOVDQU32 iota32<>(SB), Y14; \
+	MOVL $8, R9; \
+	VPBROADCASTD R9, Y10; \
 	VPCMPEQD Y13, Y13, Y13; \
 	KXNORW K3, K3, K3
 
 // GATHER8 loads src[idx[BX+j]], j < 8, into Z12 (DX = idx). Chunks whose
-// indices equal the previous chunk's (broadcast pairs, say) reuse Z12; chunks
-// of consecutive indices are one load; others are gathered. Indices outside
-// [0, len(src)) are not read and clear their lane in K3. Uses Y0, Y1, K1, K2,
-// R9 and the labels g8have and g8gather.
+// indices equal the previous chunk's (broadcast pairs, say) reuse Z12;
+// chunks whose indices lie in [idx[BX], idx[BX]+8) — consecutive ones, or
+// each value repeated along a dropped inner axis — are one load and a
+// permutation; others are gathered. Every path loads the same values.
+// Indices outside [0, len(src)) are not read and clear their lane in K3.
+// Uses Y0, Y1, K1, K2, R9, R10 and the labels g8have and g8gather.
 #define GATHER8 \
 	VMOVDQU32 (DX)(BX*4), Y0; \
 	VPCMPUD $1, Y15, Y0, K1; \
@@ -131,12 +137,16 @@ GLOBL iota32<>(SB), RODATA|NOPTR, $32
 	JC g8have; \
 	VMOVDQA32 Y0, Y13; \
 	VPBROADCASTD X0, Y1; \
-	VPADDD Y14, Y1, Y1; \
-	VPCMPEQD Y1, Y0, K1, K2; \
+	VPSUBD Y1, Y0, Y1; \
+	VPCMPUD $1, Y10, Y1, K2; \
 	KORTESTB K2, K2; \
 	JCC g8gather; \
 	VMOVD X0, R9; \
-	VMOVUPD (SI)(R9*8), Z12; \
+	LEAQ 8(R9), R10; \
+	CMPQ R10, R11; \
+	JA g8gather; \
+	VPMOVZXDQ Y1, Z1; \
+	VPERMPD (SI)(R9*8), Z1, Z12; \
 	JMP g8have; \
 g8gather: \
 	VGATHERDPD (SI)(Y0*8), K1, Z12; \

@@ -67,9 +67,14 @@ func TestArchNoOverread(t *testing.T) {
 					a[i], b[i], c[i] = rng.NormFloat64(), rng.NormFloat64(), rng.NormFloat64()
 					idx[i] = int32(rng.IntN(n))
 				}
-				if n > 8 {
+				switch {
+				case n > 8 && n%2 == 0:
 					for i := range 8 { // a run of consecutive indices ending at n-1
 						idx[n-8+i] = int32(n - 8 + i)
+					}
+				case n > 16:
+					for i := range 16 { // indices repeated, ending at n-1
+						idx[n-16+i] = int32(n - 8 + i/2)
 					}
 				}
 				Expand(a, b, idx)
