@@ -56,10 +56,13 @@ func (t team) run(n, align int, f func(lo, hi, part int)) {
 }
 
 // split runs f over contiguous ranges of [0, n), chunked by the amount of
-// work cells; it is a kernel.Par.
+// work cells; it is a kernel.Par. Its callers' results do not depend on the
+// ranges (each index's work is its own), so without a pool f runs once over
+// [0, n): a reduction split into columns one or two wide would otherwise
+// run as that many chains of dependent additions, one after the other.
 func (t team) split(cells, n int, f func(lo, hi int)) {
 	k := min(t.parts(cells), n)
-	if k <= 1 {
+	if k <= 1 || t.p == nil {
 		f(0, n)
 		return
 	}
