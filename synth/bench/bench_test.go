@@ -281,6 +281,30 @@ func TestMemWatch(t *testing.T) {
 	}
 }
 
+// TestStatmMB: the sampler's resident set (statm, one pread) is status's
+// VmRSS, read back to back, and a second read of the open file gives it
+// again.
+func TestStatmMB(t *testing.T) {
+	f, err := os.Open("/proc/self/statm")
+	if err != nil {
+		t.Skip("no /proc/self/statm")
+	}
+	defer f.Close()
+	mem := make([]byte, 32<<20)
+	for i := range mem {
+		mem[i] = 1
+	}
+	var buf [128]byte
+	for range 2 {
+		got, ok := statmMB(f, buf[:])
+		want := statusMB("VmRSS:")
+		if !ok || want < 32 || math.Abs(got-want) > 2 {
+			t.Errorf("statm gives %.1f MB resident (ok %v), status %.1f MB", got, ok, want)
+		}
+	}
+	runtime.KeepAlive(mem)
+}
+
 // TestModelErrorsBudget: with a budget, ModelErrorsWithin compares exactly
 // the sets whose planned inference fits it, and gives ModelErrors' answer
 // over those sets; with no budget it is ModelErrors. The model is fitted
