@@ -18,11 +18,12 @@ var chunkCells = 4096
 // fixed arrays).
 const maxParts = 16
 
-// team splits the kernels of one computation into chunks. The split depends
-// only on the table sizes, never on the number of cores or on scheduling, so
-// results (including the order of floating-point sums over chunks) are the
-// same on every machine. Without a pool the calling goroutine runs every
-// chunk; with one, spinning helpers claim chunks too.
+// team splits the kernels of one computation into chunks. run's split
+// depends only on the table sizes, never on the number of cores or on
+// scheduling, so results (including the order of floating-point sums over
+// chunks) are the same on every machine; split's ranges, which may differ
+// without a pool, change no result. Without a pool the calling goroutine
+// runs every chunk; with one, spinning helpers claim chunks too.
 //
 // Goroutine-per-kernel hand-offs were tried first: waking an idle P costs
 // tens of microseconds, and one BP pass over the adult benchmark model runs
