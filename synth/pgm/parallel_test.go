@@ -1,12 +1,15 @@
 package pgm
 
 import (
+	"math"
+	"math/rand/v2"
 	"runtime"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/dpsql/dpsql/internal/par"
+	"github.com/dpsql/dpsql/synth/pgm/internal/kernel"
 )
 
 // TestPoolRunsEveryChunkOnce runs many jobs of varied sizes through a pool
@@ -118,6 +121,52 @@ func TestTeamChunks(t *testing.T) {
 			for i := range n {
 				if seen[i].Load() != 1 {
 					t.Fatalf("split n=%d: index %d covered %d times", n, i, seen[i].Load())
+				}
+			}
+		}
+	}
+}
+
+// TestSplitRangesChangeNoResult: a reduction run through split gives the
+// same bits with a pool (up to maxParts ranges) as without one (a single
+// range), for narrow separators, whose columns the pool splits one or two
+// wide, and wide ones, sums and maxima alike.
+func TestSplitRangesChangeNoResult(t *testing.T) {
+	defer func(n int) { chunkCells = n }(chunkCells)
+	chunkCells = 64
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(2))
+	p := newPool()
+	defer p.stop()
+	rng := rand.New(rand.NewPCG(61, 62))
+	cases := []struct {
+		sizes, keep []int
+	}{
+		{[]int{300, 2}, []int{1}},        // one block, two columns
+		{[]int{500, 1}, []int{1}},        // one block, one column
+		{[]int{40, 30, 3}, []int{2}},     // one block, three columns
+		{[]int{7, 40, 24}, []int{0, 2}},  // several blocks
+		{[]int{600, 40}, []int{1}},       // one block, wide
+		{[]int{5, 9, 8, 6}, []int{1, 3}}, // two steps
+	}
+	for _, c := range cases {
+		r := kernel.NewReduction(c.sizes, c.keep)
+		src := make([]float64, r.In())
+		for i := range src {
+			src[i] = rng.NormFloat64() * 1e3
+		}
+		for _, isMax := range []bool{false, true} {
+			got := [2][]float64{make([]float64, r.Out()), make([]float64, r.Out())}
+			for k, tm := range []team{{}, {p}} {
+				scratch := make([]float64, r.Scratch())
+				if isMax {
+					r.MaxPar(got[k], src, scratch, tm.split)
+				} else {
+					r.SumPar(got[k], src, scratch, tm.split)
+				}
+			}
+			for i := range got[0] {
+				if math.Float64bits(got[0][i]) != math.Float64bits(got[1][i]) {
+					t.Fatalf("%v keep %v max %v: cell %d = %v without a pool, %v with one", c.sizes, c.keep, isMax, i, got[0][i], got[1][i])
 				}
 			}
 		}
