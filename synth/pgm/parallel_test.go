@@ -77,15 +77,25 @@ func TestPoolCarriesAChunkPanicToTheOwner(t *testing.T) {
 	t.Logf("%d of 200 panics came from a helper", fromHelper)
 }
 
+// pooledTeam returns a team with a pool of helpers on two cores and chunks
+// of at least cells, all undone when the test ends.
+func pooledTeam(t *testing.T, cells int) team {
+	t.Helper()
+	saved, procs := chunkCells, runtime.GOMAXPROCS(2)
+	chunkCells = cells
+	p := newPool()
+	t.Cleanup(func() {
+		p.stop()
+		chunkCells = saved
+		runtime.GOMAXPROCS(procs)
+	})
+	return team{p}
+}
+
 // TestTeamChunks checks the chunk bounds of run and split: contiguous,
 // covering, aligned, and independent of the pool.
 func TestTeamChunks(t *testing.T) {
-	defer func(n int) { chunkCells = n }(chunkCells)
-	chunkCells = 3
-	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(2))
-	p := newPool()
-	defer p.stop()
-	for _, tm := range []team{{}, {p}} {
+	for _, tm := range []team{{}, pooledTeam(t, 3)} {
 		for n := 0; n < 80; n++ {
 			for _, align := range []int{1, 4} {
 				var seen [80]atomic.Int32
@@ -132,11 +142,7 @@ func TestTeamChunks(t *testing.T) {
 // range), for narrow separators, whose columns the pool splits one or two
 // wide, and wide ones, sums and maxima alike.
 func TestSplitRangesChangeNoResult(t *testing.T) {
-	defer func(n int) { chunkCells = n }(chunkCells)
-	chunkCells = 64
-	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(2))
-	p := newPool()
-	defer p.stop()
+	pooled := pooledTeam(t, 64)
 	rng := rand.New(rand.NewPCG(61, 62))
 	cases := []struct {
 		sizes, keep []int
@@ -156,7 +162,7 @@ func TestSplitRangesChangeNoResult(t *testing.T) {
 		}
 		for _, isMax := range []bool{false, true} {
 			got := [2][]float64{make([]float64, r.Out()), make([]float64, r.Out())}
-			for k, tm := range []team{{}, {p}} {
+			for k, tm := range []team{{}, pooled} {
 				scratch := make([]float64, r.Scratch())
 				if isMax {
 					r.MaxPar(got[k], src, scratch, tm.split)
