@@ -1,6 +1,9 @@
 package pgm
 
-import "math/bits"
+import (
+	"math/bits"
+	"slices"
+)
 
 // Optimal elimination plans. The greedy rules of planElimination look one
 // step ahead; on a wide table's expensive queries (a large clique whose
@@ -24,6 +27,13 @@ var minOptimalCost = float64(1 << 20)
 // productElimination can follow, with every intermediate table within limit
 // cells, or ok = false when the attributes are too many (or the domain
 // wider than 64 attributes) or no order keeps within limit.
+//
+// It is a search over the sets of attributes still to eliminate, visited by
+// decreasing count so that every state is final before it is expanded; a
+// state keeps its best cost, its factors' scopes and the step that reached
+// it, and the order is read back along those steps. AIM plans thousands of
+// candidates a round on wide tables, so the states live in two flat slices
+// rather than one allocation each.
 func planOptimal(dom *Domain, scopes []bitset, keep bitset, limit float64) (order []int, cost float64, ok bool) {
 	if dom.Len() > 64 {
 		return nil, 0, false
@@ -46,24 +56,27 @@ func planOptimal(dom *Domain, scopes []bitset, keep bitset, limit float64) (orde
 		return c
 	}
 	type state struct {
-		cost   float64
-		scopes []uint64
-		order  []int
+		cost     float64
+		lo, hi   int // its scopes: pool[lo:hi]
+		from     int // the state it was reached from (-1 for the start)
+		attr     int // the attribute eliminated to reach it
+		elimLeft uint64
 	}
-	// states by the attributes still to eliminate; a step removes at
-	// least one, so visiting by decreasing count sees every state after
-	// all its predecessors.
-	states := map[uint64]*state{elim: {scopes: fs}}
-	byCount := make([][]uint64, bits.OnesCount64(elim)+1)
-	byCount[len(byCount)-1] = []uint64{elim}
+	sts := []state{{elimLeft: elim, hi: len(fs), from: -1, attr: -1}}
+	pool := append(make([]uint64, 0, 8*len(fs)), fs...)
+	index := make(map[uint64]int, 64)
+	index[elim] = 0
+	byCount := make([][]int, bits.OnesCount64(elim)+1)
+	byCount[len(byCount)-1] = []int{0}
 	for cnt := len(byCount) - 1; cnt > 0; cnt-- {
-		for _, e := range byCount[cnt] {
-			st := states[e]
+		for _, si := range byCount[cnt] {
+			e := sts[si].elimLeft
 			for m := e; m != 0; m &= m - 1 {
+				st := sts[si] // pool may move below; st's bounds stay valid
 				a := bits.TrailingZeros64(m)
 				bit := uint64(1) << a
 				var u, rest uint64
-				for _, s := range st.scopes {
+				for _, s := range pool[st.lo:st.hi] {
 					if s&bit != 0 {
 						u |= s
 					} else {
@@ -76,24 +89,35 @@ func planOptimal(dom *Domain, scopes []bitset, keep bitset, limit float64) (orde
 				}
 				c := st.cost + cells(u)
 				ne := e &^ (u &^ out)
-				if nx, seen := states[ne]; seen && nx.cost <= c {
+				ni, seen := index[ne]
+				if seen && sts[ni].cost <= c {
 					continue
-				} else if !seen {
-					byCount[bits.OnesCount64(ne)] = append(byCount[bits.OnesCount64(ne)], ne)
 				}
-				var ns []uint64
-				for _, s := range st.scopes {
+				lo := len(pool)
+				for _, s := range pool[st.lo:st.hi] {
 					if s&bit == 0 {
-						ns = append(ns, s)
+						pool = append(pool, s)
 					}
 				}
-				states[ne] = &state{cost: c, scopes: append(ns, out), order: append(st.order[:len(st.order):len(st.order)], a)}
+				pool = append(pool, out)
+				next := state{cost: c, lo: lo, hi: len(pool), from: si, attr: a, elimLeft: ne}
+				if seen {
+					sts[ni] = next
+					continue
+				}
+				index[ne] = len(sts)
+				byCount[bits.OnesCount64(ne)] = append(byCount[bits.OnesCount64(ne)], len(sts))
+				sts = append(sts, next)
 			}
 		}
 	}
-	final, ok := states[0]
+	fi, ok := index[0]
 	if !ok {
 		return nil, 0, false
 	}
-	return final.order, final.cost, true
+	for i := fi; sts[i].from >= 0; i = sts[i].from {
+		order = append(order, sts[i].attr)
+	}
+	slices.Reverse(order)
+	return order, sts[fi].cost, true
 }

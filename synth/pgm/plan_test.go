@@ -3,7 +3,9 @@ package pgm
 import (
 	"context"
 	"math"
+	"math/bits"
 	"math/rand/v2"
+	"slices"
 	"testing"
 )
 
@@ -101,6 +103,139 @@ func TestPlanOptimal(t *testing.T) {
 			if _, c, _ := planElimination(dom, scopes, keep, rule); c < cost*(1-1e-9) {
 				t.Fatalf("trial %d: rule %d costs %v < optimal %v", trial, rule, c, cost)
 			}
+		}
+	}
+}
+
+// planOptimalRef is planOptimal as first written (a state allocated per
+// subset, its order copied along): the reference for TestPlanOptimalSame.
+func planOptimalRef(dom *Domain, scopes []bitset, keep bitset, limit float64) (order []int, cost float64, ok bool) {
+	if dom.Len() > 64 {
+		return nil, 0, false
+	}
+	var elim uint64
+	fs := make([]uint64, len(scopes))
+	for i, s := range scopes {
+		fs[i] = s[0]
+		elim |= s[0]
+	}
+	elim &^= keep[0]
+	if elim == 0 || bits.OnesCount64(elim) > maxOptimalElim {
+		return nil, 0, false
+	}
+	cells := func(m uint64) float64 {
+		c := 1.0
+		for ; m != 0; m &= m - 1 {
+			c *= float64(dom.sizes[bits.TrailingZeros64(m)])
+		}
+		return c
+	}
+	type state struct {
+		cost   float64
+		scopes []uint64
+		order  []int
+	}
+	// states by the attributes still to eliminate; a step removes at
+	// least one, so visiting by decreasing count sees every state after
+	// all its predecessors.
+	states := map[uint64]*state{elim: {scopes: fs}}
+	byCount := make([][]uint64, bits.OnesCount64(elim)+1)
+	byCount[len(byCount)-1] = []uint64{elim}
+	for cnt := len(byCount) - 1; cnt > 0; cnt-- {
+		for _, e := range byCount[cnt] {
+			st := states[e]
+			for m := e; m != 0; m &= m - 1 {
+				a := bits.TrailingZeros64(m)
+				bit := uint64(1) << a
+				var u, rest uint64
+				for _, s := range st.scopes {
+					if s&bit != 0 {
+						u |= s
+					} else {
+						rest |= s
+					}
+				}
+				out := u &^ (e &^ rest)
+				if cells(out) > limit {
+					continue
+				}
+				c := st.cost + cells(u)
+				ne := e &^ (u &^ out)
+				if nx, seen := states[ne]; seen && nx.cost <= c {
+					continue
+				} else if !seen {
+					byCount[bits.OnesCount64(ne)] = append(byCount[bits.OnesCount64(ne)], ne)
+				}
+				var ns []uint64
+				for _, s := range st.scopes {
+					if s&bit == 0 {
+						ns = append(ns, s)
+					}
+				}
+				states[ne] = &state{cost: c, scopes: append(ns, out), order: append(st.order[:len(st.order):len(st.order)], a)}
+			}
+		}
+	}
+	final, ok := states[0]
+	if !ok {
+		return nil, 0, false
+	}
+	return final.order, final.cost, true
+}
+
+// TestPlanOptimalSame: planOptimal gives its reference's order, cost and
+// answer, bit for bit, on random problems up to maxOptimalElim attributes
+// and with limits that rule some orders out.
+func TestPlanOptimalSame(t *testing.T) {
+	rng := rand.New(rand.NewPCG(97, 98))
+	for trial := range 400 {
+		d := 3 + rng.IntN(14)
+		dom := randomDomain(t, rng, d, 9)
+		var scopes []bitset
+		for _, s := range randomSets(rng, d, 2+rng.IntN(8), 4) {
+			scopes = append(scopes, bitsetOf(d, s))
+		}
+		keep := newBitset(d)
+		for a := range d {
+			if rng.IntN(4) == 0 {
+				keep.set(a)
+			}
+		}
+		limit := math.Inf(1)
+		if rng.IntN(2) == 0 {
+			limit = float64(int(1) << rng.IntN(12))
+		}
+		o1, c1, ok1 := planOptimal(dom, scopes, keep, limit)
+		o2, c2, ok2 := planOptimalRef(dom, scopes, keep, limit)
+		if ok1 != ok2 || math.Float64bits(c1) != math.Float64bits(c2) || !slices.Equal(o1, o2) {
+			t.Fatalf("trial %d: %v, %v, %v; the reference %v, %v, %v", trial, o1, c1, ok1, o2, c2, ok2)
+		}
+	}
+}
+
+// BenchmarkPlanOptimal plans random problems of 8–12 eliminated attributes.
+func BenchmarkPlanOptimal(b *testing.B) {
+	rng := rand.New(rand.NewPCG(99, 100))
+	type problem struct {
+		dom    *Domain
+		scopes []bitset
+		keep   bitset
+	}
+	var ps []problem
+	for len(ps) < 50 {
+		d := 12 + rng.IntN(4)
+		dom := randomDomain(b, rng, d, 9)
+		var scopes []bitset
+		for _, s := range randomSets(rng, d, 6+rng.IntN(4), 3) {
+			scopes = append(scopes, bitsetOf(d, s))
+		}
+		keep := newBitset(d)
+		keep.set(rng.IntN(d))
+		ps = append(ps, problem{dom, scopes, keep})
+	}
+	for b.Loop() {
+		for _, p := range ps {
+			planOptimal(p.dom, p.scopes, p.keep, math.Inf(1))
 		}
 	}
 }
