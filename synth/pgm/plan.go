@@ -70,9 +70,11 @@ func planOptimal(dom *Domain, scopes []bitset, keep bitset, limit float64) (orde
 	byCount[len(byCount)-1] = []int{0}
 	for cnt := len(byCount) - 1; cnt > 0; cnt-- {
 		for _, si := range byCount[cnt] {
-			e := sts[si].elimLeft
+			// Final: only states with fewer attributes left are
+			// written while it is expanded (sts and pool may move).
+			st := sts[si]
+			e := st.elimLeft
 			for m := e; m != 0; m &= m - 1 {
-				st := sts[si] // pool may move below; st's bounds stay valid
 				a := bits.TrailingZeros64(m)
 				bit := uint64(1) << a
 				var u, rest uint64
