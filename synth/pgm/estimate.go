@@ -487,6 +487,15 @@ var fuseGrad = true
 // arena of potentials, and the end's steps are the model's parameters;
 // otherwise the accepted steps are added into theta when the fit returns.
 // The end's p is always set.
+// minWarmStep × the full step is the least warm step KeepStep starts from.
+// A smaller one comes from a fit that ended at working precision, where
+// steps no longer change the loss: it says nothing about the new
+// measurements' step, and a search that starts there stays where Armijo's
+// test passes or fails by the loss's rounding alone, so it may never grow
+// back (TestKeepStepMatchesGrowStep has such a fit). AIM's rounds end far
+// above it.
+const minWarmStep = 0x1p-20
+
 func mirrorDescent(ctx context.Context, jt *junctionTree, obj *objective, theta []float64, warm [][]float64, nmeas int, o *EstimateOptions, warmStep float64, st *EstimateStats) (end fitEnd, err error) {
 	bp := newBPWork(jt)
 	bp.team = obj.team
@@ -539,7 +548,7 @@ func mirrorDescent(ctx context.Context, jt *junctionTree, obj *objective, theta 
 		step = DefaultStepSize
 	}
 	alpha := step
-	if o.Step == KeepStep && lineSearch && warmStep > 0 {
+	if o.Step == KeepStep && lineSearch && warmStep >= minWarmStep*step {
 		// The acceptable step changes little when a measurement is
 		// added: start where the previous fit ended rather than halving
 		// down from the full step again.
