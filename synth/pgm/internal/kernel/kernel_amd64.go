@@ -258,6 +258,40 @@ func reduceColumnsArch(dst, src []float64, s, inner, lo int, isMax bool) {
 	reduceCols(dst, src[lo:], 1, s, w, inner, isMax)
 }
 
+// narrowImpl is the accumulator layout of reduceSmall's sums at the level
+// in use (see narrow.go).
+func narrowImpl() int {
+	switch level {
+	case levelAVX512:
+		return narrowRun32
+	case levelGo:
+		return narrowRows4
+	}
+	return narrowNone
+}
+
+//go:noescape
+func addRun32AVX512(a, x []float64)
+
+//go:noescape
+func maxIntoAVX512(d, x []float64)
+
+func maxInto(d, x []float64) {
+	if level >= levelAVX512 {
+		maxIntoAVX512(d, x)
+		return
+	}
+	maxIntoGo(d, x)
+}
+
+func addRun32(a, x []float64) {
+	if level >= levelAVX512 && len(a) >= 32 && len(x)%32 == 0 {
+		addRun32AVX512(a, x)
+		return
+	}
+	addRun32Go(a, x)
+}
+
 func reduceSmall(dst, src []float64, outer, s, inner int, isMax bool) {
 	switch {
 	case level >= levelAVX512 && isMax:

@@ -858,3 +858,81 @@ TEXT ·reduceColsMaxAVX512(SB), NOSPLIT, $0-80
 	REDUCE_COLS(VMAXPD)
 	VZEROUPPER
 	RET
+
+// func addRun32AVX512(a, x []float64)
+// a[l] += x[32g+l] for l < 32 and every whole group g of x, in order, in
+// four vectors: REDUCE_SMALL's accumulation, carried between calls.
+TEXT ·addRun32AVX512(SB), NOSPLIT, $0-48
+	MOVQ a_base+0(FP), DI
+	MOVQ x_base+24(FP), SI
+	MOVQ x_len+32(FP), CX
+	SHRQ $5, CX
+	JZ ar32Done
+	VMOVUPD (DI), Z0
+	VMOVUPD 64(DI), Z1
+	VMOVUPD 128(DI), Z2
+	VMOVUPD 192(DI), Z3
+ar32Loop:
+	VADDPD (SI), Z0, Z0
+	VADDPD 64(SI), Z1, Z1
+	VADDPD 128(SI), Z2, Z2
+	VADDPD 192(SI), Z3, Z3
+	ADDQ $256, SI
+	DECQ CX
+	JNZ ar32Loop
+	VMOVUPD Z0, (DI)
+	VMOVUPD Z1, 64(DI)
+	VMOVUPD Z2, 128(DI)
+	VMOVUPD Z3, 192(DI)
+	VZEROUPPER
+ar32Done:
+	RET
+
+// func maxIntoAVX512(d, x []float64)
+// d[i] = x[i] > d[i] ? x[i] : d[i] (VMAXPD with x first: a NaN in either
+// keeps d[i]), as maxIntoGo.
+TEXT ·maxIntoAVX512(SB), NOSPLIT, $0-48
+	MOVQ d_base+0(FP), DI
+	MOVQ d_len+8(FP), CX
+	MOVQ x_base+24(FP), SI
+	XORQ BX, BX
+	MOVQ CX, DX
+	ANDQ $-32, DX
+	JZ mi8
+mi32:
+	VMOVUPD (SI)(BX*8), Z0
+	VMOVUPD 64(SI)(BX*8), Z1
+	VMOVUPD 128(SI)(BX*8), Z2
+	VMOVUPD 192(SI)(BX*8), Z3
+	VMAXPD (DI)(BX*8), Z0, Z0
+	VMAXPD 64(DI)(BX*8), Z1, Z1
+	VMAXPD 128(DI)(BX*8), Z2, Z2
+	VMAXPD 192(DI)(BX*8), Z3, Z3
+	VMOVUPD Z0, (DI)(BX*8)
+	VMOVUPD Z1, 64(DI)(BX*8)
+	VMOVUPD Z2, 128(DI)(BX*8)
+	VMOVUPD Z3, 192(DI)(BX*8)
+	ADDQ $32, BX
+	CMPQ BX, DX
+	JB mi32
+mi8:
+	LEAQ 8(BX), DX
+	CMPQ DX, CX
+	JA miTail
+	VMOVUPD (SI)(BX*8), Z0
+	VMAXPD (DI)(BX*8), Z0, Z0
+	VMOVUPD Z0, (DI)(BX*8)
+	MOVQ DX, BX
+	JMP mi8
+miTail:
+	MOVQ CX, R8
+	SUBQ BX, R8
+	JZ miDone
+	TAILMASK(R8, K1)
+	VMOVUPD.Z (SI)(BX*8), K1, Z0
+	VMOVUPD.Z (DI)(BX*8), K1, Z1
+	VMAXPD Z1, Z0, Z0
+	VMOVUPD Z0, K1, (DI)(BX*8)
+miDone:
+	VZEROUPPER
+	RET

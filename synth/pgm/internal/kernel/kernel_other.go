@@ -29,3 +29,7 @@ var levels = []int{levelGo}
 const levelGo = 0
 
 var level = levelGo
+
+func narrowImpl() int         { return narrowRows4 }
+func addRun32(a, x []float64) { addRun32Go(a, x) }
+func maxInto(d, x []float64)  { maxIntoGo(d, x) }

@@ -133,7 +133,11 @@ func (r *Reduction) applyPar(dst, src, scratch []float64, isMax bool, par Par) {
 			next = scratch[half : half+st.outer*st.inner]
 		}
 		switch {
-		case i > 0 || par == nil:
+		case i > 0 || par == nil || (st.outer == 1 && st.inner < 16):
+			// One block of fewer than 16 columns: reduceAxis's
+			// accumulators per column (reduceSmall) beat the columns split
+			// among workers, each a chain of dependent additions
+			// (reduceColumns), and give the result Sum and SumNarrow give.
 			reduceAxis(next, cur, st, isMax)
 		case st.outer > 1:
 			// Blocks of the outer axis write disjoint parts of next. (The
@@ -365,6 +369,18 @@ func (r *Reduction) SumStream(dst, src []float64, lo int) { r.stream(dst, src, l
 // MaxStream is SumStream with max instead of +: Max's result, bit for bit.
 func (r *Reduction) MaxStream(dst, src []float64, lo int) { r.stream(dst, src, lo, true) }
 
+// maxIntoGo sets d[i] to x[i] where x[i] > d[i]: the comparison of
+// reduceAxisGo and reduceColumnsGo, which the assembly matches (NaNs after
+// the first row skipped).
+func maxIntoGo(d, x []float64) {
+	x = x[:len(d)]
+	for i, v := range x {
+		if v > d[i] {
+			d[i] = v
+		}
+	}
+}
+
 func (r *Reduction) stream(dst, src []float64, lo int, isMax bool) {
 	if !r.Streams() || len(dst) != r.out || lo < 0 || lo+len(src) > r.in {
 		panic(errLength)
@@ -380,13 +396,7 @@ func (r *Reduction) stream(dst, src []float64, lo int, isMax bool) {
 		case row == 0:
 			copy(d, src[:n])
 		case isMax:
-			// The comparison of reduceAxisGo and reduceColumnsGo, which
-			// the assembly matches (NaNs after the first row skipped).
-			for i, v := range src[:n] {
-				if v > d[i] {
-					d[i] = v
-				}
-			}
+			maxInto(d, src[:n])
 		default:
 			axpy(d, 1, src[:n])
 		}
