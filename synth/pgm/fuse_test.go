@@ -23,8 +23,8 @@ func TestEstimateFusedMatchesSeparate(t *testing.T) {
 	rng := rand.New(rand.NewPCG(91, 92))
 	type layout struct{ chunk, tile, piece, block, procs int }
 	layouts := []layout{{4096, 1024, 2048, 1 << 15, 1}, {2, 3, 5, 1 << 15, 1}, {3, 1, 1, 4, 1}, {7, 2, 4096, 16, 1}, {1, 5, 64, 1, 1}, {2, 3, 5, 1 << 15, 2}, {3, 2, 7, 64, 3}}
-	blocked, upStreams, pieced, split, streamed, lazy := 0, 0, 0, 0, 0, 0
-	for trial := range 9 {
+	blocked, upStreams, pieced, split, streamed, narrowed, lazy := 0, 0, 0, 0, 0, 0, 0
+	for trial := range 10 {
 		dom := randomDomain(t, rng, 6, 5+4*(trial%2)) // larger tables stream rows
 		sets := dedupe(randomSets(rng, 6, 8, 3))
 		if trial == 8 {
@@ -37,6 +37,17 @@ func TestEstimateFusedMatchesSeparate(t *testing.T) {
 				t.Fatal(err)
 			}
 			sets = [][]int{{0, 1, 2, 3}, {1, 3}, {3, 4}, {4, 5}, {5}, {5, 6}}
+		}
+		if trial == 9 {
+			// Cliques [a b] and [b c] joined by b, four cells wide and
+			// the last axis of [a b]: a separator marginal of b taken
+			// from [a b] is one block of 500 narrow rows
+			// (kernel.Reduction.Narrow).
+			var err error
+			if dom, err = NewDomain([]string{"a", "b", "c", "d"}, []int{500, 4, 30, 3}); err != nil {
+				t.Fatal(err)
+			}
+			sets = [][]int{{0, 1}, {1, 2}, {1}, {2, 3}, {3}}
 		}
 		ds := randomDataset(t, uint64(100+trial), slices.Clone(dom.sizes), 1500)
 		meas := measure(ds, sets, 10, rng)
@@ -104,6 +115,9 @@ func TestEstimateFusedMatchesSeparate(t *testing.T) {
 									if it.first != nil && it.first.Streams() {
 										streamed++
 									}
+									if it.narrow != nil {
+										narrowed++
+									}
 								}
 							}
 						}()
@@ -132,8 +146,8 @@ func TestEstimateFusedMatchesSeparate(t *testing.T) {
 			}
 		}
 	}
-	if blocked == 0 || upStreams == 0 || pieced == 0 || split == 0 || streamed == 0 || lazy == 0 {
-		t.Fatalf("%d upward passes went block by block, %d streamed; %d downward reductions piece by piece (%d of several steps, %d streamed); %d lazy cliques",
-			blocked, upStreams, pieced, split, streamed, lazy)
+	if blocked == 0 || upStreams == 0 || pieced == 0 || split == 0 || streamed == 0 || narrowed == 0 || lazy == 0 {
+		t.Fatalf("%d upward passes went block by block, %d streamed; %d downward reductions piece by piece (%d of several steps, %d streamed, %d narrow); %d lazy cliques",
+			blocked, upStreams, pieced, split, streamed, narrowed, lazy)
 	}
 }
