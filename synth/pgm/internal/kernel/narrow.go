@@ -53,11 +53,12 @@ func (r *Reduction) narrowLayout() int {
 // Narrow reports whether SumNarrow can stream r (see above), and the
 // accumulator cells it needs.
 func (r *Reduction) Narrow() (acc int, ok bool) {
-	st := step{}
-	if len(r.steps) == 1 {
-		st = r.steps[0]
+	layout := r.narrowLayout()
+	if layout == narrowNone {
+		return 0, false
 	}
-	switch r.narrowLayout() {
+	st := r.steps[0]
+	switch layout {
 	case narrowRows4:
 		return st.outer * 4 * st.inner, true
 	case narrowRun32:
@@ -137,12 +138,13 @@ func (r *Reduction) FinishNarrow(dst, acc []float64) {
 	if !ok || len(acc) != n || len(dst) != r.out {
 		panic(errLength)
 	}
+	layout := r.narrowLayout()
 	st := r.steps[0]
 	inner := st.inner
 	w := n / st.outer
 	for o := range st.outer {
 		a, d := acc[o*w:(o+1)*w], dst[o*inner:(o+1)*inner]
-		switch r.narrowLayout() {
+		switch layout {
 		case narrowRows4:
 			for c := range d {
 				d[c] = (a[c] + a[inner+c]) + (a[2*inner+c] + a[3*inner+c])
