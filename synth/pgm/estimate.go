@@ -480,13 +480,6 @@ type fitEnd struct {
 // separate passes (the potentials in an arena, then a propagation).
 var fuseGrad = true
 
-// mirrorDescent runs Algorithm 1 with Armijo backtracking, updating theta.
-// warmStep is the last step of the warm start's fit (0 if none). theta,
-// the starting potentials, may be nil: the fit then starts from the step
-// tables warm (by measurement index, see objective.initSteps) and holds no
-// arena of potentials, and the end's steps are the model's parameters;
-// otherwise the accepted steps are added into theta when the fit returns.
-// The end's p is always set.
 // minWarmStep × the full step is the least warm step KeepStep starts from.
 // A smaller one comes from a fit that ended at working precision, where
 // steps no longer change the loss: it says nothing about the new
@@ -496,6 +489,13 @@ var fuseGrad = true
 // above it.
 const minWarmStep = 0x1p-20
 
+// mirrorDescent runs Algorithm 1 with Armijo backtracking, updating theta.
+// warmStep is the last step of the warm start's fit (0 if none). theta,
+// the starting potentials, may be nil: the fit then starts from the step
+// tables warm (by measurement index, see objective.initSteps) and holds no
+// arena of potentials, and the end's steps are the model's parameters;
+// otherwise the accepted steps are added into theta when the fit returns.
+// The end's p is always set.
 func mirrorDescent(ctx context.Context, jt *junctionTree, obj *objective, theta []float64, warm [][]float64, nmeas int, o *EstimateOptions, warmStep float64, st *EstimateStats) (end fitEnd, err error) {
 	bp := newBPWork(jt)
 	bp.team = obj.team
