@@ -540,10 +540,11 @@ func (w *bpWork) finalize(v int, p []float64) {
 		}
 	})
 	for i := range f.items {
-		if it := &f.items[i]; it.narrow != nil {
+		it := &f.items[i]
+		if it.narrow != nil {
 			it.first.FinishNarrow(dst(it), it.narrow)
 		}
-		if it := &f.items[i]; it.rest != nil {
+		if it.rest != nil {
 			var to []float64
 			if it.kid >= 0 {
 				to = w.marg[it.kid]

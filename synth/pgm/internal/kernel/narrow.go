@@ -28,45 +28,37 @@ const (
 	narrowRows2 // AVX-512, other widths: even and odd rows
 )
 
-// narrowLayout returns how Sum accumulates r's blocks, or narrowNone when
-// r is not narrow or SumNarrow cannot follow the implementation in use.
-func (r *Reduction) narrowLayout() int {
+// narrowLayout returns how Sum accumulates r's blocks and the accumulators
+// per block, or narrowNone when r is not narrow or SumNarrow cannot follow
+// the implementation in use.
+func (r *Reduction) narrowLayout() (layout, width int) {
 	if len(r.steps) != 1 || r.steps[0].inner >= 16 {
-		return narrowNone
+		return narrowNone, 0
 	}
 	st := r.steps[0]
 	if st.outer <= 0 || st.s <= 0 || st.inner <= 0 {
-		return narrowNone
+		return narrowNone, 0
 	}
 	switch narrowImpl() {
 	case narrowRows4:
-		return narrowRows4
+		return narrowRows4, 4 * st.inner
 	case narrowRun32:
 		if in := st.inner; in&(in-1) == 0 && in <= 8 {
-			return narrowRun32
+			return narrowRun32, 32
 		}
-		return narrowRows2
+		return narrowRows2, 2 * st.inner
 	}
-	return narrowNone
+	return narrowNone, 0
 }
 
 // Narrow reports whether SumNarrow can stream r (see above), and the
 // accumulator cells it needs.
 func (r *Reduction) Narrow() (acc int, ok bool) {
-	layout := r.narrowLayout()
+	layout, w := r.narrowLayout()
 	if layout == narrowNone {
 		return 0, false
 	}
-	st := r.steps[0]
-	switch layout {
-	case narrowRows4:
-		return st.outer * 4 * st.inner, true
-	case narrowRun32:
-		return st.outer * 32, true
-	case narrowRows2:
-		return st.outer * 2 * st.inner, true
-	}
-	return 0, false
+	return r.steps[0].outer * w, true
 }
 
 // SumNarrow adds src, the cells [lo, lo+len(src)) of the table, into acc,
@@ -74,15 +66,13 @@ func (r *Reduction) Narrow() (acc int, ok bool) {
 // Given every cell once, in order, in pieces of any length, it leaves in acc
 // what FinishNarrow turns into Sum's result.
 func (r *Reduction) SumNarrow(acc, src []float64, lo int) {
-	n, ok := r.Narrow()
-	if !ok || len(acc) != n || lo < 0 || lo+len(src) > r.in {
+	layout, w := r.narrowLayout() // w: accumulators per block
+	if layout == narrowNone || len(acc) != r.steps[0].outer*w || lo < 0 || lo+len(src) > r.in {
 		panic(errLength)
 	}
-	layout := r.narrowLayout()
 	st := r.steps[0]
 	inner, s := st.inner, st.s
 	block := s * inner
-	w := n / st.outer // accumulators per block
 	for len(src) > 0 {
 		o, i := lo/block, lo%block
 		m := min(len(src), block-i)
@@ -134,14 +124,12 @@ func (r *Reduction) SumNarrow(acc, src []float64, lo int) {
 // FinishNarrow writes into dst, r's whole result, what SumNarrow left in
 // acc: Sum's result, bit for bit.
 func (r *Reduction) FinishNarrow(dst, acc []float64) {
-	n, ok := r.Narrow()
-	if !ok || len(acc) != n || len(dst) != r.out {
+	layout, w := r.narrowLayout()
+	if layout == narrowNone || len(acc) != r.steps[0].outer*w || len(dst) != r.out {
 		panic(errLength)
 	}
-	layout := r.narrowLayout()
 	st := r.steps[0]
 	inner := st.inner
-	w := n / st.outer
 	for o := range st.outer {
 		a, d := acc[o*w:(o+1)*w], dst[o*inner:(o+1)*inner]
 		switch layout {
