@@ -134,3 +134,59 @@ func TestPermute(t *testing.T) {
 		})
 	}
 }
+
+// TestProductSumMergedBruteForce checks steps of three and four factors
+// that productSumMerged takes (two factors over few attributes beside a
+// wide one) against the sum cell by cell.
+func TestProductSumMergedBruteForce(t *testing.T) {
+	rng := rand.New(rand.NewPCG(65, 66))
+	merged := 0
+	for trial := range 400 {
+		d := 3 + rng.IntN(3)
+		dom := randomDomain(t, rng, d, 8)
+		var fs []factor
+		for range 3 + rng.IntN(2) {
+			fs = append(fs, randomFactor(rng, dom, d))
+		}
+		var over []int
+		for x := range d {
+			if slices.ContainsFunc(fs, func(f factor) bool { return slices.Contains(f.attrs, x) }) {
+				over = append(over, x)
+			}
+		}
+		var out []int
+		for _, x := range over {
+			if rng.IntN(2) == 0 {
+				out = append(out, x)
+			}
+		}
+		got := make([]float64, dom.Cells(out))
+		if productSumMerged(got, dom, fs, over, out) {
+			merged++
+		} else {
+			productSumZeroed(got, dom, fs, over, out)
+		}
+		want := make([]float64, dom.Cells(out))
+		rep := 1.0
+		for x := range d {
+			if !slices.Contains(over, x) {
+				rep *= float64(dom.Size(x))
+			}
+		}
+		forEachCell(dom, func(x []int) {
+			p := 1 / rep
+			for _, f := range fs {
+				p *= f.vals[cellIndex(dom, f.attrs, x)]
+			}
+			want[cellIndex(dom, out, x)] += p
+		})
+		for i := range want {
+			if !near(got[i], want[i], 1e-12) {
+				t.Fatalf("trial %d: cell %d = %v, want %v (factors %v, out %v)", trial, i, got[i], want[i], len(fs), out)
+			}
+		}
+	}
+	if merged < 50 {
+		t.Fatalf("only %d of 400 steps were merged", merged)
+	}
+}

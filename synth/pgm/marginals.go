@@ -778,6 +778,9 @@ func productSumZeroed(dst []float64, dom *Domain, fs []factor, over, out []int) 
 	if len(fs) == 2 && contract2(dst, dom, fs[0], fs[1], over, out) {
 		return res
 	}
+	if len(fs) >= 3 && productSumMerged(dst, dom, fs, over, out) {
+		return res
+	}
 	// Strides in the natural (ascending) order of over: nat[j][p] is
 	// factor j's stride along over[p], nat[len(fs)] the result's.
 	nat := make([][]int, len(fs)+1)
