@@ -145,7 +145,7 @@ func (c *contraction) run(dst []float64, dom *Domain, a, b factor, swapped bool,
 			return *buf
 		}
 		clear(*buf)
-		return productSumZeroed(*buf, dom, []factor{f}, sortedCopy(f.attrs), attrs).vals
+		return productSumZeroed(*buf, dom, []factor{f}, slices.Sorted(slices.Values(f.attrs)), attrs).vals
 	}
 	av, bv, res := a.vals, b.vals, dst
 	if c.relayA {
@@ -193,19 +193,20 @@ const minMergeGain = 8
 // attributes. It reports false, computing nothing, when no pair is small
 // enough. The products are regrouped: round-off differs.
 func productSumMerged(dst []float64, dom *Domain, fs []factor, over, out []int) bool {
+	var u []int // the pair's attributes
 	bi, bj, best := -1, -1, dom.Cells(over)/minMergeGain
 	for i := range fs {
 		for j := i + 1; j < len(fs); j++ {
-			if c := dom.Cells(unionSorted(fs[i].attrs, fs[j].attrs)); c <= best && c <= maxPooled {
-				bi, bj, best = i, j, c
+			ij := unionSorted(fs[i].attrs, fs[j].attrs)
+			if c := dom.Cells(ij); c <= best && c <= maxPooled {
+				bi, bj, best, u = i, j, c, ij
 			}
 		}
 	}
 	if bi < 0 {
 		return false
 	}
-	u := unionSorted(fs[bi].attrs, fs[bj].attrs)
-	buf := getTable(dom.Cells(u))
+	buf := getTable(best)
 	clear(*buf)
 	merged := productSumZeroed(*buf, dom, []factor{fs[bi], fs[bj]}, u, u)
 	rest := make([]factor, 0, len(fs)-1)
@@ -273,11 +274,4 @@ func permute(dst, src []float64, dom *Domain, from, to []int) {
 			digit[d] = 0
 		}
 	}
-}
-
-// sortedCopy returns the attributes in ascending order, in a new slice.
-func sortedCopy(attrs []int) []int {
-	s := slices.Clone(attrs)
-	slices.Sort(s)
-	return s
 }

@@ -61,20 +61,9 @@ func TestContractionBruteForce(t *testing.T) {
 		}
 		got := make([]float64, dom.Cells(out))
 		c.run(got, dom, a, b, swapped, out)
-		want := make([]float64, dom.Cells(out))
-		forEachCell(dom, func(x []int) {
-			want[cellIndex(dom, out, x)] += a.vals[cellIndex(dom, a.attrs, x)] * b.vals[cellIndex(dom, b.attrs, x)]
-		})
-		// forEachCell also runs over the attributes of neither factor,
-		// which over leaves out: divide out the times they repeat a cell.
-		rep := 1.0
-		for x := range d {
-			if !slices.Contains(over, x) {
-				rep *= float64(dom.Size(x))
-			}
-		}
+		want := bruteProductSum(dom, []factor{a, b}, over, out)
 		for i := range want {
-			if w := want[i] / rep; !near(got[i], w, 1e-12) {
+			if w := want[i]; !near(got[i], w, 1e-12) {
 				t.Fatalf("trial %d: cell %d = %v, want %v (a %v, b %v, out %v, roles %+v, swapped %v)",
 					trial, i, got[i], w, a.attrs, b.attrs, out, c, swapped)
 			}
@@ -166,20 +155,7 @@ func TestProductSumMergedBruteForce(t *testing.T) {
 		} else {
 			productSumZeroed(got, dom, fs, over, out)
 		}
-		want := make([]float64, dom.Cells(out))
-		rep := 1.0
-		for x := range d {
-			if !slices.Contains(over, x) {
-				rep *= float64(dom.Size(x))
-			}
-		}
-		forEachCell(dom, func(x []int) {
-			p := 1 / rep
-			for _, f := range fs {
-				p *= f.vals[cellIndex(dom, f.attrs, x)]
-			}
-			want[cellIndex(dom, out, x)] += p
-		})
+		want := bruteProductSum(dom, fs, over, out)
 		for i := range want {
 			if !near(got[i], want[i], 1e-12) {
 				t.Fatalf("trial %d: cell %d = %v, want %v (factors %v, out %v)", trial, i, got[i], want[i], len(fs), out)

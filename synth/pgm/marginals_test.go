@@ -480,6 +480,27 @@ func TestCoalesce(t *testing.T) {
 
 // checkProductSum checks productSum of fs over the attributes over, kept on
 // a random subset of them, against the brute-force sum over every cell.
+// bruteProductSum is Σ_{over \ out} Π fs computed cell by cell over the
+// whole domain, whose attributes outside over (in no factor) repeat each
+// term and are divided out.
+func bruteProductSum(dom *Domain, fs []factor, over, out []int) []float64 {
+	rep := 1.0
+	for a := range dom.Len() {
+		if !slices.Contains(over, a) {
+			rep *= float64(dom.Size(a))
+		}
+	}
+	want := make([]float64, dom.Cells(out))
+	forEachCell(dom, func(x []int) {
+		p := 1 / rep
+		for _, f := range fs {
+			p *= f.vals[cellIndex(dom, f.attrs, x)]
+		}
+		want[cellIndex(dom, out, x)] += p
+	})
+	return want
+}
+
 func checkProductSum(t *testing.T, trial int, rng *rand.Rand, dom *Domain, fs []factor, over []int) {
 	t.Helper()
 	var out []int
@@ -489,14 +510,7 @@ func checkProductSum(t *testing.T, trial int, rng *rand.Rand, dom *Domain, fs []
 		}
 	}
 	got := productSum(dom, fs, over, out)
-	want := make([]float64, dom.Cells(out))
-	forEachCell(dom, func(x []int) {
-		p := 1.0
-		for _, f := range fs {
-			p *= f.vals[cellIndex(dom, f.attrs, x)]
-		}
-		want[cellIndex(dom, out, x)] += p
-	})
+	want := bruteProductSum(dom, fs, over, out)
 	for i := range want {
 		if !near(got.vals[i], want[i], 1e-12) {
 			t.Fatalf("trial %d: cell %d = %v, want %v (factors %d, out %v)", trial, i, got.vals[i], want[i], len(fs), out)

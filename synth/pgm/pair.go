@@ -122,7 +122,8 @@ func (m *Model) viaPair(attrs []int, cache *reduceCache, dst []float64) (factor,
 		if !ok || r.finish >= direct || cache.pairMax > 0 && m.dom.Cells(r.scope) > min(cache.pairMax, maxPairTable) {
 			// A table beyond the budget would be computed for this
 			// triple alone and dropped: up to 74 MB of garbage per
-			// triple on wide30, which set the heap's peaks.
+			// triple on wide30, which set the heap's peaks. One beyond
+			// maxPairTable costs more than it saves.
 			continue
 		}
 		if t, ok := cache.getPair(r.key); ok {
