@@ -277,7 +277,7 @@ func Estimate(ctx context.Context, dom *Domain, meas []Measurement, opts *Estima
 		}
 		sets = append(sets, c)
 	}
-	jt, err := newJunctionTree(dom, sets, nil)
+	jt, err := newJunctionTree(dom, sets, fitOrder(dom, sets, o.WarmStart))
 	if err != nil {
 		return nil, err
 	}

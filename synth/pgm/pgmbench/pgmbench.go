@@ -64,7 +64,11 @@ type Result struct {
 	OracleCalls        float64       // belief propagations per iteration
 	ModelMB            float64
 	ModelCliques       int
-	EstimateLoss       float64
+	// GreedyModelMB is the size of the tree that greedy elimination alone
+	// builds over the measured cliques (pgm.ModelSize), the reference's
+	// tree: the fit searches for a smaller one.
+	GreedyModelMB float64
+	EstimateLoss  float64
 	// The same with the GrowStep line search.
 	EstimateIterGrow time.Duration
 	OracleCallsGrow  float64
@@ -77,9 +81,9 @@ type Result struct {
 
 // String formats r as one line of key=value pairs.
 func (r Result) String() string {
-	return fmt.Sprintf("marginals_3way_seconds=%.4f estimate_iter_ms=%.3f estimate_iter_cpu_ms=%.3f bp_per_iter=%.2f model_mb=%.3f jt_cliques=%d "+
+	return fmt.Sprintf("marginals_3way_seconds=%.4f estimate_iter_ms=%.3f estimate_iter_cpu_ms=%.3f bp_per_iter=%.2f model_mb=%.3f jt_cliques=%d greedy_model_mb=%.3f "+
 		"rows=%d attrs=%d sets_3way=%d cells_3way=%d final_loss=%.6g grow_iter_ms=%.3f grow_bp_per_iter=%.2f grow_final_loss=%.6g marginals_3way_alloc_seconds=%.4f procs=%d",
-		r.Marginals3Way.Seconds(), float64(r.EstimateIter.Microseconds())/1000, float64(r.EstimateCPU.Microseconds())/1000, r.OracleCalls, r.ModelMB, r.ModelCliques,
+		r.Marginals3Way.Seconds(), float64(r.EstimateIter.Microseconds())/1000, float64(r.EstimateCPU.Microseconds())/1000, r.OracleCalls, r.ModelMB, r.ModelCliques, r.GreedyModelMB,
 		r.Rows, r.Attrs, r.Sets3Way, r.Cells3Way, r.EstimateLoss,
 		float64(r.EstimateIterGrow.Microseconds())/1000, r.OracleCallsGrow, r.EstimateLossGrow, r.Marginals3WayAlloc.Seconds(), r.Procs)
 }
@@ -148,6 +152,11 @@ func Measure(ctx context.Context, ds *pgm.Dataset) (Result, error) {
 	r.OracleCalls = float64(est.stats.OracleCalls) / float64(est.stats.Iters)
 	r.ModelMB = est.model.Size()
 	r.ModelCliques = len(est.model.Cliques())
+	measured := make([][]int, len(meas))
+	for i, m := range meas {
+		measured[i] = m.Attrs
+	}
+	r.GreedyModelMB = pgm.ModelSize(dom, measured)
 	r.EstimateLoss = est.stats.Loss
 	r.EstimatedTotal = est.model.Total()
 	grow, err := timeEstimate(ctx, dom, meas, pgm.GrowStep)
