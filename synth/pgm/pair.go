@@ -266,8 +266,18 @@ func (c *reduceCache) count(fresh bool) {
 // times the signal, 0.36 against 0.8 MB); at 1 MB the peak there fell from
 // 120 to 105–112 MB, and adult's small-model runs kept their CPU
 // (docs/federated.md, issue 14's ninth pass).
+//
+// pairMidBudget (8 MB) caps the budget of a model below 8 MB, and a
+// model's own size caps it up to 16 MB: a model of a few MB has the least
+// room under 4 × the model + 100 MB. A wide30 trajectory holding a
+// 3.31 MB model peaked at 123–126 MB with 16 MB against its 124.7 MB
+// bound, and at 114–115 MB with 8 MB, for 4–5 % more CPU (three
+// alternated pairs in one process, on two trajectories); adult at ε = 1
+// and 3 ran as fast with either (docs/aim-performance.md, "Issue 19,
+// eighteenth pass").
 const (
 	pairMinBudget = 1 << 17
+	pairMidBudget = 1 << 20
 	pairMaxBudget = 1 << 21
 )
 

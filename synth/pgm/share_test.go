@@ -64,15 +64,18 @@ func TestSharedSteps(t *testing.T) {
 
 // TestPairBudget checks the scoring cache's budget for shared steps and
 // pair tables against a model's size (cells): 4 × the reduction budget
-// (2 × the model) within [1 MB, 16 MB].
+// (2 × the model) within [1 MB, 8 MB], or up to the model's own size
+// within 16 MB.
 func TestPairBudget(t *testing.T) {
 	for _, tt := range []struct{ model, want int }{
 		{1 << 10, pairMinBudget},           // a small model: the floor
 		{pairMinBudget / 8, pairMinBudget}, // 8 × its cells: the floor
-		{1 << 17, 8 << 17},                 // 8 × its cells
-		{1 << 19, pairMaxBudget},           // 4 MB: the cap
-		{pairMaxBudget / 2, pairMaxBudget}, // 8 MB: still the cap
-		{pairMaxBudget/2 + 1, pairMaxBudget},
+		{1 << 16, 8 << 16},                 // 8 × its cells
+		{1 << 17, pairMidBudget},           // 1 MB: 8 × its cells, the 8 MB cap
+		{1 << 19, pairMidBudget},           // 4 MB: the 8 MB cap
+		{pairMidBudget, pairMidBudget},     // 8 MB
+		{pairMidBudget + 1000, pairMidBudget + 1000},
+		{pairMaxBudget, pairMaxBudget},
 		{1 << 23, pairMaxBudget}, // ε = 10's models
 	} {
 		if got := newReduceCache(nil, 2*tt.model).pairMax; got != tt.want {
