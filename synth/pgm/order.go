@@ -21,9 +21,10 @@ import (
 // searchOrder improves a starting order by moving one attribute at a time
 // to another place (first improvement, passes until none improves, within
 // maxOrderPasses), measuring each order by the cells of the tree it gives.
-// On one-word attribute sets an order is measured in a few microseconds,
-// so a pass over a 30-attribute domain (870 moves) costs about a
-// millisecond; domains over 64 attributes keep their starting order.
+// On one-word attribute sets an order is measured in about 0.4 µs on a
+// 30-attribute domain, a pass over its 870 moves in 0.3 ms and a fit's
+// whole search in about 1 ms (BenchmarkFitOrder); domains over 64
+// attributes keep their starting order.
 // AIM's size filter (ModelSize) keeps greedy's size, an upper bound on the
 // searched one: which candidates are eligible does not change.
 

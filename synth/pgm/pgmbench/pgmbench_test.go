@@ -3,11 +3,10 @@ package pgmbench
 import (
 	"bytes"
 	"context"
-	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
-	"strings"
+	"strconv"
 	"testing"
 )
 
@@ -48,14 +47,18 @@ func TestRunAdult(t *testing.T) {
 			t.Errorf("output %q lacks %q", line, want)
 		}
 	}
-	var fitted, greedy float64
-	if _, err := fmt.Sscanf(line[strings.Index(line, "model_mb="):], "model_mb=%g", &fitted); err != nil {
-		t.Fatal(err)
+	size := func(key string) float64 {
+		m := regexp.MustCompile(` ` + key + `=([0-9.]+) `).FindStringSubmatch(line)
+		if m == nil {
+			t.Fatalf("output %q lacks %s", line, key)
+		}
+		v, err := strconv.ParseFloat(m[1], 64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
 	}
-	if _, err := fmt.Sscanf(line[strings.Index(line, "greedy_model_mb="):], "greedy_model_mb=%g", &greedy); err != nil {
-		t.Fatal(err)
-	}
-	if fitted > greedy {
+	if fitted, greedy := size("model_mb"), size("greedy_model_mb"); fitted > greedy {
 		t.Errorf("fitted model %.3f MB, larger than greedy elimination's %.3f MB", fitted, greedy)
 	}
 	t.Log(line)
