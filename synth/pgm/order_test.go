@@ -206,3 +206,22 @@ func BenchmarkFitOrder(b *testing.B) {
 		fitOrder(dom, sets, nil)
 	}
 }
+
+// TestImproveStopsAtItsBudget: improve measures no more orders than it is
+// given: none leaves the start, and the wide graph needs more than one
+// pass's worth to reach its smaller tree.
+func TestImproveStopsAtItsBudget(t *testing.T) {
+	dom, sets := wideGraph(t)
+	bs := bitsets(dom, sets)
+	greedy, _ := eliminate(dom, bs, nil)
+	g := newOrderGraph(dom, bs)
+	size := g.treeCells(greedy)
+	if o, s := g.improve(slices.Clone(greedy), size, 0); !slices.Equal(o, greedy) || s != size {
+		t.Errorf("no budget: order %v (%g cells), want the start %v (%g)", o, s, greedy, size)
+	}
+	_, one := g.improve(slices.Clone(greedy), size, 30*29)
+	_, all := g.improve(slices.Clone(greedy), size, 1<<20)
+	if !(all < one && one <= size) || all > 433869 {
+		t.Errorf("one pass: %g cells, unbounded: %g, start %g", one, all, size)
+	}
+}
