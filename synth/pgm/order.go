@@ -46,11 +46,11 @@ const minOrderSearch = 1 << 12
 // start; its search used about 2.6 k.
 const orderEvalCells = 128
 
-// orderGraph is the measured graph on one-word attribute sets: adj[a] is
-// a's neighbours, cells[a] its size.
+// orderGraph is the measured graph on one-word attribute sets (a bitset
+// of at most 64 attributes is one word): adj[a] is a's neighbours.
 type orderGraph struct {
-	adj   []uint64
-	cells []float64
+	dom *Domain
+	adj []uint64
 	// Scratch for treeCells.
 	nb, cl []uint64
 }
@@ -62,15 +62,12 @@ func newOrderGraph(dom *Domain, sets []bitset) *orderGraph {
 	if n > 64 {
 		return nil
 	}
-	g := &orderGraph{adj: make([]uint64, n), cells: make([]float64, n), nb: make([]uint64, n), cl: make([]uint64, 0, n)}
-	for a := range n {
-		g.cells[a] = float64(dom.sizes[a])
-	}
+	g := &orderGraph{dom: dom, adj: make([]uint64, n), nb: make([]uint64, n), cl: make([]uint64, 0, n)}
 	for _, s := range sets {
-		var m uint64
-		for _, a := range s.attrs() {
-			m |= 1 << uint(a)
+		if len(s) == 0 {
+			continue // an empty domain
 		}
+		m := s[0]
 		for r := m; r != 0; r &= r - 1 {
 			a := bits.TrailingZeros64(r)
 			g.adj[a] |= m &^ (1 << uint(a))
@@ -106,11 +103,7 @@ func (g *orderGraph) treeCells(order []int) float64 {
 			}
 		}
 		if maximal {
-			size := 1.0
-			for r := c; r != 0; r &= r - 1 {
-				size *= g.cells[bits.TrailingZeros64(r)]
-			}
-			total += size
+			total += bitset{c}.cells(g.dom)
 		}
 	}
 	g.cl = cl
