@@ -263,15 +263,25 @@ func modelSize64(dom *Domain, cliques [][]int) float64 {
 // maxCells bounds the arena so that index maps fit int32.
 const maxCells = math.MaxInt32
 
-// newJunctionTree builds the junction tree of the given attribute sets. If
-// order is non-nil it is the elimination order to use.
-func newJunctionTree(dom *Domain, sets [][]int, order []int) (*junctionTree, error) {
+// attrSets returns sets as bitsets over dom, or the error of the first set
+// that is not a set of dom's attributes.
+func attrSets(dom *Domain, sets [][]int) ([]bitset, error) {
 	bs := make([]bitset, len(sets))
 	for i, s := range sets {
 		if err := dom.checkAttrs(s); err != nil {
 			return nil, err
 		}
 		bs[i] = bitsetOf(dom.Len(), s)
+	}
+	return bs, nil
+}
+
+// newJunctionTree builds the junction tree of the given attribute sets. If
+// order is non-nil it is the elimination order to use.
+func newJunctionTree(dom *Domain, sets [][]int, order []int) (*junctionTree, error) {
+	bs, err := attrSets(dom, sets)
+	if err != nil {
+		return nil, err
 	}
 	if order != nil {
 		if len(order) != dom.Len() {

@@ -204,12 +204,9 @@ func fitOrder(dom *Domain, sets [][]int, warm *Model) []int {
 	if !searchOrders {
 		return nil
 	}
-	bs := make([]bitset, len(sets))
-	for i, s := range sets {
-		if dom.checkAttrs(s) != nil {
-			return nil
-		}
-		bs[i] = bitsetOf(dom.Len(), s)
+	bs, err := attrSets(dom, sets)
+	if err != nil {
+		return nil
 	}
 	greedy, _ := eliminate(dom, bs, nil)
 	if warm != nil && warm.jt != nil && warm.dom.Equal(dom) {

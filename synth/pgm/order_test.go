@@ -22,9 +22,9 @@ func eliminateCells(dom *Domain, sets []bitset, order []int) float64 {
 }
 
 func bitsets(dom *Domain, sets [][]int) []bitset {
-	bs := make([]bitset, len(sets))
-	for i, s := range sets {
-		bs[i] = bitsetOf(dom.Len(), s)
+	bs, err := attrSets(dom, sets)
+	if err != nil {
+		panic(err) // the tests' sets are over their domains
 	}
 	return bs
 }
