@@ -22,8 +22,8 @@ import (
 //     refit since, pgm.Drift's bound on how far its model marginal moved
 //     (‖x̂_new − x̂_old‖₁ bounds the change of ‖y − x̂‖₁);
 //   - a round computes exactly the candidates whose bounded score could be
-//     within lazyMargin/c of the best exact score (c = ε/(2Δ)), best bound
-//     first, in parallel batches;
+//     within lazyMargin/c of the best exact score (c = ε/(2Δ)): the likely
+//     winners first, then all the others in one parallel batch;
 //   - noise.ExponentialLazy samples the mechanism over all eligible
 //     candidates with those bounds, computing any other candidate that its
 //     rejection step cannot decide from the bound (rare: such a candidate
@@ -39,9 +39,9 @@ import (
 // uncomputed before sampling.
 const lazyMargin = 5
 
-// lazyBatch is the number of candidates computed per batch (in parallel,
-// sharing the model's reduced cliques).
-const lazyBatch = 32
+// lazyFirst is the number of likely winners computed first, before the
+// candidates to compute are chosen by their bounds (see choose).
+const lazyFirst = 32
 
 // lazyWindow is how many past models are kept for direct bounds: a
 // candidate computed against one of them is bounded by its drift to the
@@ -180,51 +180,78 @@ func (z *lazyState) choose(ctx context.Context, r *run, sc *scorer, scores []flo
 		scores = make([]float64, len(eligible))
 	}
 	upper := scores[:len(eligible)]
-	order := make([]int, len(eligible)) // positions in eligible, best bound first
 	best := math.Inf(-1)
 	for k, i := range eligible {
 		upper[k] = z.bound(r, i, total, sigma)
-		order[k] = k
 		if z.exact[i] {
 			best = max(best, upper[k])
 		}
 	}
-	slices.SortFunc(order, func(a, b int) int { return cmp.Compare(upper[b], upper[a]) })
-	batch := model.NewBatch() // the round's batches share reduced cliques
+	batch := model.NewBatch() // the round's computations share reduced cliques and pair tables
 	c := eps / (2 * delta)
 	exactScore := func(k int) float64 {
 		i := eligible[k]
 		return r.cands[i].weight * (z.l1[i] - sqrt2pi*sigma*float64(r.answers.Len(i)))
 	}
-	// Compute the candidates that could be near the best, in batches.
-	var ks []int
-	for next := 0; next < len(order); {
-		ks = ks[:0]
-		for next < len(order) && len(ks) < lazyBatch {
-			k := order[next]
-			if upper[k] < best-lazyMargin/c {
-				next = len(order)
-				break
-			}
-			next++
-			if !z.exact[eligible[k]] {
-				ks = append(ks, k)
-			}
-		}
+	computeAll := func(ks []int) error {
 		if len(ks) == 0 {
-			break
+			return nil
 		}
 		if err := z.compute(ctx, r, batch, model.Total(), eligible, ks); err != nil {
-			return -1, scores, err
+			return err
 		}
 		for _, k := range ks {
 			q := exactScore(k)
 			if q > upper[k] {
-				return -1, scores, fmt.Errorf("the score of %v is above its bound (the values are data and are not shown)", r.sets[eligible[k]])
+				return fmt.Errorf("the score of %v is above its bound (the values are data and are not shown)", r.sets[eligible[k]])
 			}
 			upper[k] = q
 			best = max(best, q)
 		}
+		return nil
+	}
+	// First the likely winners: the candidates whose score was highest
+	// when last computed (a bound only where none was). Their exact
+	// scores set best close to its final value before the rest are
+	// chosen, so that choosing the rest in one batch computes no more
+	// candidates than choosing them a few at a time from the highest
+	// bound down did.
+	prior := make([]float64, len(eligible))
+	order := make([]int, len(eligible)) // positions in eligible, highest prior first
+	for k, i := range eligible {
+		prior[k] = upper[k]
+		if z.known[i] {
+			prior[k] = r.cands[i].weight * (z.base[i] - sqrt2pi*sigma*float64(r.answers.Len(i)))
+		}
+		order[k] = k
+	}
+	slices.SortFunc(order, func(a, b int) int { return cmp.Compare(prior[b], prior[a]) })
+	var ks []int
+	for _, k := range order[:min(lazyFirst, len(order))] {
+		if !z.exact[eligible[k]] {
+			ks = append(ks, k)
+		}
+	}
+	if err := computeAll(ks); err != nil {
+		return -1, scores, err
+	}
+	// Then every other candidate that could be near the best, in one
+	// batch: the model orders its computations so that triples sharing
+	// a pair table or an elimination step come together, and shares a
+	// table among all the triples that want it. In batches of 32 from
+	// the highest bound down, wide30's heavy rounds swept 15–30 % more
+	// cells for the same candidates (docs/aim-performance.md, "Issue 19,
+	// twentieth pass"). Best only rises as scores are computed, so one
+	// batch chosen against the best so far holds every candidate a
+	// later choice would.
+	ks = ks[:0]
+	for k, i := range eligible {
+		if !z.exact[i] && upper[k] >= best-lazyMargin/c {
+			ks = append(ks, k)
+		}
+	}
+	if err := computeAll(ks); err != nil {
+		return -1, scores, err
 	}
 	pick, err := r.in.Noise.ExponentialLazy(upper, func(k int) (float64, error) {
 		if !z.exact[eligible[k]] {

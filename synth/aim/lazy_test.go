@@ -181,3 +181,70 @@ func TestLazyChooseDistribution(t *testing.T) {
 		t.Errorf("lazy selection scored %.1f of %d candidates on average", avg, len(eligible))
 	}
 }
+
+// TestLazyChooseComputesNearBest checks choose's computing before it
+// samples: every candidate whose bound was within lazyMargin/c of the best
+// score is computed (the one batch after the likely winners leaves none
+// that a later choice would have taken), and the rest of the computed
+// ones are the likely winners or bounds the best so far did not exclude.
+func TestLazyChooseComputesNearBest(t *testing.T) {
+	r, _ := scoreRun(t)
+	models := lazySequence(t, r)
+	old, m := models[4], models[5]
+	const sigma = 3.0
+	eligible := make([]int, len(r.cands))
+	delta := 0.0
+	z := newLazyState(r)
+	for i := range r.cands {
+		eligible[i] = i
+		z.set(i, exactL1(r, i, old))
+		delta = max(delta, r.cands[i].weight)
+	}
+	if err := z.advance(context.Background(), r, old, m); err != nil {
+		t.Fatal(err)
+	}
+	bounds := make([]float64, len(eligible))
+	exact := make([]float64, len(eligible))
+	for k, i := range eligible {
+		bounds[k] = z.bound(r, i, m.Total(), sigma)
+		exact[k] = r.cands[i].weight * (exactL1(r, i, m) - sqrt2pi*sigma*float64(r.answers.Len(i)))
+	}
+	slices.Sort(exact)
+	slices.Reverse(exact)
+	// From several candidates within the margin to the best alone.
+	for _, spread := range []float64{1.5, 15, 150} {
+		eps := 2 * delta * spread / (exact[0] - exact[2])
+		z := &lazyState{l1: slices.Clone(z.l1), known: slices.Clone(z.known), exact: slices.Clone(z.exact), rows: z.rows,
+			at: slices.Clone(z.at), base: slices.Clone(z.base), model: z.model}
+		if _, _, err := z.choose(context.Background(), r, newScorer(r), nil, eligible, m, sigma, eps, delta); err != nil {
+			t.Fatal(err)
+		}
+		best := math.Inf(-1)
+		for k, i := range eligible {
+			if z.exact[i] {
+				q := r.cands[i].weight * (exactL1(r, i, m) - sqrt2pi*sigma*float64(r.answers.Len(i)))
+				if math.Abs(q-r.cands[i].weight*(z.l1[i]-sqrt2pi*sigma*float64(r.answers.Len(i)))) > 1e-6*math.Abs(q)+1e-6 {
+					t.Fatalf("ε = %g: candidate %d's recorded distance is not its exact one", eps, k)
+				}
+				best = max(best, q)
+			}
+		}
+		c := eps / (2 * delta)
+		computed, near := 0, 0
+		for k, i := range eligible {
+			if z.exact[i] {
+				computed++
+			}
+			if bounds[k] >= best-lazyMargin/c {
+				near++
+				if !z.exact[i] {
+					t.Errorf("ε = %g: candidate %v within the margin of the best (bound %g, best %g) was not computed", eps, r.sets[i], bounds[k], best)
+				}
+			}
+		}
+		if computed > near+lazyFirst {
+			t.Errorf("ε = %g: %d computed, %d within the margin: more than the %d likely winners beyond it", eps, computed, near, lazyFirst)
+		}
+		t.Logf("ε = %g: %d of %d computed, %d within the margin", eps, computed, len(eligible), near)
+	}
+}
