@@ -67,15 +67,15 @@ func newReduceCache(jt *junctionTree, budget int) *reduceCache {
 		// and one of twice a large model would double the memory
 		// scoring holds besides the model. Shared elimination steps
 		// (productEliminationCached) are kept within the same budget,
-		// four times the reduced cliques' (8 × the model's cells): on
-		// wide30 the steps its triples repeat are the root clique's
-		// sweeps, each near the root's size.
+		// the reduced cliques' (2 × the model's cells): on wide30 the
+		// steps its triples repeat are the root clique's sweeps, each
+		// near the root's size.
 		// Models above 16 MB had half the 32 MB cap, 16 MB, which kept
 		// AIM at ε = 3 (19.6 MB models) within 4 × the model + 100 MB;
 		// they keep it: halved again, adult at ε = 10 ran 10 % slower
 		// on a fixed-noise trajectory. Below, the cap is the larger of
 		// 8 MB and the model (pairMidBudget).
-		c.pairMax = min(max(4*budget, pairMinBudget), max(pairMidBudget, budget/2), pairMaxBudget)
+		c.pairMax = min(max(budget, pairMinBudget), max(pairMidBudget, budget/2), pairMaxBudget)
 		c.pairBudget = c.pairMax
 	}
 	if jt != nil {

@@ -252,8 +252,15 @@ func (c *reduceCache) count(fresh bool) {
 }
 
 // pairMinBudget and pairMaxBudget bound the pair budget of a caching call
-// (cells: 1 and 16 MB); within them it is four times the call's reduction
-// budget, 8 × the model's cells. The cap was 32 MB: on wide30 (4.4 MB
+// (cells: 1 and 16 MB); within them it is the call's reduction budget,
+// 2 × the model's cells. It was four times that, 8 × the model, until AIM's
+// lazy selection computed a round's candidates in one call, whose order
+// brings the triples that share a table together: on two wide30
+// trajectories with 1.96 and 3.42 MB models, a cache of twice the model
+// instead of 8 MB swept 3.5 and 1.6 % more cells at no measurable CPU, and
+// the small model's peak fell by 4–5 MB, to 111–113 MB against a bound of
+// 119.3 MB; adult at ε = 1 (0.55 MB) swept 2 % more at the same CPU
+// (docs/aim-performance.md, "Issue 19, twentieth pass"). The cap was 32 MB: on wide30 (4.4 MB
 // models) the cache then held 7 × the model, a quarter of the process's
 // peak; at 16 MB, with the sets grouped (cacheOrder) and the least recently
 // used dropped, scoring sweeps 9 % more cells and wide30's peak fell by
@@ -267,8 +274,8 @@ func (c *reduceCache) count(fresh bool) {
 // 120 to 105–112 MB, and adult's small-model runs kept their CPU
 // (docs/federated.md, issue 14's ninth pass).
 //
-// pairMidBudget (8 MB) caps the budget of a model below 8 MB, and a
-// model's own size caps it up to 16 MB: a model of a few MB has the least
+// pairMidBudget (8 MB) caps the budget of a model between 4 and 8 MB, and
+// a model's own size caps it up to 16 MB: a model of a few MB has the least
 // room under 4 × the model + 100 MB. A wide30 trajectory holding a
 // 3.31 MB model peaked at 123–126 MB with 16 MB against its 124.7 MB
 // bound, and at 114–115 MB with 8 MB, for 4–5 % more CPU (three

@@ -63,16 +63,18 @@ func TestSharedSteps(t *testing.T) {
 }
 
 // TestPairBudget checks the scoring cache's budget for shared steps and
-// pair tables against a model's size (cells): 4 × the reduction budget
-// (2 × the model) within [1 MB, 8 MB], or up to the model's own size
-// within 16 MB.
+// pair tables against a model's size (cells): the reduction budget (2 ×
+// the model) within [1 MB, 8 MB], or up to the model's own size within
+// 16 MB.
 func TestPairBudget(t *testing.T) {
 	for _, tt := range []struct{ model, want int }{
 		{1 << 10, pairMinBudget},           // a small model: the floor
-		{pairMinBudget / 8, pairMinBudget}, // 8 × its cells: the floor
-		{1 << 16, 8 << 16},                 // 8 × its cells
-		{1 << 17, pairMidBudget},           // 1 MB: 8 × its cells, the 8 MB cap
-		{1 << 19, pairMidBudget},           // 4 MB: the 8 MB cap
+		{pairMinBudget / 2, pairMinBudget}, // 2 × its cells: the floor
+		{1 << 16, pairMinBudget},           // 0.5 MB: 2 × its cells, the floor
+		{1 << 17, 2 << 17},                 // 1 MB: 2 × its cells
+		{1 << 18, 2 << 18},                 // 2 MB: 2 × its cells
+		{1 << 19, pairMidBudget},           // 4 MB: 2 × its cells, the 8 MB cap
+		{3 << 18, pairMidBudget},           // 6 MB: the 8 MB cap
 		{pairMidBudget, pairMidBudget},     // 8 MB
 		{pairMidBudget + 1000, pairMidBudget + 1000},
 		{pairMaxBudget, pairMaxBudget},
