@@ -67,9 +67,11 @@ func wideModel(tb testing.TB) *pgm.Model {
 // BenchmarkScoringWide is AIM's scoring on a fixed wide30 model, free of
 // the random trajectory a run's CPU follows: All computes every 3-way
 // marginal (4 060) in one MarginalsVisit, as the first round and LAZY=0
-// do; Lazy computes 1 000 of them in a fixed random order in batches of 32
-// sharing one Batch, as a lazy round does. cpu-s/op is the process CPU time
-// per iteration: run it with GOMAXPROCS=1.
+// do; Lazy computes 1 000 of them in a fixed random order, 32 and then the
+// other 968 in one call sharing one Batch, as a lazy round does, and
+// Batches32 the same 1 000 in calls of 32, as lazy rounds did before the
+// twentieth pass of issue 19. cpu-s/op is the process CPU time per
+// iteration: run it with GOMAXPROCS=1.
 func BenchmarkScoringWide(b *testing.B) {
 	m := wideModel(b)
 	sets := pgmbench.ThreeWay(m.Domain().Len())
@@ -83,23 +85,29 @@ func BenchmarkScoringWide(b *testing.B) {
 			}
 		}
 	})
-	b.Run("Lazy", func(b *testing.B) {
-		perm := rand.New(rand.NewPCG(1, 2)).Perm(len(sets))[:1000]
-		b.ReportAllocs()
-		defer reportCPU(b)()
-		for b.Loop() {
-			batch := m.NewBatch()
-			for lo := 0; lo < len(perm); lo += 32 {
-				var ss [][]int
-				for _, k := range perm[lo:min(lo+32, len(perm))] {
-					ss = append(ss, sets[k])
-				}
-				if err := batch.Visit(ctx, ss, func(int, []float64) {}); err != nil {
-					b.Fatal(err)
+	perm := rand.New(rand.NewPCG(1, 2)).Perm(len(sets))[:1000]
+	calls := func(sizes ...int) func(b *testing.B) {
+		return func(b *testing.B) {
+			b.ReportAllocs()
+			defer reportCPU(b)()
+			for b.Loop() {
+				batch := m.NewBatch()
+				for lo, k := 0, 0; lo < len(perm); k++ {
+					hi := min(lo+sizes[min(k, len(sizes)-1)], len(perm))
+					var ss [][]int
+					for _, j := range perm[lo:hi] {
+						ss = append(ss, sets[j])
+					}
+					if err := batch.Visit(ctx, ss, func(int, []float64) {}); err != nil {
+						b.Fatal(err)
+					}
+					lo = hi
 				}
 			}
 		}
-	})
+	}
+	b.Run("Lazy", calls(32, len(perm)))
+	b.Run("Batches32", calls(32))
 }
 
 // reportCPU reports the process CPU time per iteration (cpu-s/op) when
