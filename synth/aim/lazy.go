@@ -147,6 +147,12 @@ func (z *lazyState) bound(r *run, i int, total, sigma float64) float64 {
 	if z.known[i] {
 		l1 = min(l1, z.l1[i])
 	}
+	return r.lazyScore(i, l1, sigma)
+}
+
+// lazyScore is candidate i's score at distance l1 with noise sigma: the
+// one formula behind its bound, its exact score and its prior.
+func (r *run) lazyScore(i int, l1, sigma float64) float64 {
 	return r.cands[i].weight * (l1 - sqrt2pi*sigma*float64(r.answers.Len(i)))
 }
 
@@ -191,7 +197,7 @@ func (z *lazyState) choose(ctx context.Context, r *run, sc *scorer, scores []flo
 	c := eps / (2 * delta)
 	exactScore := func(k int) float64 {
 		i := eligible[k]
-		return r.cands[i].weight * (z.l1[i] - sqrt2pi*sigma*float64(r.answers.Len(i)))
+		return r.lazyScore(i, z.l1[i], sigma)
 	}
 	computeAll := func(ks []int) error {
 		if len(ks) == 0 {
@@ -221,7 +227,7 @@ func (z *lazyState) choose(ctx context.Context, r *run, sc *scorer, scores []flo
 	for k, i := range eligible {
 		prior[k] = upper[k]
 		if z.known[i] {
-			prior[k] = r.cands[i].weight * (z.base[i] - sqrt2pi*sigma*float64(r.answers.Len(i)))
+			prior[k] = r.lazyScore(i, z.base[i], sigma)
 		}
 		order[k] = k
 	}

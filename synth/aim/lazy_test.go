@@ -207,7 +207,7 @@ func TestLazyChooseComputesNearBest(t *testing.T) {
 	exact := make([]float64, len(eligible))
 	for k, i := range eligible {
 		bounds[k] = z.bound(r, i, m.Total(), sigma)
-		exact[k] = r.cands[i].weight * (exactL1(r, i, m) - sqrt2pi*sigma*float64(r.answers.Len(i)))
+		exact[k] = r.lazyScore(i, exactL1(r, i, m), sigma)
 	}
 	slices.Sort(exact)
 	slices.Reverse(exact)
@@ -222,8 +222,8 @@ func TestLazyChooseComputesNearBest(t *testing.T) {
 		best := math.Inf(-1)
 		for k, i := range eligible {
 			if z.exact[i] {
-				q := r.cands[i].weight * (exactL1(r, i, m) - sqrt2pi*sigma*float64(r.answers.Len(i)))
-				if math.Abs(q-r.cands[i].weight*(z.l1[i]-sqrt2pi*sigma*float64(r.answers.Len(i)))) > 1e-6*math.Abs(q)+1e-6 {
+				q := r.lazyScore(i, exactL1(r, i, m), sigma)
+				if math.Abs(q-r.lazyScore(i, z.l1[i], sigma)) > 1e-6*math.Abs(q)+1e-6 {
 					t.Fatalf("ε = %g: candidate %d's recorded distance is not its exact one", eps, k)
 				}
 				best = max(best, q)

@@ -73,8 +73,9 @@ func newReduceCache(jt *junctionTree, budget int) *reduceCache {
 		// Models above 16 MB had half the 32 MB cap, 16 MB, which kept
 		// AIM at ε = 3 (19.6 MB models) within 4 × the model + 100 MB;
 		// they keep it: halved again, adult at ε = 10 ran 10 % slower
-		// on a fixed-noise trajectory. Below, the cap is the larger of
-		// 8 MB and the model (pairMidBudget).
+		// on a fixed-noise trajectory. Below, the cap is twice the model
+		// (the reduction budget) up to 8 MB (pairMidBudget), then the
+		// model's own size.
 		c.pairMax = min(max(budget, pairMinBudget), max(pairMidBudget, budget/2), pairMaxBudget)
 		c.pairBudget = c.pairMax
 	}

@@ -260,11 +260,12 @@ func (c *reduceCache) count(fresh bool) {
 // instead of 8 MB swept 3.5 and 1.6 % more cells at no measurable CPU, and
 // the small model's peak fell by 4–5 MB, to 111–113 MB against a bound of
 // 119.3 MB; adult at ε = 1 (0.55 MB) swept 2 % more at the same CPU
-// (docs/aim-performance.md, "Issue 19, twentieth pass"). The cap was 32 MB: on wide30 (4.4 MB
-// models) the cache then held 7 × the model, a quarter of the process's
-// peak; at 16 MB, with the sets grouped (cacheOrder) and the least recently
-// used dropped, scoring sweeps 9 % more cells and wide30's peak fell by
-// about a third with the collector's headroom bounded too
+// (docs/aim-performance.md, "Issue 19, twentieth pass"). The cap was
+// 32 MB: on wide30 (4.4 MB models) the cache then held 7 × the model, a
+// quarter of the process's peak; at 16 MB, with the sets grouped
+// (cacheOrder) and the least recently used dropped, scoring sweeps 9 %
+// more cells and wide30's peak fell by about a third with the collector's
+// headroom bounded too
 // (docs/aim-performance.md, "Issue 19, thirteenth pass"; the fourteenth
 // brought it within 4 × the model + the data + 100 MB by returning freed
 // pages sooner). The floor was 8 MB: on a small model the
