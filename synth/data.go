@@ -225,6 +225,19 @@ func Visit(ctx context.Context, d Data, sets [][]int, fn func(i int, x []float64
 	return nil
 }
 
+// Lend hands fn the marginal of each of sets as Visit does, to an fn that
+// is done with x when it returns (it keeps a copy, a sum or nothing): a
+// *pgm.Dataset lends them in a buffer it reuses (LendMarginals) instead of
+// allocating each; another source is visited. The test is the concrete
+// type, not the method, so that a type wrapping a dataset to change its
+// answers is asked through its own Marginals.
+func Lend(ctx context.Context, d Data, sets [][]int, fn func(i int, x []float64) error) error {
+	if ds, ok := d.(*pgm.Dataset); ok {
+		return ds.LendMarginals(ctx, sets, fn)
+	}
+	return Visit(ctx, d, sets, fn)
+}
+
 // Stream hands fn the marginal of each of sets, laid out in the set's
 // order, as a Compact that fn may keep but must not change: from what the
 // cache holds when it holds the set or a superset, else fetched from the
@@ -278,12 +291,12 @@ func (c *Cache) Stream(ctx context.Context, sets [][]int, fn func(i int, m margi
 	if len(ask) == 0 {
 		return nil
 	}
-	return Visit(ctx, c.src, ask, func(j int, x []float64) error {
+	return Lend(ctx, c.src, ask, func(j int, x []float64) error {
 		if err := c.checkCells(ask[j], x); err != nil {
 			return err
 		}
 		for _, i := range askOf[j] {
-			if err := fn(i, marginal.NewCompact(reorder(c.dom, ask[j], x, sets[i]))); err != nil {
+			if err := fn(i, marginal.CompactOf(reorder(c.dom, ask[j], x, sets[i]))); err != nil {
 				return err
 			}
 		}

@@ -159,6 +159,23 @@ func TestCacheStream(t *testing.T) {
 			t.Errorf("stream %d: source asked %d times for %d sets, cache holds %d; want %d times for %d, none held", round, src.calls, src.sets, c.Fetched(), round, 3*round)
 		}
 	}
+	// A dataset itself lends its counts in a reused buffer (synth.Lend): each
+	// marginal handed over is still its own.
+	var kept []marginal.Compact
+	if err := synth.NewCache(ds).Stream(context.Background(), sets, func(i int, m marginal.Compact) error {
+		for len(kept) <= i {
+			kept = append(kept, marginal.Compact{})
+		}
+		kept[i] = m
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	for i, m := range kept {
+		if got, want := m.Expand(nil), ds.MarginalTo(nil, sets[i]); !slices.Equal(got, want) {
+			t.Errorf("from the dataset, kept to the end: marginal over %v = %v, want %v", sets[i], got, want)
+		}
+	}
 	stop := errors.New("stop")
 	calls := 0
 	if err := c.Stream(context.Background(), sets, func(int, marginal.Compact) error { calls++; return stop }); !errors.Is(err, stop) || calls != 1 {

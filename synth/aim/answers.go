@@ -5,15 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
-	"math"
 	"os"
-	"slices"
 	"sync"
 	"unsafe"
 
 	"github.com/dpsql/dpsql/synth"
 	"github.com/dpsql/dpsql/synth/internal/marginal"
-	"github.com/dpsql/dpsql/synth/pgm"
 )
 
 // answer is a true candidate marginal M_r(D), held for the whole run,
@@ -170,18 +167,12 @@ func (s *answerStore) close() {
 	s.mem, s.f = nil, nil
 }
 
-// fetchCells bounds the dense cells asked of an in-memory source at once
-// (8 MB of float64): the workload's true marginals are counted a batch at
-// a time and compacted, so they are never all dense together. A variable
-// for tests.
-var fetchCells = 1 << 20
-
 // candidateAnswers puts the true marginal of every candidate into store:
-// the workload sets are asked of in.Data (a batch at a time when the data
-// is in memory; in one call otherwise, so that a remote source scans as
-// few times as it can), each streamed into the store as it arrives with
-// the subsets projected from it, so that they are never all held at once
-// but in the store.
+// the workload sets are asked of in.Data in one call (a remote source
+// scans as few times as it can; a dataset in memory counts them a group at
+// a time into one buffer it lends, pgm.Dataset.LendMarginals), each
+// streamed into the store as it arrives with the subsets projected from
+// it, so that they are never all held at once but in the store.
 func candidateAnswers(ctx context.Context, in *synth.Input, w []synth.Marginal, cands []candidate, store *answerStore) error {
 	dom := in.Data.Domain()
 	// sub[p] are the candidates projected from workload set p.
@@ -198,38 +189,21 @@ func candidateAnswers(ctx context.Context, in *synth.Input, w []synth.Marginal, 
 			sub[p] = append(sub[p], i)
 		}
 	}
-	limit := math.MaxInt
-	if local(in.Data) {
-		limit = fetchCells
+	sets := make([][]int, len(w))
+	for p := range w {
+		sets[p] = w[p].Attrs
 	}
 	var proj []float64
-	for lo := 0; lo < len(w); {
-		hi, cells := lo, 0
-		for hi < len(w) && (hi == lo || cells+dom.Cells(w[hi].Attrs) <= limit) {
-			cells += dom.Cells(w[hi].Attrs)
-			hi++
+	return stream(ctx, in.Data, sets, func(p int, h marginal.Compact) error {
+		for _, i := range sub[p] {
+			proj = h.ProjectTo(proj, dom, w[p].Attrs, cands[i].attrs)
+			store.put(i, marginal.CompactOf(proj))
 		}
-		sets := make([][]int, hi-lo)
-		for p := lo; p < hi; p++ {
-			sets[p-lo] = w[p].Attrs
+		if top[p] >= 0 {
+			store.put(top[p], h)
 		}
-		err := stream(ctx, in.Data, sets, func(k int, h marginal.Compact) error {
-			p := lo + k
-			for _, i := range sub[p] {
-				proj = h.ProjectTo(proj, dom, w[p].Attrs, cands[i].attrs)
-				store.put(i, marginal.NewCompact(slices.Clone(proj)))
-			}
-			if top[p] >= 0 {
-				store.put(top[p], h)
-			}
-			return nil
-		})
-		if err != nil {
-			return err
-		}
-		lo = hi
-	}
-	return nil
+		return nil
+	})
 }
 
 // stream hands fn the true marginal of each of sets, compacted, as
@@ -239,16 +213,5 @@ func stream(ctx context.Context, d synth.Data, sets [][]int, fn func(i int, m ma
 	if c, ok := d.(*synth.Cache); ok {
 		return c.Stream(ctx, sets, fn)
 	}
-	return synth.Visit(ctx, d, sets, func(i int, x []float64) error { return fn(i, marginal.NewCompact(x)) })
-}
-
-// local reports whether d counts in memory (a dataset, or a cache over
-// one), where asking for marginals in several calls costs no extra scans
-// of a remote table.
-func local(d synth.Data) bool {
-	if c, ok := d.(*synth.Cache); ok {
-		d = c.Source()
-	}
-	_, ok := d.(*pgm.Dataset)
-	return ok
+	return synth.Lend(ctx, d, sets, func(i int, x []float64) error { return fn(i, marginal.CompactOf(x)) })
 }

@@ -27,9 +27,9 @@ func (r *remote) Marginals(ctx context.Context, sets [][]int) ([][]float64, erro
 }
 
 // TestCandidateAnswers: every candidate's answer is its true marginal,
-// whether the workload is counted in batches (in-memory data, a batch
-// limit smaller than one marginal) or in one call (a remote source), and
-// with workload sets nested in others.
+// whether the workload is counted in memory (into a buffer the dataset
+// lends, its sets in groups: synth.Lend) or asked of a remote source in
+// one call, and with workload sets nested in others.
 func TestCandidateAnswers(t *testing.T) {
 	ctx := context.Background()
 	data := synthtest.Chain(2, 500, []int{4, 3, 5, 2, 6})
@@ -39,23 +39,19 @@ func TestCandidateAnswers(t *testing.T) {
 		t.Fatal(err)
 	}
 	cands := closure(w)
-	defer func(n int) { fetchCells = n }(fetchCells)
 	viaCache := &remote{Data: data}
 	for _, tt := range []struct {
 		name   string
 		data   synth.Data
-		batch  int
 		remote *remote // asked exactly once
 	}{
-		{"in memory, one set per batch", data, 1, nil},
-		{"in memory, batches of 100 cells", data, 100, nil},
-		{"cache over memory", synth.NewCache(data), 100, nil},
-		{"remote", &remote{Data: data}, 1, nil},
-		{"cache over a remote source", synth.NewCache(viaCache), 1, viaCache},
+		{"in memory", data, nil},
+		{"cache over memory", synth.NewCache(data), nil},
+		{"remote", &remote{Data: data}, nil},
+		{"cache over a remote source", synth.NewCache(viaCache), viaCache},
 	} {
 		for _, spill := range []bool{false, true} {
 			t.Run(fmt.Sprintf("%s, spilled %v", tt.name, spill), func(t *testing.T) {
-				fetchCells = tt.batch
 				if r, ok := tt.data.(*remote); ok {
 					r.calls = 0
 				}

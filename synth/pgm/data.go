@@ -200,6 +200,57 @@ func (d *Dataset) MarginalsTo(ctx context.Context, dst [][]float64, sets [][]int
 	return out, nil
 }
 
+// lendCells is how many cells LendMarginals counts at once (8 MB of
+// float64) unless one marginal has more. A variable for tests.
+var lendCells = 1 << 20
+
+// LendMarginals hands fn the marginal of each of sets, as Marginals counts
+// it, in one buffer reused from marginal to marginal: x is fn's only until
+// it returns. A caller that compacts or sums each marginal then holds at
+// most lendCells dense cells and allocates that buffer once a call, not
+// every marginal (AIM's true answers on adult's 3-way workload: 160 MB of
+// dense counts, whose collection cost 8 % of a run's CPU at ε = 1), so it
+// should ask for all its sets in one call. The sets are counted in groups
+// of about lendCells cells, using all cores; fn is called from one
+// goroutine, in the order of sets, and an error from fn stops the calls and
+// is returned.
+func (d *Dataset) LendMarginals(ctx context.Context, sets [][]int, fn func(i int, x []float64) error) error {
+	cells, largest := 0, 0
+	for _, s := range sets {
+		if err := d.checkDistinct(s); err != nil {
+			return err
+		}
+		n := d.dom.Cells(s)
+		if n > math.MaxUint32 {
+			return fmt.Errorf("pgm: marginal over %v has too many cells", s)
+		}
+		cells, largest = cells+n, max(largest, n)
+	}
+	buf := make([]float64, min(cells, max(lendCells, largest)))
+	var views [][]float64
+	for lo := 0; lo < len(sets); {
+		views = views[:0]
+		hi, off := lo, 0
+		for hi < len(sets) && (hi == lo || off+d.dom.Cells(sets[hi]) <= len(buf)) {
+			n := d.dom.Cells(sets[hi])
+			views = append(views, buf[off:off+n:off+n])
+			off += n
+			hi++
+		}
+		got, err := d.MarginalsTo(ctx, views, sets[lo:hi])
+		if err != nil {
+			return err
+		}
+		for k, x := range got {
+			if err := fn(lo+k, x); err != nil {
+				return err
+			}
+		}
+		lo = hi
+	}
+	return nil
+}
+
 // checkDistinct reports whether attrs are distinct attributes of the domain.
 func (d *Dataset) checkDistinct(attrs []int) error {
 	for i, a := range attrs {

@@ -2,6 +2,7 @@ package pgm
 
 import (
 	"context"
+	"errors"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -177,5 +178,61 @@ func TestMarginalToNoAlloc(t *testing.T) {
 	dst := make([]float64, 60)
 	if n := testing.AllocsPerRun(10, func() { ds.MarginalTo(dst, []int{0, 1, 2}) }); n != 0 {
 		t.Errorf("MarginalTo allocates %v times per call", n)
+	}
+}
+
+func TestLendMarginals(t *testing.T) {
+	ds := randomDataset(t, 3, []int{3, 1, 4, 2, 5, 6}, 1300)
+	sets := [][]int{{0}, {4, 5}, {}, {1, 3}, {0, 2, 4}, {5, 4, 0}, {0, 1, 2, 3, 4, 5}, {2}}
+	want, err := ds.Marginals(context.Background(), sets)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func(n int) { lendCells = n }(lendCells)
+	for _, tt := range []struct {
+		name  string
+		cells int
+	}{
+		{"one group", 1 << 20},
+		{"groups of a few sets", 130},
+		{"a set a group, some larger than a group", 2},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			lendCells = tt.cells
+			var order []int
+			err := ds.LendMarginals(context.Background(), sets, func(i int, x []float64) error {
+				order = append(order, i)
+				if !slices.Equal(x, want[i]) {
+					t.Errorf("set %v = %v, want %v", sets[i], x, want[i])
+				}
+				for j := range x { // the buffer is the callee's to scribble on
+					x[j] = math.NaN()
+				}
+				return nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(order, []int{0, 1, 2, 3, 4, 5, 6, 7}) {
+				t.Errorf("fn saw the sets in order %v, want each once in order", order)
+			}
+		})
+	}
+	stop := errors.New("stop")
+	calls := 0
+	err = ds.LendMarginals(context.Background(), sets, func(int, []float64) error { calls++; return stop })
+	if !errors.Is(err, stop) || calls != 1 {
+		t.Errorf("an error from fn: got %v after %d calls, want it after 1", err, calls)
+	}
+	if err := ds.LendMarginals(context.Background(), [][]int{{0}, {2, 2}}, func(int, []float64) error {
+		t.Error("fn called for a request with a repeated attribute")
+		return nil
+	}); err == nil {
+		t.Error("LendMarginals with a repeated attribute succeeded")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := ds.LendMarginals(ctx, sets, func(int, []float64) error { return nil }); err == nil {
+		t.Error("LendMarginals with a cancelled context succeeded")
 	}
 }

@@ -3,6 +3,7 @@ package marginal
 import (
 	"math"
 	"math/bits"
+	"slices"
 
 	"github.com/dpsql/dpsql/synth/pgm"
 )
@@ -36,6 +37,16 @@ type Compact struct {
 
 // bigCount marks, in cnt, a count held in big.
 const bigCount = math.MaxUint16
+
+// CompactOf is NewCompact for an x its caller goes on using (a lent
+// buffer): the Compact never holds x itself.
+func CompactOf(x []float64) Compact {
+	c := NewCompact(x)
+	if c.dense != nil {
+		c.dense = slices.Clone(x)
+	}
+	return c
+}
 
 // NewCompact returns x as a Compact: counts in the smaller of their two
 // forms; fractions sparse below two thirds non-zero (12 bytes a pair

@@ -90,6 +90,15 @@ func TestCompact(t *testing.T) {
 			if got := c.Expand(make([]float64, 3)); !slices.Equal(got, x) {
 				t.Errorf("Expand = %v, want %v", got, x)
 			}
+			// CompactOf holds the same cells and not the buffer it was given.
+			lent := slices.Clone(x)
+			kept := CompactOf(lent)
+			for i := range lent {
+				lent[i] = -1
+			}
+			if got := kept.Expand(nil); !slices.Equal(got, x) {
+				t.Errorf("CompactOf, its buffer overwritten: Expand = %v, want %v", got, x)
+			}
 			// L1Total: against a non-negative y with its total.
 			y := make([]float64, n)
 			var total float64
