@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"runtime"
 	"slices"
+	"sync"
 	"testing"
 )
 
@@ -515,5 +516,82 @@ func checkProductSum(t *testing.T, trial int, rng *rand.Rand, dom *Domain, fs []
 		if !near(got.vals[i], want[i], 1e-12) {
 			t.Fatalf("trial %d: cell %d = %v, want %v (factors %d, out %v)", trial, i, got.vals[i], want[i], len(fs), out)
 		}
+	}
+}
+
+// TestBatchReusesLargeTables: the visits of one Batch compute a marginal
+// above maxPooled cells into one table, reused from set to set and call to
+// call, with the values of a fresh computation (the pool does not keep it:
+// TestVisitBuffersNotRetained).
+func TestBatchReusesLargeTables(t *testing.T) {
+	dom, err := NewDomain([]string{"a", "b", "c", "d"}, []int{64, 64, 64, 64})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := normalModel(t, rand.New(rand.NewPCG(63, 64)), dom, [][]int{{0, 1}, {1, 2}, {2, 3}}, 1, 1000)
+	sets := [][]int{{0, 1, 2}, {1, 2, 3}, {0, 1, 3}}
+	want := make([][]float64, len(sets))
+	for i, s := range sets {
+		if dom.Cells(s) <= maxPooled {
+			t.Fatalf("set %v has %d cells, want more than maxPooled = %d", s, dom.Cells(s), maxPooled)
+		}
+		want[i] = m.Marginal(s)
+	}
+	b := m.NewBatch()
+	tables := map[*float64]bool{}
+	var held [][]float64 // so that no table's address is another's after a collection
+	var mu sync.Mutex
+	for call := range 2 {
+		err := b.Visit(context.Background(), sets, func(i int, x []float64) {
+			mu.Lock()
+			tables[&x[:1][0]] = true
+			held = append(held, x)
+			mu.Unlock()
+			for j := range x {
+				if math.Abs(x[j]-want[i][j]) > 1e-9*(1+math.Abs(want[i][j])) {
+					t.Fatalf("call %d, set %v, cell %d = %v, want %v", call, sets[i], j, x[j], want[i][j])
+				}
+			}
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	runtime.KeepAlive(held)
+	if max := runtime.GOMAXPROCS(0); len(tables) > max {
+		t.Errorf("6 visits of large marginals used %d tables, want at most one per goroutine (%d)", len(tables), max)
+	}
+}
+
+func TestLargeTables(t *testing.T) {
+	for _, tt := range []struct {
+		name     string
+		free     []int // capacities
+		n        int
+		wantCap  int // 0: none returned
+		wantFree []int
+	}{
+		{"none free", nil, 10, 0, nil},
+		{"the smallest that fits", []int{40, 20, 30}, 15, 20, []int{40, 30}},
+		{"an exact fit", []int{40, 20}, 40, 40, []int{20}},
+		{"none fits: the smallest goes", []int{8, 4, 6}, 10, 0, []int{8, 6}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var l largeTables
+			for _, c := range tt.free {
+				l.put(make([]float64, 0, c))
+			}
+			got := l.get(tt.n)
+			if cap(got) != tt.wantCap || (got == nil) != (tt.wantCap == 0) {
+				t.Errorf("get(%d) = a table of %d cells, want %d", tt.n, cap(got), tt.wantCap)
+			}
+			var left []int
+			for _, f := range l.free {
+				left = append(left, cap(f))
+			}
+			if !slices.Equal(left, tt.wantFree) {
+				t.Errorf("free after get: %v, want %v", left, tt.wantFree)
+			}
+		})
 	}
 }
