@@ -215,26 +215,25 @@ var lendCells = 1 << 20
 // goroutine, in the order of sets, and an error from fn stops the calls and
 // is returned.
 func (d *Dataset) LendMarginals(ctx context.Context, sets [][]int, fn func(i int, x []float64) error) error {
+	n := make([]int, len(sets)) // each set's cells
 	cells, largest := 0, 0
-	for _, s := range sets {
+	for i, s := range sets {
 		if err := d.checkDistinct(s); err != nil {
 			return err
 		}
-		n := d.dom.Cells(s)
-		if n > math.MaxUint32 {
+		if n[i] = d.dom.Cells(s); n[i] > math.MaxUint32 {
 			return fmt.Errorf("pgm: marginal over %v has too many cells", s)
 		}
-		cells, largest = cells+n, max(largest, n)
+		cells, largest = cells+n[i], max(largest, n[i])
 	}
 	buf := make([]float64, min(cells, max(lendCells, largest)))
 	var views [][]float64
 	for lo := 0; lo < len(sets); {
 		views = views[:0]
 		hi, off := lo, 0
-		for hi < len(sets) && (hi == lo || off+d.dom.Cells(sets[hi]) <= len(buf)) {
-			n := d.dom.Cells(sets[hi])
-			views = append(views, buf[off:off+n:off+n])
-			off += n
+		for hi < len(sets) && (hi == lo || off+n[hi] <= len(buf)) {
+			views = append(views, buf[off:off+n[hi]:off+n[hi]])
+			off += n[hi]
 			hi++
 		}
 		got, err := d.MarginalsTo(ctx, views, sets[lo:hi])

@@ -78,22 +78,19 @@ type largeTables struct {
 func (l *largeTables) get(n int) []float64 {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	best := -1
+	best, small := -1, -1 // the smallest table that fits, the smallest
 	for i, t := range l.free {
 		if cap(t) >= n && (best < 0 || cap(t) < cap(l.free[best])) {
 			best = i
 		}
+		if small < 0 || cap(t) < cap(l.free[small]) {
+			small = i
+		}
 	}
 	if best < 0 {
-		if len(l.free) > 0 {
+		if small >= 0 {
 			// None is large enough: the smallest goes, so that the
 			// table about to be allocated takes its place.
-			small := 0
-			for i, t := range l.free {
-				if cap(t) < cap(l.free[small]) {
-					small = i
-				}
-			}
 			l.free = slices.Delete(l.free, small, small+1)
 		}
 		return nil
