@@ -1,6 +1,7 @@
 package pgm
 
 import (
+	"cmp"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -55,7 +56,6 @@ func TestStratify(t *testing.T) {
 // the values dealt.
 func TestDeal(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
-	var d dealer
 	for _, counts := range [][]int{{1}, {3, 4}, {50, 1, 20, 29}, {500, 300, 150, 40, 9, 1}, {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 990}} {
 		var vals []uint16
 		for v, c := range counts {
@@ -71,7 +71,7 @@ func TestDeal(t *testing.T) {
 		col := make([]uint16, g)
 		worst := 0.0
 		for range 20 {
-			d.deal(col, rows, vals, rng)
+			deal(col, rows, vals, rng)
 			for _, m := range []int{1, 2, 5, 17, 100, g} {
 				for lo := 0; lo+m <= g; lo += max(1, m/2) {
 					n := make([]int, len(counts))
@@ -100,7 +100,7 @@ func TestDeal(t *testing.T) {
 	freq := make([][3]int, len(vals))
 	col := make([]uint16, len(vals))
 	for range runs {
-		d.deal(col, rows, vals, rng)
+		deal(col, rows, vals, rng)
 		for k, v := range col {
 			freq[k][v]++
 		}
@@ -167,6 +167,39 @@ func TestSynthesizeSiblingsIndependent(t *testing.T) {
 		// dealing sequence for both siblings gave 1.07 in some draws.
 		if l1 > 0.02 {
 			t.Errorf("run %d: the (c, a, b) joint is off by %.4f in L1, want ≤ 0.02", run, l1)
+		}
+	}
+}
+
+// The three-gap walk visits every position once, in increasing order of
+// its point k·weyl + u (mod 2⁶⁴), against a sort of the points.
+func TestWeylWalk(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	for _, g := range []int{2, 3, 4, 5, 7, 8, 13, 21, 34, 35, 55, 89, 100, 144, 1000, 4181, 10007} {
+		for range 8 {
+			u := rng.Uint64()
+			switch rng.IntN(4) { // the wrap-around's edges too
+			case 0:
+				u = 0
+			case 1:
+				u = 1<<64 - weyl // position 1's point is 0
+			}
+			want := make([]int, g)
+			for k := range want {
+				want[k] = k
+			}
+			point := func(k int) uint64 { return uint64(k)*weyl + u }
+			slices.SortFunc(want, func(a, b int) int { return cmp.Compare(point(a), point(b)) })
+			k, up, down := weylWalk(g, u)
+			for j := range g {
+				if k != want[j] {
+					t.Fatalf("g = %d, u = %#x: rank %d is position %d, want %d", g, u, j, k, want[j])
+				}
+				k = weylNext(k, g, up, down)
+			}
+			if k != want[0] {
+				t.Fatalf("g = %d, u = %#x: the walk wraps to %d, want %d", g, u, k, want[0])
+			}
 		}
 	}
 }

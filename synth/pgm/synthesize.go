@@ -23,7 +23,7 @@ import (
 // go to distinct cells with probability equal to their fractional parts
 // (systematic sampling over a random cell order), so that expected counts
 // are exact. The values are then dealt to the group's records in a
-// stratified order (see dealer.deal), so that records that agree on other
+// stratified order (see deal), so that records that agree on other
 // attributes already generated also receive values of a in proportion, not
 // by chance.
 //
@@ -65,7 +65,6 @@ func (m *Model) Synthesize(rng *rand.Rand, rows int) ([][]uint16, error) {
 	var (
 		vals    []uint16
 		others  []int
-		deal    dealer
 		round   rounder
 		parents = make([][]int, d) // the attributes each was generated given
 		step    = make([]int, d)   // when each was generated
@@ -167,7 +166,7 @@ func (m *Model) Synthesize(rng *rand.Rand, rows int) ([][]uint16, error) {
 					vals = append(vals, uint16(v))
 				}
 			}
-			deal.deal(cols[a], group[start[s]:start[s+1]], vals, rng)
+			deal(cols[a], group[start[s]:start[s+1]], vals, rng)
 		}
 	}
 	return cols, nil
@@ -245,44 +244,83 @@ func stratify(order, tmp []int32, cols [][]uint16, attrs []int, dom *Domain, rng
 	copy(order, src) // a no-op when the passes ended in order
 }
 
-// dealer deals a group's values to its rows, reusing its buffers.
-type dealer struct {
-	pos  []int32
-	frac []float64
-}
-
-// golden is the golden ratio's fractional part: k·golden mod 1 spreads
-// every run of consecutive k evenly over [0, 1).
-var golden = (math.Sqrt(5) - 1) / 2
+// weyl is the golden ratio's fractional part in 64-bit fixed point, odd so
+// that k·weyl mod 2⁶⁴ differs for every k: the points k·weyl + u spread
+// every run of consecutive k evenly around the circle.
+const weyl = 0x9E3779B97F4A7C15
 
 // deal gives the rows (in stratification order) the values vals (sorted
 // ascending): the row at position k receives vals[(rank(k) + shift) mod g],
-// where rank(k) is the rank of frac(k·golden + u) among the g positions
+// where rank(k) is the rank of k·weyl + u (mod 2⁶⁴) among the g positions
 // and u, shift are uniform. Every run of consecutive rows thus receives
 // values from evenly spaced ranks, i.e. each value in proportion to its
 // count within a small discrepancy, where a shuffle would give a
 // hypergeometric draw; and each row's value is still uniform over vals
 // (the random shift), so expected counts are exact as before.
-func (d *dealer) deal(col []uint16, rows []int32, vals []uint16, rng *rand.Rand) {
+//
+// The positions are visited in rank order by the three-gap walk
+// (weylWalk), in O(g): sorting them by their points took 60 % of
+// Synthesize on a 30-attribute table.
+func deal(col []uint16, rows []int32, vals []uint16, rng *rand.Rand) {
 	g := len(rows)
 	if g == 1 {
 		col[rows[0]] = vals[0]
 		return
 	}
-	d.pos = slices.Grow(d.pos[:0], g)[:g]
-	d.frac = slices.Grow(d.frac[:0], g)[:g]
-	u := rng.Float64()
-	for k := range g {
-		d.pos[k] = int32(k)
-		_, d.frac[k] = math.Modf(float64(k)*golden + u)
-	}
-	slices.SortFunc(d.pos, func(x, y int32) int { return cmp.Compare(d.frac[x], d.frac[y]) })
+	u := rng.Uint64()
 	shift := rng.IntN(g)
-	// d.pos lists the positions by rank: the position of rank j gets value
-	// index (j + shift) mod g.
-	for j, k := range d.pos {
-		col[rows[k]] = vals[(j+shift)%g]
+	k, up, down := weylWalk(g, u)
+	// The position of rank j gets value index (j + shift) mod g.
+	v := shift
+	for range g {
+		col[rows[k]] = vals[v]
+		if v++; v == g {
+			v = 0
+		}
+		k = weylNext(k, g, up, down)
 	}
+}
+
+// weylWalk returns, for the points x_k = k·weyl + u (mod 2⁶⁴) of the
+// positions k in [0, g), the position of the smallest point and the two
+// steps of the three-gap theorem: up, the k ≥ 1 whose k·weyl is smallest,
+// and down, the one whose k·weyl is largest. weylNext then walks the
+// positions in increasing order of their points.
+func weylWalk(g int, u uint64) (first, up, down int) {
+	var (
+		x      uint64 // k·weyl
+		lo, hi = ^uint64(0), uint64(0)
+		least  = ^uint64(0)
+	)
+	for k := range g {
+		if k > 0 {
+			if x < lo {
+				lo, up = x, k
+			}
+			if x > hi {
+				hi, down = x, k
+			}
+		}
+		if y := x + u; y < least {
+			least, first = y, k
+		}
+		x += weyl
+	}
+	return first, up, down
+}
+
+// weylNext is the position whose point follows position k's among g
+// positions (Sós's three-gap theorem: the successor of k·α on the circle
+// is at k + up, k − down or k + up − down, the first that is a position).
+// The largest point's successor wraps around to the smallest.
+func weylNext(k, g, up, down int) int {
+	switch {
+	case k+up < g:
+		return k + up
+	case k >= down:
+		return k - down
+	}
+	return k + up - down
 }
 
 // adjacent reports whether attributes a and b share a clique.

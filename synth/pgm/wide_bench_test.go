@@ -119,3 +119,16 @@ func reportCPU(b *testing.B) func() {
 		b.ReportMetric((cputime.Process()-c0).Seconds()/float64(b.N), "cpu-s/op")
 	}
 }
+
+// BenchmarkSynthesizeWide draws wide30's 200 000 rows from the fixed wide30
+// model, as AIM's last step does.
+func BenchmarkSynthesizeWide(b *testing.B) {
+	m := wideModel(b)
+	rng := rand.New(rand.NewPCG(1, 2))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := m.Synthesize(rng, 200000); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
