@@ -22,10 +22,11 @@ import (
 // S: every cell gets the integer part of its share and the remaining units
 // go to distinct cells with probability equal to their fractional parts
 // (systematic sampling over a random cell order), so that expected counts
-// are exact. The values are then dealt to the group's records in a
-// stratified order (see deal), so that records that agree on other
-// attributes already generated also receive values of a in proportion, not
-// by chance.
+// are exact. The values are then dealt to the group's records by herding
+// (see herder), so that the records with each value of every other
+// attribute already generated receive values of a in proportion, within a
+// few records, not by chance; the first attribute, which has no other, is
+// dealt in a stratified order (see deal).
 //
 // Consequently the first attribute's counts are within 1 of rows·p, and for
 // every later attribute a, |n(s, v) − n(s)·p(v | s)| < 1 for every value s of
@@ -66,15 +67,21 @@ func (m *Model) Synthesize(rng *rand.Rand, rows int) ([][]uint16, error) {
 		vals    []uint16
 		others  []int
 		round   rounder
+		herd    herder
 		parents = make([][]int, d) // the attributes each was generated given
 		step    = make([]int, d)   // when each was generated
 		// A clique's index map and projection, and the groups' offsets
 		// (TestSynthesizeAllocs).
-		idxBuf   = make([]int32, idxCells)
+		idxBuf = make([]int32, idxCells)
+		// The generated values row by row, for the herding (herder).
+		rowwise  []uint16
 		margBuf  = make([]float64, margCells)
 		startBuf = make([]int, groups+1)
 		nextBuf  = make([]int, groups)
 	)
+	if d > 1 {
+		rowwise = make([]uint16, rows*d)
+	}
 	for j, f := range fams {
 		a, cond, k, i := f.a, f.cond, f.k, d-1-j
 		// Project the clique onto cond (ascending) then a, so that the
@@ -129,6 +136,9 @@ func (m *Model) Synthesize(rng *rand.Rand, rows int) ([][]uint16, error) {
 		// maxStrata of them bound the sort to that many counting passes on
 		// wide tables. (The product of domain sizes is no guide to block
 		// sizes: adult's capital-gain has 100 values but is 92% zero.)
+		// The herding's keys are the first herdKeys of them (in this
+		// order: siblings, then large domains), within herdCells.
+		herding := herd.reset(rowwise, d, others, dom, na, rows)
 		others = others[:min(len(others), maxStrata)]
 		stratify(order, tmp, cols, others, dom, rng)
 
@@ -160,6 +170,10 @@ func (m *Model) Synthesize(rng *rand.Rand, rows int) ([][]uint16, error) {
 				continue
 			}
 			round.counts(counts, marg[s*na:(s+1)*na], g, rng)
+			if herding && herd.fits(g) {
+				herd.deal(cols[a], group[start[s]:start[s+1]], counts, rng)
+				continue
+			}
 			vals = vals[:0]
 			for v, c := range counts {
 				for range c {
@@ -167,6 +181,11 @@ func (m *Model) Synthesize(rng *rand.Rand, rows int) ([][]uint16, error) {
 				}
 			}
 			deal(cols[a], group[start[s]:start[s+1]], vals, rng)
+		}
+		if d > 1 {
+			for r, v := range cols[a] {
+				rowwise[r*d+a] = v
+			}
 		}
 	}
 	return cols, nil
