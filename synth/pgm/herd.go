@@ -35,10 +35,12 @@ import (
 type herder struct {
 	na   int32
 	keys []int // the key attributes
-	// rowwise holds the generated values row by row (stride values a
-	// row), so that a row's keys are one or two cache lines: read from
-	// the columns, in stratification order, they missed the cache once
-	// per key and row on a wide table (nine tenths of the herding).
+	// rowwise, unless nil, holds the generated values row by row (stride
+	// values a row), so that a row's keys are one or two cache lines: read
+	// from the columns cols, in stratification order, they miss the
+	// cache once per key and row on a wide table (BenchmarkSynthesizeWide:
+	// 1.63 s from the columns, 1.28–1.39 s row-wise).
+	cols    [][]uint16
 	rowwise []uint16
 	stride  int
 	touch   uint16 // what deal's prefetching loads sum to (kept, unused)
@@ -66,12 +68,13 @@ const herdKeys = 16
 const herdCells = 1 << 22
 
 // reset prepares h for the groups of an attribute with na values, with
-// keys (attributes already generated, most wanted first) whose values
-// rowwise holds: row r's value of attribute b at rowwise[r·stride + b]. It
+// keys (attributes already generated, most wanted first) whose values cols
+// holds, and rowwise too unless nil: row r's value of attribute b at
+// rowwise[r·stride + b]. It
 // reports whether any key is kept (herdKeys, herdCells); without one the
 // groups are dealt as by deal.
-func (h *herder) reset(rowwise []uint16, stride int, keys []int, dom *Domain, na, rows int) bool {
-	h.na, h.rowwise, h.stride = int32(na), rowwise, stride
+func (h *herder) reset(cols [][]uint16, rowwise []uint16, stride int, keys []int, dom *Domain, na, rows int) bool {
+	h.na, h.cols, h.rowwise, h.stride = int32(na), cols, rowwise, stride
 	h.keys, h.rowAt, h.seenAt = h.keys[:0], h.rowAt[:0], h.seenAt[:0]
 	var dealt, seen int
 	for _, k := range keys {
@@ -142,23 +145,7 @@ func (h *herder) deal(col []uint16, rows []int32, counts []int, rng *rand.Rand) 
 		// seenAt its seen_k(u_k).
 		at := h.at[:len(chunk)*nk]
 		seenAt := h.seenIdx[:len(chunk)*nk]
-		// Touch every row's values first: independent loads, whose cache
-		// misses overlap, where the gather's inner loop let one or two at
-		// a time be outstanding.
-		var touch uint16
-		for _, r := range chunk {
-			vals := h.rowwise[int(r)*h.stride:][:h.stride]
-			touch += vals[0] + vals[h.stride-1]
-		}
-		h.touch += touch
-		for t, r := range chunk {
-			vals := h.rowwise[int(r)*h.stride:][:h.stride]
-			for k, b := range h.keys {
-				u := int32(vals[b])
-				at[t*nk+k] = h.rowAt[k] + u*h.na
-				seenAt[t*nk+k] = h.seenAt[k] + u
-			}
-		}
+		h.gather(at, seenAt, chunk)
 		for t, r := range chunk {
 			rowAt, rowSeen := at[t*nk:(t+1)*nk], seenAt[t*nk:(t+1)*nk]
 			// seen = Σ_k seen_k(u_k) + rows dealt; deficit[v] + used_v =
@@ -213,6 +200,39 @@ func (h *herder) deal(col []uint16, rows []int32, counts []int, rng *rand.Rand) 
 		clear(h.dealt[a : a+h.na])
 	}
 	h.touched = h.touched[:0]
+}
+
+// gather writes the offsets of the chunk's rows (see deal).
+func (h *herder) gather(at, seenAt []int32, chunk []int32) {
+	nk := len(h.keys)
+	if h.rowwise == nil {
+		for k, b := range h.keys {
+			col, rowAt, seenBase := h.cols[b], h.rowAt[k], h.seenAt[k]
+			for t, r := range chunk {
+				u := int32(col[r])
+				at[t*nk+k] = rowAt + u*h.na
+				seenAt[t*nk+k] = seenBase + u
+			}
+		}
+		return
+	}
+	// Touch every row's values first: independent loads, whose cache
+	// misses overlap, where the gather's inner loop let one or two at a
+	// time be outstanding.
+	var touch uint16
+	for _, r := range chunk {
+		vals := h.rowwise[int(r)*h.stride:][:h.stride]
+		touch += vals[0] + vals[h.stride-1]
+	}
+	h.touch += touch
+	for t, r := range chunk {
+		vals := h.rowwise[int(r)*h.stride:][:h.stride]
+		for k, b := range h.keys {
+			u := int32(vals[b])
+			at[t*nk+k] = h.rowAt[k] + u*h.na
+			seenAt[t*nk+k] = h.seenAt[k] + u
+		}
+	}
 }
 
 // addTo is `for i := range dst { dst[i] += x[i] }`, four at a time.

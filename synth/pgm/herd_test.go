@@ -3,6 +3,7 @@ package pgm
 import (
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 )
 
@@ -44,7 +45,7 @@ func TestHerdBalancesEveryKey(t *testing.T) {
 	for run := range 4 {
 		rng.Shuffle(g, func(i, j int) { rows[i], rows[j] = rows[j], rows[i] })
 		col := make([]uint16, g)
-		if !h.reset(rowwise, d, keys, dom, na, g) {
+		if !h.reset(nil, rowwise, d, keys, dom, na, g) {
 			t.Fatal("no key kept")
 		}
 		h.deal(col, rows, counts, rng)
@@ -75,7 +76,7 @@ func TestHerdBalancesEveryKey(t *testing.T) {
 	}
 	// Reused for a group of other keys and values: no counts carried over.
 	col := make([]uint16, g)
-	h.reset(rowwise, d, []int{2}, dom, 2, 10)
+	h.reset(nil, rowwise, d, []int{2}, dom, 2, 10)
 	h.deal(col, rows[:10], []int{5, 5}, rng)
 	n := 0
 	for _, r := range rows[:10] {
@@ -127,14 +128,39 @@ func TestHerdKeysWithinBounds(t *testing.T) {
 		keys[i] = i + 1
 	}
 	var h herder
-	if !h.reset(nil, 20, keys, dom, 100, 100) {
+	if !h.reset(nil, nil, 20, keys, dom, 100, 100) {
 		t.Fatal("no key kept")
 	}
 	want := append([]int{}, keys[1:herdKeys+1]...) // without attribute 1
 	if len(h.keys) != herdKeys || h.keys[0] != want[0] || h.keys[herdKeys-1] != want[herdKeys-1] {
 		t.Errorf("kept keys %v, want %v", h.keys, want)
 	}
-	if h.reset(nil, 20, []int{1}, dom, 100, 100) {
+	if h.reset(nil, nil, 20, []int{1}, dom, 100, 100) {
 		t.Errorf("kept a key of %d cells of counts, past herdCells", 100<<16)
+	}
+}
+
+// Herding from the columns, past rowwiseBytes, deals the same rows as from
+// the row-wise copy.
+func TestHerdFromColumns(t *testing.T) {
+	dom, err := NewDomain([]string{"a", "b", "c", "d", "e"}, []int{5, 4, 6, 3, 7})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := normalModel(t, rand.New(rand.NewPCG(9, 10)), dom, [][]int{{0, 1}, {1, 2}, {3}, {0, 4}}, 0.5, 1)
+	rows, err := m.Synthesize(rand.New(rand.NewPCG(3, 4)), 5000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func(b int) { rowwiseBytes = b }(rowwiseBytes)
+	rowwiseBytes = 0
+	cols, err := m.Synthesize(rand.New(rand.NewPCG(3, 4)), 5000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for a := range rows {
+		if !slices.Equal(rows[a], cols[a]) {
+			t.Fatalf("attribute %d differs when herded from the columns", a)
+		}
 	}
 }

@@ -73,13 +73,14 @@ func (m *Model) Synthesize(rng *rand.Rand, rows int) ([][]uint16, error) {
 		// A clique's index map and projection, and the groups' offsets
 		// (TestSynthesizeAllocs).
 		idxBuf = make([]int32, idxCells)
-		// The generated values row by row, for the herding (herder).
+		// The generated values row by row, for the herding (herder),
+		// within rowwiseBytes.
 		rowwise  []uint16
 		margBuf  = make([]float64, margCells)
 		startBuf = make([]int, groups+1)
 		nextBuf  = make([]int, groups)
 	)
-	if d > 1 {
+	if d > 1 && rows*d*2 <= rowwiseBytes {
 		rowwise = make([]uint16, rows*d)
 	}
 	for j, f := range fams {
@@ -138,7 +139,7 @@ func (m *Model) Synthesize(rng *rand.Rand, rows int) ([][]uint16, error) {
 		// sizes: adult's capital-gain has 100 values but is 92% zero.)
 		// The herding's keys are the first herdKeys of them (in this
 		// order: siblings, then large domains), within herdCells.
-		herding := herd.reset(rowwise, d, others, dom, na, rows)
+		herding := herd.reset(cols, rowwise, d, others, dom, na, rows)
 		others = others[:min(len(others), maxStrata)]
 		stratify(order, tmp, cols, others, dom, rng)
 
@@ -182,7 +183,7 @@ func (m *Model) Synthesize(rng *rand.Rand, rows int) ([][]uint16, error) {
 			}
 			deal(cols[a], group[start[s]:start[s+1]], vals, rng)
 		}
-		if d > 1 {
+		if rowwise != nil {
 			for r, v := range cols[a] {
 				rowwise[r*d+a] = v
 			}
@@ -190,6 +191,11 @@ func (m *Model) Synthesize(rng *rand.Rand, rows int) ([][]uint16, error) {
 	}
 	return cols, nil
 }
+
+// rowwiseBytes bounds the herding's row-wise copy of the generated values
+// (herder): a synthesis of more rows × attributes herds from the columns,
+// a fifth slower, rather than hold its rows twice. A variable for tests.
+var rowwiseBytes = 64 << 20
 
 // synthesisFamily is an attribute a that Synthesize generates given the
 // attributes cond (ascending) generated before it, and the clique k that
