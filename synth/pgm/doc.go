@@ -74,9 +74,9 @@
 // reduced to what the query needs from it (Model.Marginals shares those
 // reductions across a batch of sets). Synthesize uses randomized
 // rounding along the reverse elimination order, and deals each group's
-// values to its rows in a stratified order so that attributes the model
-// makes independent are also paired in proportion; its documentation
-// states the exact per-cell guarantee.
+// values to its rows by herding on the attributes generated before, so
+// that attributes the model makes independent are also paired in
+// proportion; its documentation states the exact per-cell guarantee.
 //
 // # Invariants
 //

@@ -231,7 +231,12 @@ func synthesisFamilies(jt *junctionTree) []synthesisFamily {
 	return fams
 }
 
-// maxStrata is the most attributes Synthesize sorts rows by.
+// maxStrata is the most attributes Synthesize sorts rows by. The herding
+// balances its keys whatever the order (adult at ε = 1, three models
+// paired: rows' error the same sorted by 16 attributes or 4; wide30 the
+// same by 16, 4 or 1), but takes rows that share key values one after the
+// other, their counts in cache: sorted by 4, BenchmarkSynthesizeWide took
+// 1.66–1.77 s against 1.28–1.33 s by 16.
 const maxStrata = 16
 
 // stratify writes into order the rows sorted by their values of attrs
