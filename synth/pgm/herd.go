@@ -70,9 +70,8 @@ const herdCells = 1 << 22
 // reset prepares h for the groups of an attribute with na values, with
 // keys (attributes already generated, most wanted first) whose values cols
 // holds, and rowwise too unless nil: row r's value of attribute b at
-// rowwise[r·stride + b]. It
-// reports whether any key is kept (herdKeys, herdCells); without one the
-// groups are dealt as by deal.
+// rowwise[r·stride + b]. It reports whether any key is kept (herdKeys,
+// herdCells); without one the groups are dealt as by deal.
 func (h *herder) reset(cols [][]uint16, rowwise []uint16, stride int, keys []int, dom *Domain, na, rows int) bool {
 	h.na, h.cols, h.rowwise, h.stride = int32(na), cols, rowwise, stride
 	h.keys, h.rowAt, h.seenAt = h.keys[:0], h.rowAt[:0], h.seenAt[:0]
@@ -170,16 +169,16 @@ func (h *herder) deal(col []uint16, rows []int32, counts []int, rng *rand.Rand) 
 					addTo(deficit, h.dealt[a:a+h.na])
 				}
 			}
-			best, at := int64(math.MinInt64), 0
-			for i, v := range open {
+			best, i := int64(math.MinInt64), 0
+			for j, v := range open {
 				if s := seen*q[v] - g*(h.used[v]+int64(deficit[v])); s > best {
-					best, at = s, i
+					best, i = s, j
 				}
 			}
-			pick := open[at]
+			pick := open[i]
 			if h.used[pick]+1 == q[pick] {
 				// Its last record: the value leaves the list.
-				open[at] = open[len(open)-1]
+				open[i] = open[len(open)-1]
 				open = open[:len(open)-1]
 			}
 			col[r] = uint16(pick)
