@@ -307,8 +307,10 @@ const MaxRows = 1 << 22
 //
 // The model's total is a noisy estimate: under heavy noise it can be far
 // larger than the data, so it is clamped to MaxRows (a released value, so
-// the clamp is post-processing too).
-func Sample(m *pgm.Model, in *Input) ([][]uint16, error) {
+// the clamp is post-processing too). It stops with ctx's error between
+// attributes (pgm.Model.SynthesizeContext): millions of rows take seconds
+// an attribute.
+func Sample(ctx context.Context, m *pgm.Model, in *Input) ([][]uint16, error) {
 	rows := in.Rows
 	if rows == 0 {
 		total := math.Round(m.Total())
@@ -321,7 +323,7 @@ func Sample(m *pgm.Model, in *Input) ([][]uint16, error) {
 			rows = int(total)
 		}
 	}
-	out, err := m.Synthesize(in.Post(), rows)
+	out, err := m.SynthesizeContext(ctx, in.Post(), rows)
 	if err != nil {
 		return nil, fmt.Errorf("synthesize %d rows: %w", rows, err)
 	}

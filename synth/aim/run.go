@@ -345,7 +345,7 @@ func (r *run) loop(ctx context.Context, sigma0 []float64) (*synth.Result, error)
 	// not pay. At ε = 10 on adult that lowered the peak of the trajectories
 	// that keep such snapshots by 38–59 MB (340 → 281, 315 → 277 MB) and
 	// left the others as they were; the rows are the same.
-	out, err := synth.Sample(r.model, r.in)
+	out, err := synth.Sample(ctx, r.model, r.in)
 	if err != nil {
 		return fail(err)
 	}

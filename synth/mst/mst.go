@@ -185,7 +185,7 @@ func (o *Options) Run(ctx context.Context, in *synth.Input) (*synth.Result, erro
 		return fail(fmt.Errorf("estimate: %w", err))
 	}
 	in.Report(synth.Status{Phase: "final", Round: 1, RhoUsed: res.RhoUsed, ModelSize: model.Size()})
-	rows, err := synth.Sample(model, in)
+	rows, err := synth.Sample(ctx, model, in)
 	if err != nil {
 		return fail(err)
 	}

@@ -222,7 +222,7 @@ func (o *Options) Run(ctx context.Context, in *synth.Input) (*synth.Result, erro
 	res.Model = model
 	tracker.Fill(res, sets)
 	in.Report(synth.Status{Phase: "final", Round: len(res.Rounds), RhoUsed: res.RhoUsed, ModelSize: model.Size()})
-	if res.Rows, err = synth.Sample(model, in); err != nil {
+	if res.Rows, err = synth.Sample(ctx, model, in); err != nil {
 		return fail(err)
 	}
 	return res, nil

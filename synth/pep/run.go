@@ -328,7 +328,7 @@ func (c *config) run(ctx context.Context, in *synth.Input) (*synth.Result, error
 	}
 	res.Model = model
 	in.Report(synth.Status{Phase: "final", Round: len(res.Rounds), RhoUsed: res.RhoUsed, ModelSize: model.Size()})
-	if res.Rows, err = synth.Sample(model, in); err != nil {
+	if res.Rows, err = synth.Sample(ctx, model, in); err != nil {
 		return fail(err)
 	}
 	return res, nil

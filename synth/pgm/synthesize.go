@@ -2,6 +2,7 @@ package pgm
 
 import (
 	"cmp"
+	"context"
 	"errors"
 	"fmt"
 	"math"
@@ -34,6 +35,12 @@ import (
 // within 1 + p(v|s)·|n(s) − rows·p(s)| of rows·p. Errors of the groups add,
 // so cells of cliques generated late can be off by more than 1.
 func (m *Model) Synthesize(rng *rand.Rand, rows int) ([][]uint16, error) {
+	return m.SynthesizeContext(context.Background(), rng, rows)
+}
+
+// SynthesizeContext is Synthesize, stopping with ctx's error (wrapped)
+// before each attribute.
+func (m *Model) SynthesizeContext(ctx context.Context, rng *rand.Rand, rows int) ([][]uint16, error) {
 	if rng == nil {
 		return nil, errors.New("pgm: Synthesize needs a random source")
 	}
@@ -84,6 +91,9 @@ func (m *Model) Synthesize(rng *rand.Rand, rows int) ([][]uint16, error) {
 		rowwise = make([]uint16, rows*d)
 	}
 	for j, f := range fams {
+		if err := ctx.Err(); err != nil {
+			return nil, fmt.Errorf("pgm: synthesis stopped: %w", err)
+		}
 		a, cond, k, i := f.a, f.cond, f.k, d-1-j
 		// Project the clique onto cond (ascending) then a, so that the
 		// conditional of a given s is a contiguous row.

@@ -1,6 +1,8 @@
 package pgm
 
 import (
+	"context"
+	"errors"
 	"math"
 	"math/rand/v2"
 	"runtime"
@@ -226,5 +228,23 @@ func TestSynthesizeAllocs(t *testing.T) {
 		if len(cols) != 6 || len(cols[0]) != rows {
 			t.Fatalf("Synthesize returned %d columns of %d rows", len(cols), len(cols[0]))
 		}
+	}
+}
+
+// A cancelled synthesis stops before drawing an attribute and says why.
+func TestSynthesizeContextCancelled(t *testing.T) {
+	dom, err := NewDomain([]string{"a", "b", "c"}, []int{3, 4, 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := normalModel(t, rand.New(rand.NewPCG(3, 4)), dom, [][]int{{0, 1}, {1, 2}}, 0.5, 1)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	cols, err := m.SynthesizeContext(ctx, rand.New(rand.NewPCG(1, 2)), 100)
+	if !errors.Is(err, context.Canceled) || cols != nil {
+		t.Fatalf("cancelled synthesis returned %d columns and error %v, want none and context.Canceled", len(cols), err)
+	}
+	if cols, err = m.SynthesizeContext(context.Background(), rand.New(rand.NewPCG(1, 2)), 100); err != nil || len(cols) != 3 {
+		t.Fatalf("synthesis returned %d columns and error %v", len(cols), err)
 	}
 }

@@ -333,7 +333,7 @@ func (o *Options) Run(ctx context.Context, in *synth.Input) (*synth.Result, erro
 		}
 		in.Report(synth.Status{Phase: "final", Round: d, RhoUsed: res.RhoUsed, ModelSize: model.Size()})
 		res.Model = model
-		if res.Rows, err = synth.Sample(model, in); err != nil {
+		if res.Rows, err = synth.Sample(ctx, model, in); err != nil {
 			return fail(err)
 		}
 		return res, nil
