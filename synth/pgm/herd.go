@@ -67,17 +67,25 @@ const herdKeys = 16
 // no more than 16 MB.
 const herdCells = 1 << 22
 
+// herdRowCells bounds the counts a row reads (keys × values): an attribute
+// of more values than herdKeys × herdRowCells allows is herded on fewer
+// keys, and one of more than herdRowCells is dealt (deal), so that a row
+// costs at most a few microseconds whatever the domain. Adult's largest
+// attribute (100 values) and wide tables keep all 16 keys.
+const herdRowCells = 2048
+
 // reset prepares h for the groups of an attribute with na values, with
 // keys (attributes already generated, most wanted first) whose values cols
 // holds, and rowwise too unless nil: row r's value of attribute b at
 // rowwise[r·stride + b]. It reports whether any key is kept (herdKeys,
-// herdCells); without one the groups are dealt as by deal.
+// herdCells, herdRowCells); without one the groups are dealt as by deal.
 func (h *herder) reset(cols [][]uint16, rowwise []uint16, stride int, keys []int, dom *Domain, na, rows int) bool {
 	h.na, h.cols, h.rowwise, h.stride = int32(na), cols, rowwise, stride
 	h.keys, h.rowAt, h.seenAt = h.keys[:0], h.rowAt[:0], h.seenAt[:0]
 	var dealt, seen int
+	most := min(herdKeys, herdRowCells/max(na, 1))
 	for _, k := range keys {
-		if len(h.keys) == herdKeys {
+		if len(h.keys) == most {
 			break
 		}
 		if dealt+dom.sizes[k]*na > herdCells {

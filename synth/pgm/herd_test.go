@@ -110,8 +110,9 @@ func worstImbalance(rowwise []uint16, d int, keys, sizes []int, col []uint16, co
 	return worst
 }
 
-// reset keeps at most herdKeys keys, in the order given, and leaves out
-// those whose counts would pass herdCells.
+// reset keeps at most herdKeys keys, in the order given, leaves out those
+// whose counts would pass herdCells, and keeps fewer (or none) for an
+// attribute of many values (herdRowCells).
 func TestHerdKeysWithinBounds(t *testing.T) {
 	sizes := make([]int, 20)
 	names := make([]string, 20)
@@ -137,6 +138,13 @@ func TestHerdKeysWithinBounds(t *testing.T) {
 	}
 	if h.reset(nil, nil, 20, []int{1}, dom, 100, 100) {
 		t.Errorf("kept a key of %d cells of counts, past herdCells", 100<<16)
+	}
+	// Many values: fewer keys, then none (each row reads keys × values).
+	if !h.reset(nil, nil, 20, keys, dom, herdRowCells/4, 100) || len(h.keys) != 4 {
+		t.Errorf("an attribute of %d values kept %d keys, want 4", herdRowCells/4, len(h.keys))
+	}
+	if h.reset(nil, nil, 20, keys, dom, herdRowCells+1, 100) {
+		t.Errorf("an attribute of %d values kept %d keys, want none", herdRowCells+1, len(h.keys))
 	}
 }
 
