@@ -170,14 +170,27 @@ func (d *Dataset) Marginals(ctx context.Context, sets [][]int) ([][]float64, err
 // returns the marginals, resliced or allocated as needed, in a slice that
 // reuses dst when it has room.
 func (d *Dataset) MarginalsTo(ctx context.Context, dst [][]float64, sets [][]int) ([][]float64, error) {
+	if err := d.checkMarginals(sets); err != nil {
+		return nil, err
+	}
+	return d.countMarginals(ctx, dst, sets)
+}
+
+// checkMarginals reports whether every set is one MarginalTo counts.
+func (d *Dataset) checkMarginals(sets [][]int) error {
 	for _, s := range sets {
 		if err := d.checkDistinct(s); err != nil {
-			return nil, err
+			return err
 		}
 		if d.dom.Cells(s) > math.MaxUint32 {
-			return nil, fmt.Errorf("pgm: marginal over %v has too many cells", s)
+			return fmt.Errorf("pgm: marginal over %v has too many cells", s)
 		}
 	}
+	return nil
+}
+
+// countMarginals is MarginalsTo for sets that checkMarginals accepts.
+func (d *Dataset) countMarginals(ctx context.Context, dst [][]float64, sets [][]int) ([][]float64, error) {
 	out := dst
 	if cap(out) < len(sets) {
 		out = make([][]float64, len(sets))
@@ -215,15 +228,13 @@ var lendCells = 1 << 20
 // goroutine, in the order of sets, and an error from fn stops the calls and
 // is returned.
 func (d *Dataset) LendMarginals(ctx context.Context, sets [][]int, fn func(i int, x []float64) error) error {
+	if err := d.checkMarginals(sets); err != nil {
+		return err
+	}
 	n := make([]int, len(sets)) // each set's cells
 	cells, largest := 0, 0
 	for i, s := range sets {
-		if err := d.checkDistinct(s); err != nil {
-			return err
-		}
-		if n[i] = d.dom.Cells(s); n[i] > math.MaxUint32 {
-			return fmt.Errorf("pgm: marginal over %v has too many cells", s)
-		}
+		n[i] = d.dom.Cells(s)
 		cells, largest = cells+n[i], max(largest, n[i])
 	}
 	buf := make([]float64, min(cells, max(lendCells, largest)))
@@ -236,7 +247,7 @@ func (d *Dataset) LendMarginals(ctx context.Context, sets [][]int, fn func(i int
 			off += n[hi]
 			hi++
 		}
-		got, err := d.MarginalsTo(ctx, views, sets[lo:hi])
+		got, err := d.countMarginals(ctx, views, sets[lo:hi])
 		if err != nil {
 			return err
 		}
