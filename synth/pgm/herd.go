@@ -158,13 +158,15 @@ func (h *herder) deal(col []uint16, rows []int32, counts []int, rng *rand.Rand) 
 			// seen = Σ_k seen_k(u_k) + rows dealt; deficit[v] + used_v =
 			// Σ_k dealt_k(u_k, v) + used_v.
 			seen := int64(lo + t)
+			for _, s := range rowSeen {
+				seen += int64(h.seen[s])
+			}
 			if 2*len(open) < na {
 				// Few values left: their deficits only.
 				for _, v := range open {
 					deficit[v] = 0
 				}
-				for k, a := range rowAt {
-					seen += int64(h.seen[rowSeen[k]])
+				for _, a := range rowAt {
 					row := h.dealt[a : a+h.na]
 					for _, v := range open {
 						deficit[v] += row[v]
@@ -172,8 +174,7 @@ func (h *herder) deal(col []uint16, rows []int32, counts []int, rng *rand.Rand) 
 				}
 			} else {
 				clear(deficit)
-				for k, a := range rowAt {
-					seen += int64(h.seen[rowSeen[k]])
+				for _, a := range rowAt {
 					addTo(deficit, h.dealt[a:a+h.na])
 				}
 			}
