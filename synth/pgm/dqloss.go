@@ -153,7 +153,7 @@ func (f *customObjective) dirDot() float64 {
 func (f *customObjective) descend(ctx context.Context, theta []float64, o *EstimateOptions, st *EstimateStats) error {
 	jt := f.jt
 	bp := newBPWork(jt)
-	pool := newPool()
+	pool := newPoolFor(jt.total)
 	defer pool.stop()
 	bp.team = team{pool}
 	n := jt.total

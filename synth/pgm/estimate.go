@@ -342,7 +342,7 @@ func Estimate(ctx context.Context, dom *Domain, meas []Measurement, opts *Estima
 		debug.FreeOSMemory()
 	}
 	obj := newObjective(jt, meas, o.Loss, total)
-	pool := newPool()
+	pool := newPoolFor(jt.total)
 	defer pool.stop()
 	obj.team = team{pool}
 	var stats EstimateStats

@@ -293,8 +293,8 @@ func TestEstimateModelMarginals(t *testing.T) {
 	sizes := slices.Clone(dom.sizes)
 	ds := randomDataset(t, 73, sizes, 1500)
 	meas := measure(ds, dedupe(randomSets(rng, 6, 7, 3)), 10, rng)
-	defer func(n int) { chunkCells = n }(chunkCells)
-	chunkCells = 2 // chunked (and pooled) propagation in the fit
+	defer func(n, m int) { chunkCells, minPoolCells = n, m }(chunkCells, minPoolCells)
+	chunkCells, minPoolCells = 2, 0 // chunked (and pooled) propagation in the fit
 	for _, o := range []EstimateOptions{
 		{Iters: 1},
 		{Iters: 40},
@@ -473,8 +473,8 @@ func TestEstimateParallelMatchesSerial(t *testing.T) {
 		return m
 	}
 	whole := fit(1)
-	defer func(n int) { chunkCells = n }(chunkCells)
-	chunkCells = 2 // split even tiny tables into many chunks
+	defer func(n, m int) { chunkCells, minPoolCells = n, m }(chunkCells, minPoolCells)
+	chunkCells, minPoolCells = 2, 0 // split even tiny tables into many chunks, on a pool
 	chunked := fit(1)
 	for _, c := range whole.Cliques() {
 		a, b := whole.Marginal(c), chunked.Marginal(c)

@@ -64,10 +64,10 @@ func TestEstimateFusedMatchesSeparate(t *testing.T) {
 		}
 		for oi, o := range opts {
 			fit := func(fuse bool, l layout) (*Model, EstimateStats) {
-				defer func(f, u, d, z bool, c, tl, p, b int) {
-					fuseGrad, fuseUp, fuseDown, fuseLazy, chunkCells, tileCells, fuseCells, maxUpBlock = f, u, d, z, c, tl, p, b
-				}(fuseGrad, fuseUp, fuseDown, fuseLazy, chunkCells, tileCells, fuseCells, maxUpBlock)
-				fuseGrad, fuseUp, fuseDown, fuseLazy, chunkCells, tileCells, fuseCells, maxUpBlock = fuse, fuse, fuse, fuse, l.chunk, l.tile, l.piece, l.block
+				defer func(f, u, d, z bool, c, tl, p, b, mp int) {
+					fuseGrad, fuseUp, fuseDown, fuseLazy, chunkCells, tileCells, fuseCells, maxUpBlock, minPoolCells = f, u, d, z, c, tl, p, b, mp
+				}(fuseGrad, fuseUp, fuseDown, fuseLazy, chunkCells, tileCells, fuseCells, maxUpBlock, minPoolCells)
+				fuseGrad, fuseUp, fuseDown, fuseLazy, chunkCells, tileCells, fuseCells, maxUpBlock, minPoolCells = fuse, fuse, fuse, fuse, l.chunk, l.tile, l.piece, l.block, 0
 				defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(l.procs))
 				var st EstimateStats
 				oo := o

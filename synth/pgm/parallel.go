@@ -131,6 +131,27 @@ const spinFor = 200 * time.Microsecond
 // other queries could use.
 const maxHelpers = 3
 
+// minPoolCells is the least model size (cells of all cliques) that a fit
+// splits across cores. A pool's presence turns off BP's single-core fused
+// passes, and its helpers spin between kernels; on a smaller model the
+// kernels are too short to pay for either. Measured on 2 cores, ten
+// warm-started iterations: a 0.9 MB model (adult at ε = 1) took 0.86 ms of
+// CPU per iteration on one core and 2.0 with a pool for no less wall time
+// (1.1 against 1.05 ms without one); wide30's 2.7 MB model 2.2 against 3.7
+// ms of CPU at the same 2.0–2.1 ms of wall; the 26–39 MB models of adult at
+// ε = 10 gain a third of their wall time for an eighth more CPU
+// (docs/aim-performance.md, "Issue 19, twenty-third pass").
+var minPoolCells = 1 << 20 // a variable so that tests can pool small fits
+
+// newPoolFor returns newPool() for a fit over a model of cells cells, or
+// nil when the model is too small to split (minPoolCells).
+func newPoolFor(cells int) *pool {
+	if cells < minPoolCells {
+		return nil
+	}
+	return newPool()
+}
+
 // newPool starts a pool with one helper per extra core, at most maxHelpers
 // (none on one core, in which case it returns nil).
 func newPool() *pool {

@@ -178,3 +178,24 @@ func TestSplitRangesChangeNoResult(t *testing.T) {
 		}
 	}
 }
+
+// TestPoolOnlyForLargeFits: a fit splits across cores only from
+// minPoolCells on, and never on one core.
+func TestPoolOnlyForLargeFits(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(2))
+	for _, tc := range []struct {
+		cells int
+		want  bool
+	}{{0, false}, {minPoolCells - 1, false}, {minPoolCells, true}, {4 * minPoolCells, true}} {
+		p := newPoolFor(tc.cells)
+		if got := p != nil; got != tc.want {
+			t.Errorf("newPoolFor(%d) pooled %v, want %v", tc.cells, got, tc.want)
+		}
+		p.stop()
+	}
+	runtime.GOMAXPROCS(1)
+	if p := newPoolFor(4 * minPoolCells); p != nil {
+		p.stop()
+		t.Error("a pool on one core")
+	}
+}
