@@ -2,8 +2,10 @@ package pgm
 
 import (
 	"context"
+	"fmt"
 	"math/rand/v2"
 	"testing"
+	"time"
 
 	"github.com/dpsql/dpsql/internal/cputime"
 )
@@ -116,6 +118,60 @@ func largeShaped(b *testing.B) (*Domain, []Measurement) {
 		meas = append(meas, Measurement{Attrs: s, Y: y, Sigma: 5})
 	}
 	return dom, meas
+}
+
+// largeSets are the measured sets of largeShaped, its 1-way sets aside.
+var largeSets = [][]int{{0, 9, 13}, {0, 11, 13}, {9, 11, 13}, {0, 10, 13}, {10, 11, 13}, {2, 11, 13}, {0, 2, 13},
+	{3, 5, 13}, {4, 6, 8}, {5, 8, 13}, {1, 5, 13}, {7, 12, 13}, {0, 4, 6}, {3, 12, 13}, {0, 3}, {0, 5}}
+
+// BenchmarkFitSizes is BenchmarkFitLarge's ten warm-started iterations on
+// models of 0.9 to 39 MB (subsets of largeShaped's sets, each with every
+// 1-way set), reporting CPU and wall time per iteration: on several cores
+// their ratio shows where splitting a fit across them pays (minPoolCells).
+func BenchmarkFitSizes(b *testing.B) {
+	dom, _, _ := adultShaped(b)
+	for _, pick := range [][]int{
+		{4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15},    // 0.9 MB
+		{1, 3, 5, 6, 9, 10, 11, 12, 13, 14, 15},       // 13 MB
+		{3, 4, 5, 6, 9, 10, 11, 12, 13, 14, 15},       // 26 MB
+		{3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15}, // 26 MB, other cliques
+		nil, // all: 39 MB
+	} {
+		sets := largeSets
+		if pick != nil {
+			sets = nil
+			for _, i := range pick {
+				sets = append(sets, largeSets[i])
+			}
+		}
+		for a := range dom.Len() {
+			sets = append(sets, []int{a})
+		}
+		rng := rand.New(rand.NewPCG(3, 3))
+		var meas []Measurement
+		for _, s := range sets {
+			y := make([]float64, dom.Cells(s))
+			for i := range y {
+				y[i] = 48842/float64(len(y)) + 5*rng.NormFloat64()
+			}
+			meas = append(meas, Measurement{Attrs: s, Y: y, Sigma: 5})
+		}
+		warm, err := Estimate(context.Background(), dom, meas, &EstimateOptions{Iters: 20, Step: KeepStep})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Run(fmt.Sprintf("%.1fMB", warm.Size()), func(b *testing.B) {
+			const iters = 10
+			cpu0, t0 := cputime.Process(), time.Now()
+			for b.Loop() {
+				if _, err := Estimate(context.Background(), dom, meas, &EstimateOptions{Iters: iters, Step: KeepStep, WarmStart: warm}); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(cputime.Process()-cpu0)/float64(b.N*iters)/1e6, "cpu-ms/iter")
+			b.ReportMetric(float64(time.Since(t0))/float64(b.N*iters)/1e6, "wall-ms/iter")
+		})
+	}
 }
 
 // BenchmarkFitLarge is ten mirror-descent iterations (KeepStep) on the

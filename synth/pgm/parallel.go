@@ -133,14 +133,13 @@ const maxHelpers = 3
 
 // minPoolCells is the least model size (cells of all cliques) that a fit
 // splits across cores. A pool's presence turns off BP's single-core fused
-// passes, and its helpers spin between kernels; on a smaller model the
-// kernels are too short to pay for either. Measured on 2 cores, ten
-// warm-started iterations: a 0.9 MB model (adult at ε = 1) took 0.86 ms of
-// CPU per iteration on one core and 2.0 with a pool for no less wall time
-// (1.1 against 1.05 ms without one); wide30's 2.7 MB model 2.2 against 3.7
-// ms of CPU at the same 2.0–2.1 ms of wall; the 26–39 MB models of adult at
-// ε = 10 gain a third of their wall time for an eighth more CPU
-// (docs/aim-performance.md, "Issue 19, twenty-third pass").
+// passes, and its helpers spin between kernels; on a small model the
+// kernels are too short to pay for either. Ten warm-started iterations on
+// 2 cores, CPU / wall per iteration, without a pool and with one: a 0.9 MB
+// model (adult at ε = 1) 1.1–1.2 / 0.95–1.06 ms and 1.6–2.0 / 0.93–1.12;
+// wide30's 2.7 MB model 2.1–2.3 / 1.9–2.1 and 3.0–3.6 / 1.6–2.0. From 13
+// MB (adult at ε = 3 and 10) a pool takes 35–40 % off the wall time for
+// 0–15 % more CPU (docs/aim-performance.md, "Issue 19, twenty-third pass").
 var minPoolCells = 1 << 20 // a variable so that tests can pool small fits
 
 // newPoolFor returns newPool() for a fit over a model of cells cells, or

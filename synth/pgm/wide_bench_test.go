@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/dpsql/dpsql/internal/cputime"
 	"github.com/dpsql/dpsql/internal/widegen"
@@ -26,8 +27,9 @@ var wideSelections = [][]int{
 
 var wideModelOnce struct {
 	sync.Once
-	m   *pgm.Model
-	err error
+	m    *pgm.Model
+	meas []pgm.Measurement
+	err  error
 }
 
 // wideModel fits (once per test binary) a model to noisy measurements of
@@ -56,6 +58,7 @@ func wideModel(tb testing.TB) *pgm.Model {
 			}
 			meas = append(meas, pgm.Measurement{Attrs: s, Y: y, Sigma: pgmbench.Sigma})
 		}
+		o.meas = meas
 		o.m, o.err = pgm.Estimate(context.Background(), ds.Domain(), meas, &pgm.EstimateOptions{Iters: 30})
 	})
 	if o.err != nil {
@@ -118,6 +121,23 @@ func reportCPU(b *testing.B) func() {
 	return func() {
 		b.ReportMetric((cputime.Process()-c0).Seconds()/float64(b.N), "cpu-s/op")
 	}
+}
+
+// BenchmarkFitWide is BenchmarkFitSizes on wide30's model: ten
+// warm-started iterations of the fit of wideSelections, CPU and wall time
+// per iteration.
+func BenchmarkFitWide(b *testing.B) {
+	m := wideModel(b)
+	meas := wideModelOnce.meas
+	const iters = 10
+	cpu0, t0 := cputime.Process(), time.Now()
+	for b.Loop() {
+		if _, err := pgm.Estimate(context.Background(), m.Domain(), meas, &pgm.EstimateOptions{Iters: iters, Step: pgm.KeepStep, WarmStart: m}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric((cputime.Process()-cpu0).Seconds()*1e3/float64(b.N*iters), "cpu-ms/iter")
+	b.ReportMetric(float64(time.Since(t0))/1e6/float64(b.N*iters), "wall-ms/iter")
 }
 
 // BenchmarkSynthesizeWide draws wide30's 200 000 rows from the fixed wide30
