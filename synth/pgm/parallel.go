@@ -138,8 +138,8 @@ const maxHelpers = 3
 // 2 cores, CPU / wall per iteration, without a pool and with one: a 0.9 MB
 // model (adult at ε = 1) 1.1–1.2 / 0.95–1.06 ms and 1.6–2.0 / 0.93–1.12;
 // wide30's 2.7 MB model 2.1–2.3 / 1.9–2.1 and 3.0–3.6 / 1.6–2.0. From 13
-// MB (adult at ε = 3 and 10) a pool takes 35–40 % off the wall time for
-// 0–15 % more CPU (docs/aim-performance.md, "Issue 19, twenty-third pass").
+// MB (adult at ε = 3 and 10) a pool takes 30–40 % off the wall time for
+// 0–20 % more CPU (docs/aim-performance.md, "Issue 19, twenty-third pass").
 var minPoolCells = 1 << 20 // a variable so that tests can pool small fits
 
 // newPoolFor returns newPool() for a fit over a model of cells cells, or
