@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"testing"
 	"time"
 
@@ -98,13 +99,22 @@ func BenchmarkModelSize(b *testing.B) {
 	}
 }
 
+// largeSets are the measured sets of largeShaped, its 1-way sets aside.
+var largeSets = [][]int{{0, 9, 13}, {0, 11, 13}, {9, 11, 13}, {0, 10, 13}, {10, 11, 13}, {2, 11, 13}, {0, 2, 13},
+	{3, 5, 13}, {4, 6, 8}, {5, 8, 13}, {1, 5, 13}, {7, 12, 13}, {0, 4, 6}, {3, 12, 13}, {0, 3}, {0, 5}}
+
 // largeShaped returns measurements on the adult domain whose junction tree
 // is about 40 MB (three cliques of 1.7 M cells around separators of 17 K),
 // the size of adult's models at ε = 10; Y is random around a uniform table.
 func largeShaped(b *testing.B) (*Domain, []Measurement) {
 	dom, _, _ := adultShaped(b)
-	sets := [][]int{{0, 9, 13}, {0, 11, 13}, {9, 11, 13}, {0, 10, 13}, {10, 11, 13}, {2, 11, 13}, {0, 2, 13},
-		{3, 5, 13}, {4, 6, 8}, {5, 8, 13}, {1, 5, 13}, {7, 12, 13}, {0, 4, 6}, {3, 12, 13}, {0, 3}, {0, 5}}
+	return dom, shapedMeasurements(dom, largeSets)
+}
+
+// shapedMeasurements returns measurements of sets and of every attribute
+// alone, Y random around a uniform table of adult's 48 842 rows.
+func shapedMeasurements(dom *Domain, sets [][]int) []Measurement {
+	sets = slices.Clone(sets)
 	for a := range dom.Len() {
 		sets = append(sets, []int{a})
 	}
@@ -117,12 +127,8 @@ func largeShaped(b *testing.B) (*Domain, []Measurement) {
 		}
 		meas = append(meas, Measurement{Attrs: s, Y: y, Sigma: 5})
 	}
-	return dom, meas
+	return meas
 }
-
-// largeSets are the measured sets of largeShaped, its 1-way sets aside.
-var largeSets = [][]int{{0, 9, 13}, {0, 11, 13}, {9, 11, 13}, {0, 10, 13}, {10, 11, 13}, {2, 11, 13}, {0, 2, 13},
-	{3, 5, 13}, {4, 6, 8}, {5, 8, 13}, {1, 5, 13}, {7, 12, 13}, {0, 4, 6}, {3, 12, 13}, {0, 3}, {0, 5}}
 
 // BenchmarkFitSizes is BenchmarkFitLarge's ten warm-started iterations on
 // models of 0.9 to 39 MB (subsets of largeShaped's sets, each with every
@@ -144,18 +150,7 @@ func BenchmarkFitSizes(b *testing.B) {
 				sets = append(sets, largeSets[i])
 			}
 		}
-		for a := range dom.Len() {
-			sets = append(sets, []int{a})
-		}
-		rng := rand.New(rand.NewPCG(3, 3))
-		var meas []Measurement
-		for _, s := range sets {
-			y := make([]float64, dom.Cells(s))
-			for i := range y {
-				y[i] = 48842/float64(len(y)) + 5*rng.NormFloat64()
-			}
-			meas = append(meas, Measurement{Attrs: s, Y: y, Sigma: 5})
-		}
+		meas := shapedMeasurements(dom, sets)
 		warm, err := Estimate(context.Background(), dom, meas, &EstimateOptions{Iters: 20, Step: KeepStep})
 		if err != nil {
 			b.Fatal(err)
