@@ -175,9 +175,12 @@ func Execute(ctx context.Context, cfg Config, w io.Writer) ([]Report, error) {
 	if err != nil {
 		return nil, fmt.Errorf("bench: %w", err)
 	}
-	fmt.Fprintf(w, "%s on %s: %d rows, %d attributes; ε = %v, δ = %v → ρ = %.6g; workload %s (%d marginals); metric %s\n",
+	// CPU is the process's, summed over the cores the run may use: on
+	// two cores a run can take less wall time for more CPU
+	// (docs/aim-performance.md, "Issue 19, twenty-third pass").
+	fmt.Fprintf(w, "%s on %s: %d rows, %d attributes; ε = %v, δ = %v → ρ = %.6g; workload %s (%d marginals); metric %s; GOMAXPROCS %d (CPU is summed over the cores)\n",
 		mech.Name(), cfg.CSV, data.Rows(), data.Domain().Len(), cfg.Epsilon, cfg.Delta, rho,
-		workloadName(cfg.Workload), len(work), metric)
+		workloadName(cfg.Workload), len(work), metric, runtime.GOMAXPROCS(0))
 	if public != nil {
 		fmt.Fprintf(w, "public data %s: %d rows\n", cfg.Public, public.Rows())
 	}
