@@ -52,9 +52,11 @@
 // use. Dataset.Marginals and Estimate split work over GOMAXPROCS goroutines:
 // Marginals by marginal, Estimate by chunks of the cell ranges of large
 // cliques, with per-chunk partial sums so that no two goroutines write one
-// cell. Estimate keeps one helper goroutine per extra core spinning between
-// kernels for its duration (parking after 200 µs idle), because waking a
-// goroutine per kernel costs more than a kernel. Chunks depend only on table
+// cell. Estimate splits only models of 8 MB or more (minPoolCells): a
+// smaller one's kernels are too short, and it runs on one core. It keeps
+// one helper goroutine per extra core spinning between kernels for its
+// duration (parking after 200 µs idle), because waking a goroutine per
+// kernel costs more than a kernel. Chunks depend only on table
 // sizes, so an estimate is the same bit for bit on any number of cores.
 //
 // # Algorithms
