@@ -1204,8 +1204,7 @@ func (m *Model) marginalsCached(ctx context.Context, sets [][]int, reuse bool, c
 			f(i, m.marginal(sets[i], nil, cache, nil))
 			return
 		}
-		if n := m.dom.Cells(sets[i]); n > maxPooled && slices.IsSorted(sets[i]) {
-			// (marginal transposes an unsorted set into a new table.)
+		if n := m.dom.Cells(sets[i]); n > maxPooled && writesInto(sets[i]) {
 			x := m.marginal(sets[i], nil, cache, cache.large.get(n))
 			f(i, x)
 			cache.large.put(x)

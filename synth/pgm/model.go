@@ -178,14 +178,14 @@ func (m *Model) MarginalWhere(attrs []int, weight map[int][]float64) []float64 {
 }
 
 // marginal is MarginalWhere on checked arguments; cache may be nil. The
-// result is written into dst when attrs is ascending and dst is large
+// result is written into dst when writesInto(attrs) and dst is large
 // enough.
 func (m *Model) marginal(attrs []int, weight map[int][]float64, cache *reduceCache, dst []float64) []float64 {
-	sorted := slices.Clone(attrs)
-	slices.Sort(sorted)
-	if !slices.Equal(sorted, attrs) {
+	if !writesInto(attrs) {
 		dst = nil // the table is transposed into a new one below
 	}
+	sorted := slices.Clone(attrs)
+	slices.Sort(sorted)
 	var f factor
 	if k := m.jt.containing(sorted); k >= 0 && len(weight) == 0 {
 		f = factor{attrs: sorted, vals: resize(dst, m.dom.Cells(sorted))}
@@ -216,6 +216,11 @@ func (m *Model) marginal(attrs []int, weight map[int][]float64, cache *reduceCac
 	}
 	return out
 }
+
+// writesInto reports whether marginal computes the marginal over attrs in
+// its dst: when attrs is ascending. Otherwise the table is transposed into
+// a new one, and a buffer passed as dst is left unused.
+func writesInto(attrs []int) bool { return slices.IsSorted(attrs) }
 
 // sizesOf returns the sizes of attrs.
 func (d *Domain) sizesOf(attrs []int) []int {
