@@ -63,13 +63,7 @@ func TestHerdBalancesEveryKey(t *testing.T) {
 			t.Errorf("run %d: a key value's rows are off by %.2f records, want ≤ 4", run, worst)
 		}
 		// The stratified deal, for contrast: off by far more on some key.
-		vals := make([]uint16, 0, g)
-		for v, c := range counts {
-			for range c {
-				vals = append(vals, uint16(v))
-			}
-		}
-		deal(col, rows, vals, rng)
+		deal(col, rows, appendValues(nil, counts), rng)
 		if w := worstImbalance(rowwise, d, keys, sizes, col, counts); w < 3*worst {
 			t.Errorf("run %d: dealt without herding, off by %.2f, against %.2f herded", run, w, worst)
 		}

@@ -57,12 +57,7 @@ func TestStratify(t *testing.T) {
 func TestDeal(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	for _, counts := range [][]int{{1}, {3, 4}, {50, 1, 20, 29}, {500, 300, 150, 40, 9, 1}, {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 990}} {
-		var vals []uint16
-		for v, c := range counts {
-			for range c {
-				vals = append(vals, uint16(v))
-			}
-		}
+		vals := appendValues(nil, counts)
 		g := len(vals)
 		rows := make([]int32, g)
 		for i := range rows {

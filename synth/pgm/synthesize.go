@@ -185,15 +185,10 @@ func (m *Model) SynthesizeContext(ctx context.Context, rng *rand.Rand, rows int)
 				herd.deal(cols[a], group[start[s]:start[s+1]], counts, rng)
 				continue
 			}
-			vals = vals[:0]
-			for v, c := range counts {
-				for range c {
-					vals = append(vals, uint16(v))
-				}
-			}
+			vals = appendValues(vals[:0], counts)
 			deal(cols[a], group[start[s]:start[s+1]], vals, rng)
 		}
-		if rowwise != nil {
+		if rowwise != nil && j < len(fams)-1 { // the last is read by no later herding
 			for r, v := range cols[a] {
 				rowwise[r*d+a] = v
 			}
@@ -282,6 +277,17 @@ func stratify(order, tmp []int32, cols [][]uint16, attrs []int, dom *Domain, rng
 		src, dst = dst, src
 	}
 	copy(order, src) // a no-op when the passes ended in order
+}
+
+// appendValues appends to dst each value v counts[v] times, ascending: the
+// values deal gives a group's rows.
+func appendValues(dst []uint16, counts []int) []uint16 {
+	for v, c := range counts {
+		for range c {
+			dst = append(dst, uint16(v))
+		}
+	}
+	return dst
 }
 
 // weyl is the golden ratio's fractional part in 64-bit fixed point, odd so
